@@ -1,0 +1,117 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types and reasons of an Agent.
+const (
+	// AgentReadyCondition is True when the agent's model profile and tools resolve and the agent
+	// can be invoked.
+	AgentReadyCondition = "Ready"
+)
+
+// AgentDefinition is the desired state of an Agent (the spec calls this section "definition").
+type AgentDefinition struct {
+	// displayName is the human-readable name shown in the Console and the Workplace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	DisplayName string `json:"displayName,omitempty"`
+
+	// description says what the agent is for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Description string `json:"description,omitempty"`
+
+	// handler names the runtime handler that executes the agent.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Handler string `json:"handler,omitempty"`
+
+	// instructions is the system prompt given to the model.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Instructions string `json:"instructions,omitempty"`
+
+	// modelProfile selects the ModelProfile the agent calls models through.
+	// +optional
+	ModelProfile *ModelProfileReference `json:"modelProfile,omitempty"`
+
+	// tools the agent may call, each named once.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=128
+	Tools []AgentTool `json:"tools,omitempty"`
+}
+
+// ModelProfileReference refers to a ModelProfile by name in the same workspace or by resource id.
+// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.resourceId))",message="at most one of name and resourceId may be set"
+type ModelProfileReference struct {
+	// name of a ModelProfile in the agent's workspace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// resourceId is the server-generated id of a ModelProfile.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ResourceID string `json:"resourceId,omitempty"`
+}
+
+// AgentTool names one tool an agent may call.
+type AgentTool struct {
+	// name of the tool.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// AgentStatus is the observed state of an Agent.
+type AgentStatus struct {
+	// observedGeneration is the metadata.generation the status was last computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions describe the current state of the agent.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Agent is a model-backed worker of a workspace: instructions, a model profile and tools.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced
+// +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.definition.displayName`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Agent struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// definition is the desired state of the agent.
+	// +optional
+	Definition AgentDefinition `json:"definition,omitempty"`
+
+	// status is the observed state of the agent.
+	// +optional
+	Status AgentStatus `json:"status,omitempty"`
+}
+
+// AgentList is a list of Agents.
+//
+// +kubebuilder:object:root=true
+type AgentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Agent `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Agent{}, &AgentList{})
+}

@@ -1,0 +1,5 @@
+package controlplane
+
+import "go.uber.org/zap"
+
+func nopZap() *zap.Logger { return zap.NewNop() }

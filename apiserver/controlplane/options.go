@@ -1,0 +1,97 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+)
+
+// DefaultKubeAddr is where kubectl finds the embedded API unless told otherwise.
+const DefaultKubeAddr = "127.0.0.1:6443"
+
+// Options are what a caller chooses about the control plane; Validate checks them before anything
+// is started, so bad input fails with one clear message and nothing half-started.
+type Options struct {
+	// DataDir holds etcd's data (unless EtcdServers is set) and the certificates.
+	DataDir string
+	// KubeAddr is host:port of the TLS listener; port 0 picks a free port.
+	KubeAddr string
+	// EtcdServers, when set, replaces the embedded etcd with an external cluster.
+	EtcdServers []string
+	// EtcdPrefix is the key prefix of every object; it lets several control planes share one
+	// external etcd cluster.
+	EtcdPrefix string
+	// CRDs holds the CustomResourceDefinition manifests applied at every start.
+	CRDs fs.FS
+	// Authenticators are consulted after client certificates; Authorizers after the
+	// administrator group. The identity plane plugs its PAT/JWT authenticator and workspace
+	// authorizer in here.
+	Authenticators []authenticator.Request
+	Authorizers    []authorizer.Authorizer
+
+	// crds are the decoded CRDs, filled by Validate.
+	crds []*apiextensionsv1.CustomResourceDefinition
+}
+
+// Validate checks the options and decodes the CRD manifests.
+func (o *Options) Validate() error {
+	if o.DataDir == "" {
+		return errors.New("--data-dir is required")
+	}
+	abs, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return fmt.Errorf("--data-dir %q: %w", o.DataDir, err)
+	}
+	o.DataDir = abs
+	if o.KubeAddr == "" {
+		o.KubeAddr = DefaultKubeAddr
+	}
+	if _, _, err := o.kubeHostPort(); err != nil {
+		return err
+	}
+	for _, s := range o.EtcdServers {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix") || (u.Scheme != "unix" && u.Host == "") {
+			return fmt.Errorf("--etcd-servers: %q is not an etcd client URL such as http://127.0.0.1:2379", s)
+		}
+	}
+	if o.EtcdPrefix == "" {
+		o.EtcdPrefix = "/registry"
+	}
+	if !strings.HasPrefix(o.EtcdPrefix, "/") {
+		return fmt.Errorf("etcd prefix %q must start with /", o.EtcdPrefix)
+	}
+	if o.CRDs != nil {
+		if o.crds, err = decodeCRDs(o.CRDs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *Options) kubeHostPort() (string, int, error) {
+	host, portText, err := net.SplitHostPort(o.KubeAddr)
+	if err != nil {
+		return "", 0, fmt.Errorf("--kube-addr %q: %w", o.KubeAddr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("--kube-addr %q: invalid port", o.KubeAddr)
+	}
+	if host != "" && net.ParseIP(host) == nil && host != "localhost" {
+		return "", 0, fmt.Errorf("--kube-addr %q: host must be an IP address or localhost", o.KubeAddr)
+	}
+	return host, port, nil
+}
+
+func (o *Options) etcdDir() string { return filepath.Join(o.DataDir, "etcd") }
+func (o *Options) pkiDir() string  { return filepath.Join(o.DataDir, "pki") }

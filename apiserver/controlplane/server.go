@@ -1,0 +1,446 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	noopoteltrace "go.opentelemetry.io/otel/trace/noop"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
+	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/anonymous"
+	unionauthn "k8s.io/apiserver/pkg/authentication/request/union"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	unionauthz "k8s.io/apiserver/pkg/authorization/union"
+	discoveryendpoint "k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/klog/v2"
+	"k8s.io/kube-openapi/pkg/common"
+
+	"platform.dev/platform/apiserver/etcd"
+	"platform.dev/platform/apiserver/native"
+	nativeopenapi "platform.dev/platform/apiserver/native/openapi"
+	"platform.dev/platform/apiserver/pki"
+)
+
+// Server is a running control plane.
+type Server struct {
+	// Address is the host:port the kube API listens on.
+	Address string
+	// LoopbackConfig is the in-process privileged identity, for the platform's own controllers.
+	LoopbackConfig *rest.Config
+	// AdminConfig reaches the API over TLS as the local administrator, as kubectl does.
+	AdminConfig *rest.Config
+	// PKI locates the CA and the administrator's credential.
+	PKI pki.Files
+
+	etcd    *etcd.Server
+	cancel  context.CancelFunc
+	stopped chan struct{}
+	runErr  error
+
+	stopOnce sync.Once
+}
+
+// Start runs etcd (unless external) and the API server, and returns once the server is ready:
+// storage reachable, namespaces bootstrapped and built-in CRDs Established.
+func Start(ctx context.Context, o Options) (_ *Server, err error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", o.DataDir, errors.Unwrap(err))
+	}
+
+	s := &Server{stopped: make(chan struct{})}
+	etcdServers := o.EtcdServers
+	if len(etcdServers) == 0 {
+		if s.etcd, err = etcd.Start(ctx, o.etcdDir(), time.Minute); err != nil {
+			return nil, err
+		}
+		etcdServers = []string{s.etcd.ClientURL()}
+	} else if err := checkEtcd(ctx, etcdServers); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && s.etcd != nil {
+			s.etcd.Stop()
+		}
+	}()
+
+	host, _, _ := o.kubeHostPort()
+	if s.PKI, err = pki.Ensure(o.pkiDir(), []string{host}); err != nil {
+		return nil, fmt.Errorf("certificates in %s: %w", o.pkiDir(), err)
+	}
+
+	server, err := newAPIServer(&o, etcdServers, s.PKI)
+	if err != nil {
+		return nil, err
+	}
+	s.LoopbackConfig = server.GenericAPIServer.LoopbackClientConfig
+	s.Address = server.GenericAPIServer.SecureServingInfo.Listener.Addr().String()
+	s.AdminConfig = AdminRESTConfig(s.PKI, "https://"+s.Address)
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	prepared := server.GenericAPIServer.PrepareRun()
+	go func() {
+		defer close(s.stopped)
+		s.runErr = prepared.RunWithContext(runCtx)
+		if s.etcd != nil {
+			s.etcd.Stop()
+		}
+	}()
+
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Stop shuts the API server down (draining requests) and then etcd, and waits for both.
+func (s *Server) Stop() error {
+	s.stopOnce.Do(s.cancel)
+	<-s.stopped
+	return s.runErr
+}
+
+// Done is closed once the server has stopped, whatever the reason.
+func (s *Server) Done() <-chan struct{} { return s.stopped }
+
+func (s *Server) waitReady(ctx context.Context) error {
+	client, err := rest.HTTPClientFor(s.LoopbackConfig)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	ready := s.LoopbackConfig.Host + "/readyz"
+	var last string
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ready, nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-s.stopped:
+			if s.runErr != nil {
+				return s.runErr
+			}
+			return errors.New("kube API stopped during startup")
+		case <-ctx.Done():
+			return fmt.Errorf("kube API not ready: %s", last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// checkEtcd fails fast with the address when an external etcd cluster cannot be reached, instead
+// of a server that never becomes ready.
+func checkEtcd(ctx context.Context, servers []string) error {
+	client, err := clientv3.New(clientv3.Config{Endpoints: servers, DialTimeout: 5 * time.Second, Logger: nopZap()})
+	if err != nil {
+		return fmt.Errorf("--etcd-servers %v: %w", servers, err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, ep := range servers {
+		if _, err := client.Status(ctx, ep); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("--etcd-servers %v: no etcd member answered within 10s", servers)
+}
+
+// AdminRESTConfig is the local administrator's client configuration for server.
+func AdminRESTConfig(files pki.Files, server string) *rest.Config {
+	return &rest.Config{
+		Host: server,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAFile:   files.CACert(),
+			CertFile: files.AdminCert(),
+			KeyFile:  files.AdminKey(),
+		},
+		QPS:   -1, // no client-side throttling: the server is local and this is its administrator
+		Burst: -1,
+	}
+}
+
+func newAPIServer(o *Options, etcdServers []string, files pki.Files) (*apiextensionsapiserver.CustomResourceDefinitions, error) {
+	recommended := genericoptions.NewRecommendedOptions(o.EtcdPrefix,
+		apiextensionsapiserver.Codecs.LegacyCodec(apiextensionsv1beta1.SchemeGroupVersion, apiextensionsv1.SchemeGroupVersion))
+	recommended.Etcd.StorageConfig.Transport.ServerList = etcdServers
+
+	host, port, _ := o.kubeHostPort()
+	serving := recommended.SecureServing
+	serving.BindAddress = net.ParseIP(host)
+	if host == "localhost" {
+		serving.BindAddress = net.ParseIP("127.0.0.1")
+	}
+	serving.BindPort = port
+	serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: files.ServingCert(), KeyFile: files.ServingKey()}
+
+	config := genericapiserver.NewRecommendedConfig(apiextensionsapiserver.Codecs)
+	runOptions := genericoptions.NewServerRunOptions()
+	if err := runOptions.ApplyTo(&config.Config); err != nil {
+		return nil, err
+	}
+	config.EffectiveVersion = kubeVersion{config.EffectiveVersion}
+	if err := recommended.Etcd.ApplyTo(&config.Config); err != nil {
+		return nil, err
+	}
+	if err := serving.ApplyTo(&config.SecureServing, &config.LoopbackClientConfig); err != nil {
+		return nil, fmt.Errorf("kube API on %s: %w", o.KubeAddr, err)
+	}
+	loopback := config.LoopbackClientConfig
+	loopback.QPS, loopback.Burst = -1, -1
+
+	caPEM, err := os.ReadFile(files.CACert())
+	if err != nil {
+		return nil, err
+	}
+	clientCA, err := dynamiccertificates.NewStaticCAContent("platform-client-ca", caPEM)
+	if err != nil {
+		return nil, err
+	}
+	config.SecureServing.ClientCA = clientCA
+	config.Authentication.Authenticator = newAuthenticator(clientCA, o.Authenticators)
+	if config.Authorization.Authorizer, err = newAuthorizer(o.Authorizers); err != nil {
+		return nil, err
+	}
+
+	namer := openapinamer.NewDefinitionNamer(apiextensionsapiserver.Scheme, native.Scheme)
+	config.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openAPIDefinitions, namer)
+	config.OpenAPIConfig.Info.Title = "platform"
+	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openAPIDefinitions, namer)
+	config.OpenAPIV3Config.Info.Title = "platform"
+
+	kubeClient, err := kubernetes.NewForConfig(loopback)
+	if err != nil {
+		return nil, err
+	}
+	config.ClientConfig = loopback
+	config.SharedInformerFactory = informers.NewSharedInformerFactory(kubeClient, 10*time.Minute)
+	admission, err := lifecycle.NewLifecycle(sets.New(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic))
+	if err != nil {
+		return nil, err
+	}
+	admission.SetExternalKubeInformerFactory(config.SharedInformerFactory)
+	admission.SetExternalKubeClientSet(kubeClient)
+	if err := admission.ValidateInitialization(); err != nil {
+		return nil, err
+	}
+	config.AdmissionControl = admission
+	config.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
+
+	extensionsConfig := &apiextensionsapiserver.Config{
+		GenericConfig: config,
+		ExtraConfig: apiextensionsapiserver.ExtraConfig{
+			CRDRESTOptionsGetter: apiextensionsoptions.NewCRDRESTOptionsGetter(*recommended.Etcd, config.ResourceTransformers, config.StorageObjectCountTracker),
+			ServiceResolver:      noServices{},
+			AuthResolverWrapper:  webhook.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, loopback, noopoteltrace.NewTracerProvider()),
+		},
+	}
+	server, err := extensionsConfig.Complete().New(genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	generic := server.GenericAPIServer
+
+	nativeStorage := recommended.Etcd.StorageConfig
+	nativeStorage.Codec = native.Codecs.LegacyCodec(native.Scheme.PrioritizedVersionsAllGroups()...)
+	nativeOptions := recommended.Etcd.CreateRESTOptionsGetter(&nativeStorageFactory{genericoptions.SimpleStorageFactory{StorageConfig: nativeStorage}}, config.ResourceTransformers)
+	if err := native.Install(generic, nativeOptions); err != nil {
+		return nil, err
+	}
+
+	// The apiextensions server turns root discovery off because kube-apiserver serves it from the
+	// aggregator; this server is the whole API, so it serves /apis itself.
+	rootDiscovery := discoveryendpoint.WrapAggregatedDiscoveryToHandler(generic.DiscoveryGroupManager, generic.AggregatedDiscoveryGroupManager, generic.AggregatedDiscoveryGroupManager)
+	generic.Handler.GoRestfulContainer.Add(rootDiscovery.GenerateWebService("/apis", metav1.APIGroupList{}))
+	groupLister, err := newCRDGroupLister(generic.DiscoveryGroupManager, server.Informers.Apiextensions().V1().CustomResourceDefinitions())
+	if err != nil {
+		return nil, err
+	}
+	_ = groupLister
+
+	namespaceController, err := native.NewNamespaceController(loopback, config.SharedInformerFactory)
+	if err != nil {
+		return nil, err
+	}
+	generic.AddPostStartHookOrDie("platform-namespace-controller", func(ctx genericapiserver.PostStartHookContext) error {
+		go namespaceController.Run(ctx)
+		return nil
+	})
+	generic.AddPostStartHookOrDie("platform-bootstrap-namespaces", func(ctx genericapiserver.PostStartHookContext) error {
+		return ensureNamespaces(ctx, kubeClient)
+	})
+	crdClient, err := apiextensionsclient.NewForConfig(loopback)
+	if err != nil {
+		return nil, err
+	}
+	generic.AddPostStartHookOrDie("platform-builtin-crds", func(ctx genericapiserver.PostStartHookContext) error {
+		return applyCRDs(ctx, crdClient, o.crds)
+	})
+	return server, nil
+}
+
+// kubeVersion reports the Kubernetes API version this server implements on /version. Without
+// build-time stamping of k8s.io/component-base the git version is a placeholder that kubectl
+// cannot parse.
+type kubeVersion struct {
+	basecompatibility.EffectiveVersion
+}
+
+func (v kubeVersion) Info() *version.Info {
+	info := v.EffectiveVersion.Info()
+	if info != nil && strings.Contains(info.GitVersion, "$Format") {
+		info.GitVersion = fmt.Sprintf("v%d.%d.0", v.BinaryVersion().Major(), v.BinaryVersion().Minor())
+		if build, ok := debug.ReadBuildInfo(); ok {
+			for _, dep := range build.Deps {
+				// k8s.io/apiserver v0.X.Y implements Kubernetes v1.X.Y.
+				if dep.Path == "k8s.io/apiserver" && strings.HasPrefix(dep.Version, "v0.") {
+					info.GitVersion = "v1." + strings.TrimPrefix(dep.Version, "v0.")
+				}
+			}
+		}
+	}
+	return info
+}
+
+// systemNamespaces exist in every cluster; controllers and kubectl assume them.
+var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+func ensureNamespaces(ctx context.Context, client kubernetes.Interface) error {
+	for _, name := range systemNamespaces {
+		for {
+			_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{FieldManager: fieldManager})
+			if err == nil || apierrors.IsAlreadyExists(err) {
+				break
+			}
+			klog.FromContext(ctx).Info("creating system namespace failed; retrying", "namespace", name, "err", err)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+const fieldManager = "platform-apiserver"
+
+func newAuthenticator(clientCA dynamiccertificates.CAContentProvider, extra []authenticator.Request) authenticator.Request {
+	chain := []authenticator.Request{x509request.NewDynamic(clientCA.VerifyOptions, x509request.CommonNameUserConversion)}
+	chain = append(chain, extra...)
+	// Anonymous last: it only reaches health and version endpoints (see publicInfo).
+	chain = append(chain, anonymous.NewAuthenticator(nil))
+	return unionauthn.New(chain...)
+}
+
+func newAuthorizer(extra []authorizer.Authorizer) (authorizer.Authorizer, error) {
+	named := []unionauthz.NamedAuthorizer{
+		{AuthorizerName: "administrators", Authorizer: authorizerfactory.NewPrivilegedGroups(pki.AdminGroup)},
+		{AuthorizerName: "public-info", Authorizer: publicInfo{}},
+	}
+	for i, a := range extra {
+		named = append(named, unionauthz.NamedAuthorizer{AuthorizerName: "extra-" + strconv.Itoa(i), Authorizer: a})
+	}
+	return unionauthz.New(named...)
+}
+
+// publicInfo lets anyone, signed in or not, read health and version, as kube-apiserver's
+// system:public-info-viewer role does, and lets signed-in callers read discovery.
+type publicInfo struct{}
+
+func (publicInfo) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.IsResourceRequest() || a.GetVerb() != "get" {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	path := a.GetPath()
+	for _, p := range []string{"/healthz", "/livez", "/readyz", "/version"} {
+		if path == p || (len(path) > len(p) && path[:len(p)+1] == p+"/") {
+			return authorizer.DecisionAllow, "", nil
+		}
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+func (p publicInfo) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(p.Authorize(ctx, a))
+}
+
+func (publicInfo) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
+
+// noServices answers CRD conversion webhooks that name a Service: this control plane serves no
+// Services, so such webhooks must use a URL.
+type noServices struct{}
+
+func (noServices) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
+	return nil, fmt.Errorf("service %s/%s: services are not served by the embedded control plane; use a URL in the webhook client config", namespace, name)
+}
+
+// nativeStorageFactory keeps native objects at kube-apiserver's etcd keys.
+type nativeStorageFactory struct {
+	genericoptions.SimpleStorageFactory
+}
+
+func (f *nativeStorageFactory) ResourcePrefix(resource schema.GroupResource) string {
+	if prefix, ok := native.StorageResourcePrefix(resource); ok {
+		return prefix
+	}
+	return f.SimpleStorageFactory.ResourcePrefix(resource)
+}
+
+var _ serverstorage.StorageFactory = &nativeStorageFactory{}
+
+func openAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+	defs := apiextensionsopenapi.GetOpenAPIDefinitions(ref)
+	maps.Copy(defs, nativeopenapi.GetOpenAPIDefinitions(ref))
+	return defs
+}

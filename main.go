@@ -1,0 +1,34 @@
+// Command platform is the whole product in one binary: `serve` runs the control plane,
+// `kubeconfig` prints the administrator's kubeconfig, `version` prints the version.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"platform.dev/platform/apiserver"
+	"platform.dev/platform/internal/version"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "platform",
+		Short:         "A local-first work-delegation platform for AI agents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(apiserver.NewServeCommand(), apiserver.NewKubeconfigCommand(), &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), version.Version)
+		},
+	})
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "platform:", err)
+		os.Exit(1)
+	}
+}
