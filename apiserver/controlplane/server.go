@@ -213,13 +213,16 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files) (*apiextens
 		apiextensionsapiserver.Codecs.LegacyCodec(apiextensionsv1beta1.SchemeGroupVersion, apiextensionsv1.SchemeGroupVersion))
 	recommended.Etcd.StorageConfig.Transport.ServerList = etcdServers
 
-	host, port, _ := o.kubeHostPort()
-	serving := recommended.SecureServing
-	serving.BindAddress = net.ParseIP(host)
-	if host == "localhost" {
-		serving.BindAddress = net.ParseIP("127.0.0.1")
+	// Listening here, not in the serving options, because they treat port 0 as "do not serve"
+	// and a free port is what tests ask for.
+	listener, err := net.Listen("tcp", o.KubeAddr)
+	if err != nil {
+		return nil, fmt.Errorf("kube API: %w", err)
 	}
-	serving.BindPort = port
+	serving := recommended.SecureServing
+	serving.Listener = listener
+	serving.BindAddress = listener.Addr().(*net.TCPAddr).IP
+	serving.BindPort = listener.Addr().(*net.TCPAddr).Port
 	serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: files.ServingCert(), KeyFile: files.ServingKey()}
 
 	config := genericapiserver.NewRecommendedConfig(apiextensionsapiserver.Codecs)
@@ -232,6 +235,7 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files) (*apiextens
 		return nil, err
 	}
 	if err := serving.ApplyTo(&config.SecureServing, &config.LoopbackClientConfig); err != nil {
+		listener.Close()
 		return nil, fmt.Errorf("kube API on %s: %w", o.KubeAddr, err)
 	}
 	loopback := config.LoopbackClientConfig

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -21,6 +22,7 @@ import (
 type Server struct {
 	etcd      *embed.Etcd
 	clientURL string
+	stopping  *atomic.Bool
 }
 
 // Start runs a single-member etcd cluster with its data in dir, listening on loopback only.
@@ -47,9 +49,12 @@ func Start(ctx context.Context, dir string, readyTimeout time.Duration) (*Server
 	cfg.ListenPeerUrls = []url.URL{peerURL}
 	cfg.AdvertisePeerUrls = []url.URL{peerURL}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	// Quiet: etcd's info logs would drown the platform's own; errors still reach stderr.
+	// Quiet: etcd's info logs would drown the platform's own; errors still reach stderr until
+	// Stop, after which etcd reports its closed listeners as errors.
+	stopping := &atomic.Bool{}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewCore(
-		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zapcore.ErrorLevel)))
+		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr),
+		zap.LevelEnablerFunc(func(l zapcore.Level) bool { return l >= zapcore.ErrorLevel && !stopping.Load() }))))
 
 	e, err := startRecovering(cfg)
 	if err != nil {
@@ -67,7 +72,7 @@ func Start(ctx context.Context, dir string, readyTimeout time.Duration) (*Server
 		e.Close()
 		return nil, ctx.Err()
 	}
-	return &Server{etcd: e, clientURL: clientURL.String()}, nil
+	return &Server{etcd: e, clientURL: clientURL.String(), stopping: stopping}, nil
 }
 
 // startRecovering turns a panic of etcd on corrupt data into an error, so that startup fails
@@ -86,6 +91,7 @@ func (s *Server) ClientURL() string { return s.clientURL }
 
 // Stop closes the member after in-flight requests; acknowledged writes are already fsynced.
 func (s *Server) Stop() {
+	s.stopping.Store(true)
 	s.etcd.Close()
 }
 
