@@ -34,7 +34,8 @@ type Options struct {
 	CRDs fs.FS
 	// Authenticators are consulted after client certificates; Authorizers after the
 	// administrator group. The identity plane plugs its PAT/JWT authenticator and workspace
-	// authorizer in here.
+	// authorizer in here. An authenticator returns an error for a credential it recognizes but
+	// rejects (a revoked token), so that the caller gets 401 instead of being anonymous.
 	Authenticators []authenticator.Request
 	Authorizers    []authorizer.Authorizer
 

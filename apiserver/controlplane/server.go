@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/anonymous"
 	unionauthn "k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
@@ -380,9 +381,10 @@ const fieldManager = "platform-apiserver"
 func newAuthenticator(clientCA dynamiccertificates.CAContentProvider, extra []authenticator.Request) authenticator.Request {
 	chain := []authenticator.Request{x509request.NewDynamic(clientCA.VerifyOptions, x509request.CommonNameUserConversion)}
 	chain = append(chain, extra...)
-	// Anonymous last: it only reaches health and version endpoints (see publicInfo).
-	chain = append(chain, anonymous.NewAuthenticator(nil))
-	return unionauthn.New(chain...)
+	authenticated := group.NewAuthenticatedGroupAdder(unionauthn.New(chain...))
+	// As in kube-apiserver, a credential that an authenticator rejects is a 401, never an
+	// anonymous request; anonymous callers only reach health and version (see publicInfo).
+	return unionauthn.NewFailOnError(authenticated, anonymous.NewAuthenticator(nil))
 }
 
 func newAuthorizer(extra []authorizer.Authorizer) (authorizer.Authorizer, error) {
