@@ -19,6 +19,8 @@ OPENAPI_INPUT_PKGS ?= \
 	k8s.io/api/core/v1 \
 	k8s.io/api/coordination/v1 \
 	k8s.io/api/events/v1 \
+	k8s.io/api/authentication/v1 \
+	k8s.io/api/authorization/v1 \
 	k8s.io/apimachinery/pkg/apis/meta/v1 \
 	k8s.io/apimachinery/pkg/runtime \
 	k8s.io/apimachinery/pkg/version \

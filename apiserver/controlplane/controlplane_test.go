@@ -11,6 +11,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -184,6 +186,7 @@ func TestAnonymousCallersReachOnlyHealthAndVersion(t *testing.T) {
 	g.Expect(status("/livez")).To(Equal(http.StatusOK))
 	g.Expect(status("/version")).To(Equal(http.StatusOK))
 	g.Expect(status("/api/v1/namespaces")).To(Equal(http.StatusForbidden))
+	g.Expect(status("/apis")).To(Equal(http.StatusForbidden), "discovery is for signed-in callers")
 	g.Expect(status("/apis/platform.dev/v1/agents")).To(Equal(http.StatusForbidden))
 }
 
@@ -205,9 +208,25 @@ func TestAuthenticationAndAuthorizationArePluggable(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = reader.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
+	_, err = reader.Discovery().ServerGroups()
+	g.Expect(err).NotTo(HaveOccurred(), "signed-in callers read discovery")
 	_, err = reader.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`User "reader"`))
+
+	// kubectl auth can-i and whoami answer with the same authenticator and authorizer.
+	canI := func(verb string) bool {
+		review, err := reader.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "namespaces"}},
+		}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		return review.Status.Allowed
+	}
+	g.Expect(canI("list")).To(BeTrue())
+	g.Expect(canI("create")).To(BeFalse())
+	who, err := reader.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(who.Status.UserInfo.Username).To(Equal("reader"))
 
 	cfg.BearerToken = "wrong-token"
 	stranger, err := kubernetes.NewForConfig(cfg)

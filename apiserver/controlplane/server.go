@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/anonymous"
 	unionauthn "k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	unionauthz "k8s.io/apiserver/pkg/authorization/union"
@@ -383,14 +385,14 @@ func newAuthenticator(clientCA dynamiccertificates.CAContentProvider, extra []au
 	chain = append(chain, extra...)
 	authenticated := group.NewAuthenticatedGroupAdder(unionauthn.New(chain...))
 	// As in kube-apiserver, a credential that an authenticator rejects is a 401, never an
-	// anonymous request; anonymous callers only reach health and version (see publicInfo).
+	// anonymous request; anonymous callers only reach health and version (see bootstrapPolicy).
 	return unionauthn.NewFailOnError(authenticated, anonymous.NewAuthenticator(nil))
 }
 
 func newAuthorizer(extra []authorizer.Authorizer) (authorizer.Authorizer, error) {
 	named := []unionauthz.NamedAuthorizer{
 		{AuthorizerName: "administrators", Authorizer: authorizerfactory.NewPrivilegedGroups(pki.AdminGroup)},
-		{AuthorizerName: "public-info", Authorizer: publicInfo{}},
+		{AuthorizerName: "bootstrap-policy", Authorizer: bootstrapPolicy{}},
 	}
 	for i, a := range extra {
 		named = append(named, unionauthz.NamedAuthorizer{AuthorizerName: "extra-" + strconv.Itoa(i), Authorizer: a})
@@ -398,28 +400,51 @@ func newAuthorizer(extra []authorizer.Authorizer) (authorizer.Authorizer, error)
 	return unionauthz.New(named...)
 }
 
-// publicInfo lets anyone, signed in or not, read health and version, as kube-apiserver's
-// system:public-info-viewer role does, and lets signed-in callers read discovery.
-type publicInfo struct{}
+// bootstrapPolicy grants what kube-apiserver's bootstrap roles grant: anyone, signed in or not,
+// may read health and version (system:public-info-viewer); a signed-in caller may also read
+// discovery and OpenAPI (system:discovery) and ask what it may do or who it is
+// (system:basic-user). Everything else is up to the administrators group and the plugged-in
+// authorizers.
+type bootstrapPolicy struct{}
 
-func (publicInfo) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	if a.IsResourceRequest() || a.GetVerb() != "get" {
-		return authorizer.DecisionNoOpinion, "", nil
-	}
-	path := a.GetPath()
-	for _, p := range []string{"/healthz", "/livez", "/readyz", "/version"} {
-		if path == p || (len(path) > len(p) && path[:len(p)+1] == p+"/") {
+var (
+	publicPaths    = []string{"/healthz", "/livez", "/readyz", "/version"}
+	discoveryPaths = []string{"/api", "/apis", "/openapi"}
+	selfReviews    = sets.New("selfsubjectaccessreviews", "selfsubjectreviews", "selfsubjectrulesreviews")
+)
+
+func (bootstrapPolicy) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	authenticated := a.GetUser() != nil && slices.Contains(a.GetUser().GetGroups(), user.AllAuthenticated)
+	if a.IsResourceRequest() {
+		if authenticated && a.GetVerb() == "create" && selfReviews.Has(a.GetResource()) &&
+			(a.GetAPIGroup() == "authorization.k8s.io" || a.GetAPIGroup() == "authentication.k8s.io") {
 			return authorizer.DecisionAllow, "", nil
 		}
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	if a.GetVerb() != "get" {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	if underAny(a.GetPath(), publicPaths) || (authenticated && underAny(a.GetPath(), discoveryPaths)) {
+		return authorizer.DecisionAllow, "", nil
 	}
 	return authorizer.DecisionNoOpinion, "", nil
 }
 
-func (p publicInfo) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+func underAny(path string, roots []string) bool {
+	for _, root := range roots {
+		if path == root || strings.HasPrefix(path, root+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (p bootstrapPolicy) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
 	return authorizer.ConditionsAwareDecisionFromParts(p.Authorize(ctx, a))
 }
 
-func (publicInfo) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+func (bootstrapPolicy) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
 	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
 }
 

@@ -1,9 +1,14 @@
 // Package native serves the built-in kinds that controllers and kubectl expect from any cluster
-// (core v1 Namespaces and Events, coordination.k8s.io/v1 Leases, events.k8s.io/v1 Events) with
+// (core v1 Namespaces and Events, coordination.k8s.io/v1 Leases, events.k8s.io/v1 Events, and
+// the self reviews behind `kubectl auth can-i` and `kubectl auth whoami`) with
 // the generic registry of k8s.io/apiserver and the Go types of k8s.io/api.
 package native
 
 import (
+	"errors"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -17,6 +22,9 @@ import (
 // Install adds the native groups to server: the legacy core group under /api and the named
 // groups under /apis.
 func Install(server *genericapiserver.GenericAPIServer, opts generic.RESTOptionsGetter) error {
+	if server.Authorizer == nil {
+		return errors.New("native groups need the server's authorizer for access reviews")
+	}
 	namespaces, namespaceStatus, namespaceFinalize, err := NewNamespaceStorage(opts)
 	if err != nil {
 		return err
@@ -50,7 +58,14 @@ func Install(server *genericapiserver.GenericAPIServer, opts generic.RESTOptions
 	eventsGroup := genericapiserver.NewDefaultAPIGroupInfo(eventsv1.GroupName, Scheme, ParameterCodec, Codecs)
 	eventsGroup.VersionedResourcesStorageMap["v1"] = map[string]rest.Storage{"events": shortNamed{events, []string{"ev"}}}
 
-	return server.InstallAPIGroups(&coordination, &eventsGroup)
+	authentication := genericapiserver.NewDefaultAPIGroupInfo(authenticationv1.GroupName, Scheme, ParameterCodec, Codecs)
+	authentication.VersionedResourcesStorageMap["v1"] = map[string]rest.Storage{"selfsubjectreviews": selfSubjectReviewREST{}}
+	authorization := genericapiserver.NewDefaultAPIGroupInfo(authorizationv1.GroupName, Scheme, ParameterCodec, Codecs)
+	authorization.VersionedResourcesStorageMap["v1"] = map[string]rest.Storage{
+		"selfsubjectaccessreviews": &selfSubjectAccessReviewREST{authorizer: server.Authorizer},
+	}
+
+	return server.InstallAPIGroups(&coordination, &eventsGroup, &authentication, &authorization)
 }
 
 // StorageResourcePrefix places events.k8s.io Events under the same keys as core Events (one

@@ -1,6 +1,8 @@
 package native
 
 import (
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -27,6 +29,8 @@ var (
 	coreInternal   = schema.GroupVersion{Group: corev1.GroupName, Version: runtime.APIVersionInternal}
 	coordInternal  = schema.GroupVersion{Group: coordinationv1.GroupName, Version: runtime.APIVersionInternal}
 	eventsInternal = schema.GroupVersion{Group: eventsv1.GroupName, Version: runtime.APIVersionInternal}
+	authnInternal  = schema.GroupVersion{Group: authenticationv1.GroupName, Version: runtime.APIVersionInternal}
+	authzInternal  = schema.GroupVersion{Group: authorizationv1.GroupName, Version: runtime.APIVersionInternal}
 )
 
 func init() {
@@ -48,6 +52,13 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(eventsInternal, &corev1.Event{}, &corev1.EventList{})
 	metav1.AddToGroupVersion(s, eventsv1.SchemeGroupVersion)
 
+	s.AddKnownTypes(authenticationv1.SchemeGroupVersion, &authenticationv1.SelfSubjectReview{})
+	s.AddKnownTypes(authnInternal, &authenticationv1.SelfSubjectReview{})
+	metav1.AddToGroupVersion(s, authenticationv1.SchemeGroupVersion)
+	s.AddKnownTypes(authorizationv1.SchemeGroupVersion, &authorizationv1.SelfSubjectAccessReview{})
+	s.AddKnownTypes(authzInternal, &authorizationv1.SelfSubjectAccessReview{})
+	metav1.AddToGroupVersion(s, authorizationv1.SchemeGroupVersion)
+
 	// Unversioned discovery types, as every generic apiserver registers them.
 	unversioned := schema.GroupVersion{Group: "", Version: "v1"}
 	s.AddUnversionedTypes(unversioned, &metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{},
@@ -56,6 +67,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 	utilruntime.Must(s.SetVersionPriority(corev1.SchemeGroupVersion))
 	utilruntime.Must(s.SetVersionPriority(coordinationv1.SchemeGroupVersion))
 	utilruntime.Must(s.SetVersionPriority(eventsv1.SchemeGroupVersion))
+	utilruntime.Must(s.SetVersionPriority(authenticationv1.SchemeGroupVersion))
+	utilruntime.Must(s.SetVersionPriority(authorizationv1.SchemeGroupVersion))
 
 	for _, err := range []error{
 		s.AddConversionFunc((*eventsv1.Event)(nil), (*corev1.Event)(nil), func(a, b any, _ conversion.Scope) error {
