@@ -5,15 +5,20 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/apiserver/controlplane"
+	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/crds"
+	"platform.dev/platform/internal/config"
 )
 
 // NewServeCommand runs the platform until SIGTERM or SIGINT.
@@ -21,6 +26,8 @@ func NewServeCommand() *cobra.Command {
 	var (
 		opts        controlplane.Options
 		etcdServers string
+		httpAddr    string
+		configFile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -31,34 +38,65 @@ func NewServeCommand() *cobra.Command {
 				opts.EtcdServers = strings.Split(etcdServers, ",")
 			}
 			opts.CRDs = crds.FS
+			cfg, err := config.Load(configFile, os.Environ())
+			if err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			return serve(ctx, cmd, opts)
+			return serve(ctx, cmd, opts, cfg, httpAddr)
 		},
 	}
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", ".data", "directory for etcd data, certificates and the admin kubeconfig")
 	cmd.Flags().StringVar(&opts.KubeAddr, "kube-addr", controlplane.DefaultKubeAddr, "host:port of the kube API (TLS)")
 	cmd.Flags().StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster instead of the embedded one")
+	cmd.Flags().StringVar(&httpAddr, "http-addr", httpapi.DefaultAddr, "host:port of the service API (HTTP)")
+	cmd.Flags().StringVar(&configFile, "config", "", "YAML file of settings (Platform:..., AI:...); environment variables such as Platform__Authentication__Mode override it")
 	return cmd
 }
 
-func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options) error {
+func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, cfg *config.Config, httpAddr string) error {
+	// The service API's listener and configuration are checked before anything starts, so a busy
+	// port or a forbidden setting fails at once.
+	httpListener, err := net.Listen("tcp", httpAddr)
+	if err != nil {
+		return fmt.Errorf("service API: %w", err)
+	}
+	defer httpListener.Close()
+
 	server, err := controlplane.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
+	defer server.Stop()
 	kubeconfig, err := server.RecordAddress(opts.DataDir)
 	if err != nil {
-		server.Stop()
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
+	kube, err := client.New(server.LoopbackConfig, client.Options{Scheme: platformscheme.Scheme})
+	if err != nil {
+		return err
+	}
+	api, err := httpapi.New(httpapi.Options{Config: cfg, Kube: kube, Ready: server.Ready})
+	if err != nil {
+		return err
+	}
+	apiDone := make(chan error, 1)
+	go func() { apiDone <- api.Serve(ctx, httpListener) }()
+
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "kube API ready at https://%s\n", server.Address)
 	fmt.Fprintf(out, "kubeconfig: export KUBECONFIG=%s   (or: platform kubeconfig --data-dir %s > kubeconfig)\n", kubeconfig, opts.DataDir)
+	fmt.Fprintf(out, "service API ready at http://%s (OpenAPI: http://%s%s.json)\n", httpListener.Addr(), httpListener.Addr(), httpapi.OpenAPIPath)
 
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "shutting down")
+		if err := <-apiDone; err != nil {
+			return err
+		}
+	case err := <-apiDone:
+		return fmt.Errorf("service API stopped: %w", err)
 	case <-server.Done():
 	}
 	return server.Stop()

@@ -71,10 +71,11 @@ type Server struct {
 	// PKI locates the CA and the administrator's credential.
 	PKI pki.Files
 
-	etcd    *etcd.Server
-	cancel  context.CancelFunc
-	stopped chan struct{}
-	runErr  error
+	etcd         *etcd.Server
+	loopbackHTTP *http.Client
+	cancel       context.CancelFunc
+	stopped      chan struct{}
+	runErr       error
 
 	stopOnce sync.Once
 }
@@ -115,6 +116,9 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.LoopbackConfig = server.GenericAPIServer.LoopbackClientConfig
+	if s.loopbackHTTP, err = rest.HTTPClientFor(s.LoopbackConfig); err != nil {
+		return nil, err
+	}
 	s.Address = server.GenericAPIServer.SecureServingInfo.Listener.Addr().String()
 	s.AdminConfig = AdminRESTConfig(s.PKI, "https://"+s.Address)
 
@@ -147,24 +151,12 @@ func (s *Server) Stop() error {
 func (s *Server) Done() <-chan struct{} { return s.stopped }
 
 func (s *Server) waitReady(ctx context.Context) error {
-	client, err := rest.HTTPClientFor(s.LoopbackConfig)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	ready := s.LoopbackConfig.Host + "/readyz"
-	var last string
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ready, nil)
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
+		err := s.Ready(ctx)
+		if err == nil {
+			return nil
 		}
 		select {
 		case <-s.stopped:
@@ -173,7 +165,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 			}
 			return errors.New("kube API stopped during startup")
 		case <-ctx.Done():
-			return fmt.Errorf("kube API not ready: %s", last)
+			return fmt.Errorf("kube API not ready after 2m: %w", err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -474,4 +466,21 @@ func openAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPID
 	defs := apiextensionsopenapi.GetOpenAPIDefinitions(ref)
 	maps.Copy(defs, nativeopenapi.GetOpenAPIDefinitions(ref))
 	return defs
+}
+
+// Ready reports whether the kube API and its storage answer, as its /readyz does.
+func (s *Server) Ready(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.LoopbackConfig.Host+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := s.loopbackHTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("kube API not ready: %s", resp.Status)
+	}
+	return nil
 }

@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"platform.dev/platform/internal/config"
+)
+
+// Authentication modes of Platform:Authentication:Mode.
+const (
+	ModeLocal       = "Local"
+	ModeOidc        = "Oidc"
+	ModeHybrid      = "Hybrid"
+	ModeDevelopment = "Development"
+	ModeDisabled    = "Disabled"
+
+	authModeKey = "Platform:Authentication:Mode"
+
+	// DevelopmentPrincipal is every caller in Development mode, Owner of DevelopmentWorkspace.
+	DevelopmentPrincipal = "development"
+	// DevelopmentWorkspace is the workspace seeded for Development mode.
+	DevelopmentWorkspace = "default"
+
+	bearerScheme = "bearer"
+	cookieScheme = "cookie"
+)
+
+// Principal is who calls, and the workspace they act in unless a request selects another.
+type Principal struct {
+	ID               string
+	DefaultWorkspace string
+}
+
+type principalKey struct{}
+
+func principalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// authenticationMode reads and checks the mode: Development and Disabled exist for tests and
+// diagnostics only, so any other environment refuses to start with them.
+func authenticationMode(cfg *config.Config) (string, error) {
+	mode := cfg.GetOr(authModeKey, ModeLocal)
+	switch mode {
+	case ModeDevelopment, ModeDisabled:
+		if !cfg.IsDevelopmentOrTesting() {
+			return "", fmt.Errorf("%s=%s is allowed only when %s is %s or %s (it is %s)",
+				authModeKey, mode, config.EnvironmentVariable, config.Development, config.Testing, cfg.Environment())
+		}
+	case ModeLocal, ModeOidc, ModeHybrid:
+	default:
+		return "", fmt.Errorf("%s=%q: must be %s, %s, %s, %s or %s", authModeKey, mode,
+			ModeLocal, ModeOidc, ModeHybrid, ModeDevelopment, ModeDisabled)
+	}
+	return mode, nil
+}
+
+// authenticate attaches the caller's principal. Until local accounts, OIDC and PATs exist, only
+// Development mode has callers; every other mode leaves requests unauthenticated (401).
+func authenticate(mode string) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		if mode == ModeDevelopment {
+			ctx = huma.WithValue(ctx, principalKey{}, Principal{ID: DevelopmentPrincipal, DefaultWorkspace: DevelopmentWorkspace})
+		}
+		next(ctx)
+	}
+}
+
+// requireAuthentication guards the operations that declare security requirements.
+func requireAuthentication(api huma.API) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		if len(ctx.Operation().Security) == 0 {
+			next(ctx)
+			return
+		}
+		if _, ok := principalFrom(ctx.Context()); !ok {
+			_ = huma.WriteErr(api, ctx, http.StatusUnauthorized, "authentication required")
+			return
+		}
+		next(ctx)
+	}
+}
+
+// protected is the security requirement of every operation that needs a caller: a JWT bearer
+// token (or PAT) or the session cookie.
+var protected = []map[string][]string{{bearerScheme: {}}, {cookieScheme: {}}}
+
+func securitySchemes() map[string]*huma.SecurityScheme {
+	return map[string]*huma.SecurityScheme{
+		bearerScheme: {Type: "http", Scheme: "bearer", BearerFormat: "JWT",
+			Description: "An OIDC access token (JWT) for the configured audience, or a personal access token."},
+		cookieScheme: {Type: "apiKey", In: "cookie", Name: "platform-session",
+			Description: "The session cookie of a signed-in browser."},
+	}
+}

@@ -1,0 +1,136 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"platform.dev/platform/internal/config"
+	"platform.dev/platform/internal/version"
+)
+
+// DefaultAddr is where the service API listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:5100"
+
+// OpenAPIPath serves the OpenAPI 3.1 document as <path>.json (and .yaml).
+const OpenAPIPath = "/openapi/v1"
+
+// Options are the dependencies of the service API.
+type Options struct {
+	Config *config.Config
+	// Kube reads and writes Management objects, with the control plane's loopback identity.
+	Kube client.Client
+	// Ready reports whether the platform can serve requests (the kube API and its storage).
+	Ready func(context.Context) error
+}
+
+// Server is the service API.
+type Server struct {
+	api     huma.API
+	handler http.Handler
+	kube    client.Client
+	ready   func(context.Context) error
+}
+
+// New builds the service API and checks its configuration.
+func New(opts Options) (*Server, error) {
+	if opts.Config == nil || opts.Kube == nil || opts.Ready == nil {
+		return nil, errors.New("httpapi: Config, Kube and Ready are required")
+	}
+	mode, err := authenticationMode(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	humaConfig := huma.DefaultConfig("platform", version.Version)
+	humaConfig.OpenAPIPath = OpenAPIPath
+	humaConfig.DocsPath = ""
+	if opts.Config.IsDevelopmentOrTesting() {
+		humaConfig.DocsPath = "/swagger"
+	}
+	humaConfig.Info.Description = "The service API of the work-delegation platform: Management resources, Flows, Work and Runtime."
+	humaConfig.Components.SecuritySchemes = securitySchemes()
+	humaConfig.Tags = tags
+	// The $schema links of huma's default transformers are not part of our contract.
+	humaConfig.CreateHooks = nil
+	humaConfig.SchemasPath = ""
+	api := humago.New(mux, humaConfig)
+	api.UseMiddleware(authenticate(mode), requireAuthentication(api))
+
+	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready}
+	s.registerHealth()
+	s.registerAgents()
+	mux.HandleFunc("/api/", notFoundHandler)
+	s.handler = mux
+	return s, nil
+}
+
+// Handler serves every route.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// API is the huma API, for the OpenAPI document in tests and tools.
+func (s *Server) API() huma.API { return s.api }
+
+// Serve answers on listener until ctx ends, then drains requests for up to 10 s.
+func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
+	server := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- server.Serve(listener) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := server.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("service API shutdown: %w", err)
+	}
+	return nil
+}
+
+// Functional tags of the OpenAPI document.
+const (
+	tagHealth = "Health"
+	tagAgents = "Agents"
+)
+
+var tags = []*huma.Tag{
+	{Name: tagHealth, Description: "Liveness and readiness of the service."},
+	{Name: tagAgents, Description: "Agents: participants that Flows invoke, with their model profile and tools."},
+}
+
+type healthOutput struct {
+	Body struct {
+		Status string `json:"status" enum:"ok" doc:"ok when the check passes"`
+	}
+}
+
+func (s *Server) registerHealth() {
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-liveness", Method: http.MethodGet, Path: "/livez", Tags: []string{tagHealth},
+		Summary: "Liveness: the process serves requests",
+	}, func(context.Context, *struct{}) (*healthOutput, error) {
+		out := &healthOutput{}
+		out.Body.Status = "ok"
+		return out, nil
+	})
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-readiness", Method: http.MethodGet, Path: "/readyz", Tags: []string{tagHealth},
+		Summary: "Readiness: the management store answers", Errors: []int{http.StatusServiceUnavailable},
+	}, func(ctx context.Context, _ *struct{}) (*healthOutput, error) {
+		if err := s.ready(ctx); err != nil {
+			return nil, huma.Error503ServiceUnavailable("not ready: the management store does not answer")
+		}
+		out := &healthOutput{}
+		out.Body.Status = "ok"
+		return out, nil
+	})
+}
