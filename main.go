@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"platform.dev/platform/apiserver"
+	"platform.dev/platform/internal/apply"
 	"platform.dev/platform/internal/version"
 )
 
@@ -19,7 +20,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(apiserver.NewServeCommand(), apiserver.NewKubeconfigCommand(), &cobra.Command{
+	root.AddCommand(apiserver.NewServeCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
