@@ -7,8 +7,8 @@ import (
 // Condition types and reasons of an Agent.
 const (
 	// AgentReadyCondition is True when the agent's model profile and tools resolve and the agent
-	// can be invoked.
-	AgentReadyCondition = "Ready"
+	// can be invoked (reasons ModelProfileNotFound, ToolNotFound, ToolDisabled, Resolved, ...).
+	AgentReadyCondition = ReadyCondition
 )
 
 // AgentDefinition is the desired state of an Agent (the spec calls this section "definition").
@@ -46,7 +46,7 @@ type AgentDefinition struct {
 }
 
 // ModelProfileReference refers to a ModelProfile by name in the same workspace or by resource id.
-// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.resourceId))",message="at most one of name and resourceId may be set"
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.resourceId)",message="modelProfile names exactly one of name and resourceId"
 type ModelProfileReference struct {
 	// name of a ModelProfile in the agent's workspace.
 	// +optional
@@ -61,7 +61,7 @@ type ModelProfileReference struct {
 
 // AgentTool names one tool an agent may call.
 type AgentTool struct {
-	// name of the tool.
+	// name of a Tool in the agent's workspace; the Tool must be enabled for the agent to be Ready.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
@@ -70,25 +70,19 @@ type AgentTool struct {
 
 // AgentStatus is the observed state of an Agent.
 type AgentStatus struct {
-	// observedGeneration is the metadata.generation the status was last computed from.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// conditions describe the current state of the agent.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ResourceStatus holds observedGeneration, conditions and provisioning.
+	ResourceStatus `json:",inline"`
 }
 
 // Agent is a model-backed worker of a workspace: instructions, a model profile and tools.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced
+// +kubebuilder:resource:scope=Namespaced,categories=platform
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.definition.displayName`
+// +kubebuilder:printcolumn:name="Model Profile",type=string,JSONPath=`.definition.modelProfile.name`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Provisioning",type=string,JSONPath=`.status.provisioning`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Agent struct {
 	metav1.TypeMeta   `json:",inline"`
