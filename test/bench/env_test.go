@@ -27,8 +27,7 @@ const startTimeout = 3 * time.Minute
 // control plane reports ready.
 var agents = schema.GroupVersionResource{Group: "platform.dev", Version: "v1", Resource: "agents"}
 
-// runID keeps object names unique across benchmark runs, also against a shared cluster
-// (PLATFORM_TEST_KUBECONFIG).
+// runID keeps object names unique across benchmark runs.
 var runID = strconv.FormatInt(time.Now().UnixNano(), 36)
 
 var nameSeq atomic.Int64
@@ -39,9 +38,12 @@ func uniqueName(prefix string) string {
 }
 
 // startEnv boots a control plane for the whole (parent) benchmark and stops it when the
-// benchmark and its sub-benchmarks are done.
+// benchmark and its sub-benchmarks are done. The benchmarks measure the in-process control
+// plane; with PLATFORM_TEST_KUBECONFIG set they are skipped rather than run against (and leave
+// thousands of objects in) that cluster.
 func startEnv(b *testing.B) *testenv.Env {
 	b.Helper()
+	skipOnExistingCluster(b)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	env, err := testenv.Start(ctx, testenv.Options{})
@@ -104,6 +106,11 @@ func reportLatencies(b *testing.B, latencies []time.Duration) {
 	b.ReportMetric(ms(percentile(latencies, 99)), "p99-ms")
 }
 
-// usesExistingCluster is true when testenv connects to PLATFORM_TEST_KUBECONFIG's cluster
-// instead of booting one.
-func usesExistingCluster() bool { return os.Getenv(testenv.ExistingClusterEnv) != "" }
+// skipOnExistingCluster skips b when testenv would connect to PLATFORM_TEST_KUBECONFIG's
+// cluster instead of booting one.
+func skipOnExistingCluster(b *testing.B) {
+	b.Helper()
+	if os.Getenv(testenv.ExistingClusterEnv) != "" {
+		b.Skipf("%s is set: these benchmarks measure the in-process control plane", testenv.ExistingClusterEnv)
+	}
+}

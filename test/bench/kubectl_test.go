@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ const applyManifests = 1000
 // creates 1,000 objects. Discovery is cached before the first op, as for a user who has run
 // kubectl against the server before.
 func BenchmarkKubectlApply1000(b *testing.B) {
+	skipOnExistingCluster(b)
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		b.Skip("kubectl is not on PATH")
@@ -47,6 +49,15 @@ func BenchmarkKubectlApply1000(b *testing.B) {
 		{"server-side", []string{"--server-side"}},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
+			// Which kubectl ran matters to the result (version also warns about an unsupported
+			// skew). Logged here: a parent benchmark's log is only printed with -v.
+			logKubectlVersion.Do(func() {
+				out, err := run.combinedOutput("version")
+				if err != nil {
+					b.Logf("kubectl version: %v", err)
+				}
+				b.Logf("%s version: %s", kubectl, bytes.TrimSpace(out))
+			})
 			var applying time.Duration
 			for range b.N {
 				b.StopTimer()
@@ -85,22 +96,35 @@ func writeAgentManifests(dir string, n int) error {
 	return nil
 }
 
+var logKubectlVersion sync.Once
+
 type kubectlRunner struct {
 	path, kubeconfig, cacheDir string
+}
+
+func (r kubectlRunner) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, r.path, append([]string{"--cache-dir", r.cacheDir}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.kubeconfig)
+	return cmd
 }
 
 // output runs kubectl against the benchmark's server with a private discovery cache.
 func (r kubectlRunner) output(args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, r.path, append([]string{"--cache-dir", r.cacheDir}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.kubeconfig)
+	cmd := r.command(ctx, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("kubectl %v: %w\n%s", args, err, lastBytes(stderr.Bytes(), 4096))
 	}
 	return stdout.Bytes(), nil
+}
+
+func (r kubectlRunner) combinedOutput(args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return r.command(ctx, args...).CombinedOutput()
 }
 
 func lastBytes(b []byte, n int) []byte {
