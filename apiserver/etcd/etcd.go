@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -60,6 +61,9 @@ func Start(ctx context.Context, dir string, readyTimeout time.Duration) (*Server
 		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr),
 		zap.LevelEnablerFunc(func(l zapcore.Level) bool { return l >= zapcore.ErrorLevel && !stopping.Load() }))))
 
+	if err := checkDatabase(filepath.Join(dir, "member", "snap", "db")); err != nil {
+		return nil, err
+	}
 	e, err := startRecovering(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start embedded etcd in %s: %w", dir, err)
@@ -79,12 +83,33 @@ func Start(ctx context.Context, dir string, readyTimeout time.Duration) (*Server
 	return &Server{etcd: e, clientURL: clientURL.String(), stopping: stopping}, nil
 }
 
+// checkDatabase opens an existing etcd database read-only before etcd does: etcd opens it on a
+// goroutine of its own and panics there on corrupt data, which no recover of ours can catch.
+func checkDatabase(path string) (err error) {
+	if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("unreadable etcd data in %s: %v", path, r)
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return fmt.Errorf("etcd data in %s is in use by another process (is another platform serve running on this data directory?)", path)
+	}
+	if err != nil {
+		return fmt.Errorf("unreadable etcd data in %s: %w", path, err)
+	}
+	return db.Close()
+}
+
 // startRecovering turns a panic of etcd on corrupt data into an error, so that startup fails
 // with one clear line instead of a stack trace.
 func startRecovering(cfg *embed.Config) (e *embed.Etcd, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("unreadable etcd data: %v", r)
+			err = fmt.Errorf("unreadable etcd data (%v)", r)
 		}
 	}()
 	return embed.StartEtcd(cfg)

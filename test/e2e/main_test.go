@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,6 +27,11 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Fprintln(os.Stderr, "e2e: skipped in -short mode (builds the binary and starts servers)")
+		return 0
+	}
 	var err error
 	workDir, err = os.MkdirTemp("", "platform-e2e-")
 	if err != nil {
