@@ -191,7 +191,7 @@ func (k kindRoutes[O, B]) current(ctx context.Context, s *Server, in IfMatchInpu
 		return none, err
 	}
 	if obj.GetResourceVersion() != resourceVersion {
-		return none, huma.Error412PreconditionFailed(k.noun + " " + quote(name) + " was changed since the ETag in If-Match was read; reload it and retry")
+		return none, staleETag(k.noun, name)
 	}
 	if k.protect != nil {
 		if err := k.protect(obj); err != nil {

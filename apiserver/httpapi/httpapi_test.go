@@ -206,6 +206,7 @@ func TestAnUnknownWorkspaceIsNotFound(t *testing.T) {
 	expectProblem(g, call(t, server, http.MethodGet, "/api/agents", "", "X-Platform-Workspace", "nowhere"), http.StatusNotFound)
 	expectProblem(g, call(t, server, http.MethodPost, "/api/agents", agentBody("a", "A"), "X-Platform-Workspace", "nowhere"), http.StatusNotFound)
 	for _, path := range []string{
+		"/api/flows", "/api/flows/a", "/api/flows/a/versions", "/api/flows/a/versions/1.0.0",
 		"/api/modelproviders", "/api/modelproviders/a", "/api/modelproviders/a/status", "/api/modelproviders/a/models", "/api/modelproviders/a/usages",
 		"/api/models", "/api/modelprofiles", "/api/modelprofiles/a", "/api/modelprofiles/a/resolution", "/api/modelprofiles/a/usages",
 		"/api/agents/a/model", "/api/deployments/a",
@@ -214,6 +215,7 @@ func TestAnUnknownWorkspaceIsNotFound(t *testing.T) {
 		expectProblem(g, r, http.StatusNotFound)
 		g.Expect(r.body["detail"]).To(Equal(`workspace "nowhere" not found`), path)
 	}
+	expectProblem(g, call(t, server, http.MethodPost, "/api/flows/a/versions", `{"version":"1.0.0"}`, "X-Platform-Workspace", "nowhere"), http.StatusNotFound)
 	expectProblem(g, call(t, server, http.MethodDelete, "/api/modelproviders/a", "", "X-Platform-Workspace", "nowhere", "If-Match", `"1"`), http.StatusNotFound)
 }
 
@@ -287,6 +289,8 @@ func TestTheOpenAPIDocumentIsOpenAPI31WithStableUniqueOperations(t *testing.T) {
 	g.Expect(seen).To(HaveKey("replace-agent"))
 	for _, id := range []string{
 		"list-agents", "get-agent", "create-agent", "replace-agent", "delete-agent", "get-agent-model",
+		"list-flows", "get-flow", "create-flow", "replace-flow", "delete-flow",
+		"publish-flow-version", "list-flow-versions", "get-flow-version",
 		"list-model-providers", "get-model-provider", "create-model-provider", "replace-model-provider", "delete-model-provider",
 		"get-model-provider-status", "list-model-provider-models", "list-model-provider-usages",
 		"list-models",

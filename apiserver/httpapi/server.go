@@ -71,6 +71,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready}
 	s.registerHealth()
 	s.registerAgents()
+	s.registerFlows()
 	s.registerModelProviders()
 	s.registerModels()
 	s.registerModelProfiles()
@@ -108,6 +109,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 const (
 	tagHealth         = "Health"
 	tagAgents         = "Agents"
+	tagFlows          = "Flows"
 	tagModelProviders = "Model providers"
 	tagModels         = "Models"
 	tagModelProfiles  = "Model profiles"
@@ -117,6 +119,7 @@ const (
 var tags = []*huma.Tag{
 	{Name: tagHealth, Description: "Liveness and readiness of the service."},
 	{Name: tagAgents, Description: "Agents: participants that Flows invoke, with their model profile and tools."},
+	{Name: tagFlows, Description: "Flows: how work is routed to agents; editable drafts and immutable published versions."},
 	{Name: tagModelProviders, Description: "Model providers: where models are served; reads never contact the provider."},
 	{Name: tagModels, Description: "Models: the inventory of models discovered at the model providers."},
 	{Name: tagModelProfiles, Description: "Model profiles: portable generation, reasoning and output intent over one model provider."},
