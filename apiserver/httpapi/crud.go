@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -136,7 +137,7 @@ func (k kindRoutes[O, B]) register(s *Server) {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "replace-" + k.id, Method: http.MethodPut, Path: item, Tags: []string{k.tag},
 		Summary: "Replace " + k.article + " " + k.noun + "'s metadata and definition", Security: protected,
-		Description: join("Idempotent: the same body with the current ETag leaves the "+k.noun+" and its ETag unchanged.", k.replaceDescription),
+		Description: strings.TrimSpace("Idempotent: the same body with the current ETag leaves the " + k.noun + " and its ETag unchanged. " + k.replaceDescription),
 	}, func(ctx context.Context, in *replaceInput[B]) (*objectOutput[B], error) {
 		if err := in.Body.validate(in.Name); err != nil {
 			return nil, err
@@ -303,18 +304,4 @@ func readOf[O client.Object, B any](s *Server, op huma.Operation, newObject func
 		}
 		return &struct{ Body B }{Body: body}, nil
 	})
-}
-
-func join(sentences ...string) string {
-	out := ""
-	for _, s := range sentences {
-		if s == "" {
-			continue
-		}
-		if out != "" {
-			out += " "
-		}
-		out += s
-	}
-	return out
 }

@@ -43,10 +43,6 @@ func metadataFrom(m metav1.ObjectMeta) ResourceMetadata {
 	return out
 }
 
-func (m ResourceMetadata) objectMeta(namespace string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: m.Name, Namespace: namespace, Labels: m.Tags, Annotations: m.Annotations}
-}
-
 func conditionsFrom(in []metav1.Condition) []Condition {
 	out := make([]Condition, 0, len(in))
 	for _, c := range in {
