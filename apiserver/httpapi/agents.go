@@ -2,13 +2,10 @@ package httpapi
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"platform.dev/platform/apis/platform/manifest"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 )
 
@@ -34,152 +31,87 @@ func agentFrom(a *platformv1.Agent) Agent {
 	}
 }
 
-func (in Agent) validate() error {
-	var errs field.ErrorList
-	if in.APIVersion != manifest.SpecAPIVersion && in.APIVersion != manifest.KubeAPIVersion {
-		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), in.APIVersion, []string{manifest.SpecAPIVersion, manifest.KubeAPIVersion}))
-	}
-	if len(errs) > 0 {
-		return fieldErrors(errs)
-	}
-	return nil
-}
+func (in Agent) meta() ResourceMetadata { return in.Metadata }
 
-type agentOutput struct {
-	ETag string `header:"ETag" doc:"The resource's current ETag, for If-Match on the next write"`
-	Body Agent
-}
-
-type agentListOutput struct {
-	Body struct {
-		Items []Agent `json:"items"`
-	}
-}
-
-type agentNameInput struct {
-	WorkspaceInput
-	Name string `path:"name" maxLength:"253" doc:"Agent name"`
+func (in Agent) validate(pathName string) error {
+	return envelopeErrors(in.APIVersion, in.Metadata, pathName)
 }
 
 func (s *Server) registerAgents() {
-	huma.Register(s.api, huma.Operation{
-		OperationID: "list-agents", Method: http.MethodGet, Path: "/api/agents", Tags: []string{tagAgents},
-		Summary: "List the agents of the workspace", Security: protected,
-	}, func(ctx context.Context, in *WorkspaceInput) (*agentListOutput, error) {
-		ns, err := s.workspace(ctx, "", in.Workspace)
-		if err != nil {
-			return nil, err
-		}
-		list := &platformv1.AgentList{}
-		if err := s.kube.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return nil, problem(err)
-		}
-		out := &agentListOutput{}
-		out.Body.Items = make([]Agent, 0, len(list.Items))
-		for i := range list.Items {
-			out.Body.Items = append(out.Body.Items, agentFrom(&list.Items[i]))
-		}
-		return out, nil
-	})
+	kindRoutes[*platformv1.Agent, Agent]{
+		noun: "agent", nouns: "agents", article: "an", id: "agent", path: "/api/agents", tag: tagAgents,
+		newObject:     fresh[platformv1.Agent],
+		newList:       func() client.ObjectList { return &platformv1.AgentList{} },
+		toBody:        agentFrom,
+		setDefinition: func(a *platformv1.Agent, in Agent) { a.Definition = in.Definition },
+		referenced:    s.agentReferenced,
+		deleteDescription: "Refused with 409 while a published Entry refers to the agent: the Flow version it pins " +
+			"(or, while that version is not published, the Flow of that name) is a Direct Flow with the agent as its " +
+			"target or an Orchestration Flow with an Agent step that invokes it. The Problem detail names the published Entry.",
+	}.register(s)
 
-	huma.Register(s.api, huma.Operation{
-		OperationID: "get-agent", Method: http.MethodGet, Path: "/api/agents/{name}", Tags: []string{tagAgents},
-		Summary: "Read an agent", Security: protected,
-	}, func(ctx context.Context, in *agentNameInput) (*agentOutput, error) {
-		agent, err := s.getAgent(ctx, in.Workspace, in.Name)
-		if err != nil {
-			return nil, err
-		}
-		return &agentOutput{ETag: etag(agent.ResourceVersion), Body: agentFrom(agent)}, nil
-	})
-
-	huma.Register(s.api, huma.Operation{
-		OperationID: "create-agent", Method: http.MethodPost, Path: "/api/agents", Tags: []string{tagAgents},
-		Summary: "Create an agent", Security: protected, DefaultStatus: http.StatusCreated,
-	}, func(ctx context.Context, in *struct {
-		WorkspaceInput
-		Body Agent
-	}) (*agentOutput, error) {
-		if err := in.Body.validate(); err != nil {
-			return nil, err
-		}
-		ns, err := s.workspace(ctx, "", in.Workspace)
-		if err != nil {
-			return nil, err
-		}
-		agent := &platformv1.Agent{ObjectMeta: in.Body.Metadata.objectMeta(ns), Definition: in.Body.Definition}
-		if err := s.kube.Create(ctx, agent, client.FieldOwner(fieldManager)); err != nil {
-			return nil, problem(err)
-		}
-		return &agentOutput{ETag: etag(agent.ResourceVersion), Body: agentFrom(agent)}, nil
-	})
-
-	huma.Register(s.api, huma.Operation{
-		OperationID: "replace-agent", Method: http.MethodPut, Path: "/api/agents/{name}", Tags: []string{tagAgents},
-		Summary: "Replace an agent's metadata and definition", Security: protected,
-		Description: "Idempotent: the same body with the current ETag leaves the agent and its ETag unchanged.",
-	}, func(ctx context.Context, in *struct {
-		WorkspaceInput
-		IfMatchInput
-		Name string `path:"name" maxLength:"253" doc:"Agent name"`
-		Body Agent
-	}) (*agentOutput, error) {
-		if err := in.Body.validate(); err != nil {
-			return nil, err
-		}
-		if in.Body.Metadata.Name != in.Name {
-			return nil, fieldErrors(field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), in.Body.Metadata.Name, "must match the name in the path")})
-		}
-		resourceVersion, err := in.requiredResourceVersion()
-		if err != nil {
-			return nil, err
-		}
-		agent, err := s.getAgent(ctx, in.Workspace, in.Name)
-		if err != nil {
-			return nil, err
-		}
-		if agent.ResourceVersion != resourceVersion {
-			return nil, huma.Error412PreconditionFailed("agent " + quote(in.Name) + " was changed since the ETag in If-Match was read; reload it and retry")
-		}
-		agent.Labels, agent.Annotations, agent.Definition = in.Body.Metadata.Tags, in.Body.Metadata.Annotations, in.Body.Definition
-		// The kube update carries the resourceVersion, so a change in between is refused there too.
-		if err := s.kube.Update(ctx, agent, client.FieldOwner(fieldManager)); err != nil {
-			return nil, problem(err)
-		}
-		return &agentOutput{ETag: etag(agent.ResourceVersion), Body: agentFrom(agent)}, nil
-	})
-
-	huma.Register(s.api, huma.Operation{
-		OperationID: "delete-agent", Method: http.MethodDelete, Path: "/api/agents/{name}", Tags: []string{tagAgents},
-		Summary: "Delete an agent", Security: protected, DefaultStatus: http.StatusNoContent,
-	}, func(ctx context.Context, in *struct {
-		WorkspaceInput
-		IfMatchInput
-		Name string `path:"name" maxLength:"253" doc:"Agent name"`
-	}) (*struct{}, error) {
-		resourceVersion, err := in.requiredResourceVersion()
-		if err != nil {
-			return nil, err
-		}
-		agent, err := s.getAgent(ctx, in.Workspace, in.Name)
-		if err != nil {
-			return nil, err
-		}
-		err = s.kube.Delete(ctx, agent, client.Preconditions{UID: &agent.UID, ResourceVersion: &resourceVersion})
-		return nil, problem(err)
+	readOf(s, huma.Operation{
+		OperationID: "get-agent-model", Path: "/api/agents/{name}/model", Tags: []string{tagAgents},
+		Summary: "Resolve the model of an agent from Management state",
+		Description: "Follows the agent's modelProfile (by name, or by resourceId: the ModelProfile's uid) to its " +
+			"ModelProvider and the model id the profile selects, reading only Management objects: the provider is " +
+			"never contacted. 404 when the agent does not exist. A broken chain is not an error: the answer is 200 " +
+			"with resolved false, the reason (ModelProfileNotFound, ModelProviderNotFound) and a message, and " +
+			"whatever part of the chain resolved. ready is the agent's Ready condition as its reconciler reported it.",
+	}, fresh[platformv1.Agent], func(ctx context.Context, agent *platformv1.Agent) (AgentModel, error) {
+		resolution, err := s.resolveAgentModel(ctx, agent)
+		return AgentModel{Agent: agent.Name, ModelResolution: resolution, Ready: readyCondition(agent.Status.Conditions)}, err
 	})
 }
 
-func (s *Server) getAgent(ctx context.Context, workspace, name string) (*platformv1.Agent, error) {
-	ns, err := s.workspace(ctx, "", workspace)
+// AgentModel is the model of an agent as far as Management state tells it.
+type AgentModel struct {
+	Agent string `json:"agent" doc:"Name of the agent"`
+	ModelResolution
+	Ready *Condition `json:"ready,omitempty" doc:"The agent's Ready condition; absent until its reconciler reports one"`
+}
+
+// agentReferenced refuses the deletion of an agent that a published Entry still runs: through
+// the snapshot of the Flow version it pins or, while that version is not published, through the
+// current definition of the Flow of that name.
+func (s *Server) agentReferenced(ctx context.Context, agent *platformv1.Agent) error {
+	flows, err := listNamespace[*platformv1.Flow](ctx, s, agent.Namespace, &platformv1.FlowList{})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	agent := &platformv1.Agent{}
-	if err := s.kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, agent); err != nil {
-		return nil, problem(err)
+	versions, err := listNamespace[*platformv1.FlowVersion](ctx, s, agent.Namespace, &platformv1.FlowVersionList{})
+	if err != nil {
+		return err
 	}
-	return agent, nil
+	uses := func(target platformv1.FlowVersionReference) bool {
+		for _, version := range versions {
+			if version.Definition.FlowName == target.Name && version.Definition.Version == target.Version {
+				return invokesAgent(version.Definition.Snapshot, agent.Name)
+			}
+		}
+		// The pinned version is not (or no longer) published: the Flow's definition is all there is.
+		for _, flow := range flows {
+			if flow.Name == string(target.Name) {
+				return invokesAgent(flow.Definition, agent.Name)
+			}
+		}
+		return false
+	}
+	return s.refusePublishedReference(ctx, agent.Namespace, "Agent", agent.Name, uses)
+}
+
+// invokesAgent says whether a Flow definition hands work to the agent: as the target of a Direct
+// Flow or in an Agent step of an Orchestration Flow.
+func invokesAgent(definition platformv1.FlowDefinition, agent string) bool {
+	if target := definition.Target; target != nil && target.Kind == platformv1.AgentFlowTarget && string(target.ID) == agent {
+		return true
+	}
+	for _, step := range definition.Steps {
+		if step.Type == platformv1.AgentStep && step.Agent != nil && string(step.Agent.Name) == agent {
+			return true
+		}
+	}
+	return false
 }
 
 const fieldManager = "platform-api"

@@ -30,3 +30,8 @@ func (in IfMatchInput) requiredResourceVersion() (string, error) {
 	}
 	return value[1 : len(value)-1], nil
 }
+
+// staleETag refuses a write whose If-Match names an older version of the object (412).
+func staleETag(noun, name string) error {
+	return huma.Error412PreconditionFailed(noun + " " + quote(name) + " was changed since the ETag in If-Match was read; reload it and retry")
+}

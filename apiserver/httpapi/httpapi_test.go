@@ -94,11 +94,47 @@ func agentBody(name, displayName string) string {
 		`"definition":{"displayName":"` + displayName + `","instructions":"Triage requests"}}`
 }
 
+// invalidBody is a body the API refuses with 422, and the location of the field at fault.
+type invalidBody struct {
+	body, location string
+}
+
+// expectFieldErrors posts each body to path and expects 422 with the field's location.
+func expectFieldErrors(t *testing.T, server *httptest.Server, path string, cases map[string]invalidBody) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := call(t, server, http.MethodPost, path, tc.body)
+			expectProblem(g, r, http.StatusUnprocessableEntity)
+			g.Expect(r.body["errors"]).To(ContainElement(HaveKeyWithValue("location", tc.location)))
+		})
+	}
+}
+
 func expectProblem(g Gomega, r response, status int) {
 	g.ExpectWithOffset(1, r.status).To(Equal(status), "body: %v", r.body)
 	g.ExpectWithOffset(1, r.header.Get("Content-Type")).To(Equal("application/problem+json"))
 	g.ExpectWithOffset(1, r.body).To(HaveKeyWithValue("status", BeNumerically("==", status)))
 	g.ExpectWithOffset(1, r.body).To(HaveKey("title"))
+}
+
+// expectWritesNeedTheCurrentETag checks that replace and delete of path refuse a missing (428)
+// and a stale (412) If-Match, replaces the object with body, then deletes it. first is the ETag
+// as created; the answer is the replace's.
+func expectWritesNeedTheCurrentETag(t *testing.T, server *httptest.Server, path, first, body string) response {
+	t.Helper()
+	g := NewWithT(t)
+	expectProblem(g, call(t, server, http.MethodPut, path, body), http.StatusPreconditionRequired)
+	replaced := call(t, server, http.MethodPut, path, body, "If-Match", first)
+	g.Expect(replaced.status).To(Equal(http.StatusOK), "%v", replaced.body)
+	g.Expect(replaced.header.Get("ETag")).NotTo(Equal(first), "a write returns the new ETag")
+	expectProblem(g, call(t, server, http.MethodPut, path, body, "If-Match", first), http.StatusPreconditionFailed)
+	expectProblem(g, call(t, server, http.MethodDelete, path, ""), http.StatusPreconditionRequired)
+	expectProblem(g, call(t, server, http.MethodDelete, path, "", "If-Match", first), http.StatusPreconditionFailed)
+	g.Expect(call(t, server, http.MethodDelete, path, "", "If-Match", replaced.header.Get("ETag")).status).To(Equal(http.StatusNoContent))
+	expectProblem(g, call(t, server, http.MethodGet, path, ""), http.StatusNotFound)
+	return replaced
 }
 
 func TestAgentWritesNeedTheCurrentETag(t *testing.T) {
@@ -141,10 +177,7 @@ func TestAgentWritesNeedTheCurrentETag(t *testing.T) {
 func TestInvalidAgentsAreRefusedWithTheirFieldPaths(t *testing.T) {
 	g := NewWithT(t)
 	server := devServer(t)
-	cases := map[string]struct {
-		body     string
-		location string
-	}{
+	expectFieldErrors(t, server, "/api/agents", map[string]invalidBody{
 		"a model profile is named by name or resourceId, not both": {
 			body:     `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"both"},"definition":{"modelProfile":{"name":"a","resourceId":"b"}}}`,
 			location: "body.definition.modelProfile",
@@ -161,15 +194,7 @@ func TestInvalidAgentsAreRefusedWithTheirFieldPaths(t *testing.T) {
 			body:     `{"apiVersion":"apps/v1","kind":"Agent","metadata":{"name":"x"},"definition":{}}`,
 			location: "body.apiVersion",
 		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			r := call(t, server, http.MethodPost, "/api/agents", tc.body)
-			expectProblem(g, r, http.StatusUnprocessableEntity)
-			g.Expect(r.body["errors"]).To(ContainElement(HaveKeyWithValue("location", tc.location)))
-		})
-	}
+	})
 	// Nothing was half-created.
 	list := call(t, server, http.MethodGet, "/api/agents", "")
 	g.Expect(list.body["items"]).NotTo(ContainElement(HaveKeyWithValue("metadata", HaveKeyWithValue("name", "both"))))
@@ -180,6 +205,18 @@ func TestAnUnknownWorkspaceIsNotFound(t *testing.T) {
 	server := devServer(t)
 	expectProblem(g, call(t, server, http.MethodGet, "/api/agents", "", "X-Platform-Workspace", "nowhere"), http.StatusNotFound)
 	expectProblem(g, call(t, server, http.MethodPost, "/api/agents", agentBody("a", "A"), "X-Platform-Workspace", "nowhere"), http.StatusNotFound)
+	for _, path := range []string{
+		"/api/flows", "/api/flows/a", "/api/flows/a/versions", "/api/flows/a/versions/1.0.0",
+		"/api/modelproviders", "/api/modelproviders/a", "/api/modelproviders/a/status", "/api/modelproviders/a/models", "/api/modelproviders/a/usages",
+		"/api/models", "/api/modelprofiles", "/api/modelprofiles/a", "/api/modelprofiles/a/resolution", "/api/modelprofiles/a/usages",
+		"/api/agents/a/model", "/api/deployments/a",
+	} {
+		r := call(t, server, http.MethodGet, path, "", "X-Platform-Workspace", "nowhere")
+		expectProblem(g, r, http.StatusNotFound)
+		g.Expect(r.body["detail"]).To(Equal(`workspace "nowhere" not found`), path)
+	}
+	expectProblem(g, call(t, server, http.MethodPost, "/api/flows/a/versions", `{"version":"1.0.0"}`, "X-Platform-Workspace", "nowhere"), http.StatusNotFound)
+	expectProblem(g, call(t, server, http.MethodDelete, "/api/modelproviders/a", "", "X-Platform-Workspace", "nowhere", "If-Match", `"1"`), http.StatusNotFound)
 }
 
 func TestTheWorkspaceHeaderSelectsTheNamespace(t *testing.T) {
@@ -250,6 +287,19 @@ func TestTheOpenAPIDocumentIsOpenAPI31WithStableUniqueOperations(t *testing.T) {
 	}
 	g.Expect(seen).To(HaveKey("list-agents"))
 	g.Expect(seen).To(HaveKey("replace-agent"))
+	for _, id := range []string{
+		"list-agents", "get-agent", "create-agent", "replace-agent", "delete-agent", "get-agent-model",
+		"list-flows", "get-flow", "create-flow", "replace-flow", "delete-flow",
+		"publish-flow-version", "list-flow-versions", "get-flow-version",
+		"list-model-providers", "get-model-provider", "create-model-provider", "replace-model-provider", "delete-model-provider",
+		"get-model-provider-status", "list-model-provider-models", "list-model-provider-usages",
+		"list-models",
+		"list-model-profiles", "get-model-profile", "create-model-profile", "replace-model-profile", "delete-model-profile",
+		"get-model-profile-resolution", "list-model-profile-usages",
+		"get-deployment",
+	} {
+		g.Expect(seen).To(HaveKey(id))
+	}
 }
 
 func TestSwaggerIsServedOnlyInDevelopmentOrTesting(t *testing.T) {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"platform.dev/platform/internal/config"
@@ -62,11 +64,18 @@ func New(opts Options) (*Server, error) {
 	humaConfig.CreateHooks = nil
 	humaConfig.SchemasPath = ""
 	api := humago.New(mux, humaConfig)
+	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
+	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	api.UseMiddleware(authenticate(mode), requireAuthentication(api))
 
 	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready}
 	s.registerHealth()
 	s.registerAgents()
+	s.registerFlows()
+	s.registerModelProviders()
+	s.registerModels()
+	s.registerModelProfiles()
+	s.registerDeployments()
 	mux.HandleFunc("/api/", notFoundHandler)
 	s.handler = mux
 	return s, nil
@@ -98,13 +107,23 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 
 // Functional tags of the OpenAPI document.
 const (
-	tagHealth = "Health"
-	tagAgents = "Agents"
+	tagHealth         = "Health"
+	tagAgents         = "Agents"
+	tagFlows          = "Flows"
+	tagModelProviders = "Model providers"
+	tagModels         = "Models"
+	tagModelProfiles  = "Model profiles"
+	tagDeployments    = "Deployments"
 )
 
 var tags = []*huma.Tag{
 	{Name: tagHealth, Description: "Liveness and readiness of the service."},
 	{Name: tagAgents, Description: "Agents: participants that Flows invoke, with their model profile and tools."},
+	{Name: tagFlows, Description: "Flows: how work is routed to agents; editable drafts and immutable published versions."},
+	{Name: tagModelProviders, Description: "Model providers: where models are served; reads never contact the provider."},
+	{Name: tagModels, Description: "Models: the inventory of models discovered at the model providers."},
+	{Name: tagModelProfiles, Description: "Model profiles: portable generation, reasoning and output intent over one model provider."},
+	{Name: tagDeployments, Description: "Deployments: the runtime view of agents, rebuilt from Management state."},
 }
 
 type healthOutput struct {

@@ -16,6 +16,11 @@ const (
 	SpecAPIVersion = "platform/v1"
 	// BuiltinAnnotation marks resources the platform creates itself.
 	BuiltinAnnotation = "platform/builtin"
+	// SystemManagedLabel, with the value "true", marks an object that the platform keeps in step
+	// with another one and that people do not edit: the hidden Direct Agent Flow through which
+	// publication normalizes an Agent-bound Entry. The service API refuses to replace or delete
+	// such an object, and refuses the label on what callers write.
+	SystemManagedLabel = "platform/system-managed"
 )
 
 // KubeAPIVersion is the apiVersion of the platform.dev/v1 group.
