@@ -1,5 +1,6 @@
-// Command platform is the whole product in one binary: `serve` runs the control plane,
-// `kubeconfig` prints the administrator's kubeconfig, `version` prints the version.
+// Command platform is the whole product in one binary: `serve` runs the control plane and the
+// controllers, `controllers` runs only the controllers against an existing cluster, `kubeconfig`
+// prints the administrator's kubeconfig, `version` prints the version.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"platform.dev/platform/apiserver"
+	"platform.dev/platform/controllers"
 	"platform.dev/platform/internal/apply"
 	"platform.dev/platform/internal/version"
 )
@@ -20,7 +22,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(apiserver.NewServeCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), &cobra.Command{
+	root.AddCommand(apiserver.NewServeCommand(), controllers.NewCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,

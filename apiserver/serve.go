@@ -17,6 +17,7 @@ import (
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/apiserver/controlplane"
 	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/controllers"
 	"platform.dev/platform/crds"
 	"platform.dev/platform/internal/config"
 )
@@ -28,6 +29,7 @@ func NewServeCommand() *cobra.Command {
 		etcdServers string
 		httpAddr    string
 		configFile  string
+		ctrlOpts    = controllers.Options{LeaderElection: true}
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -44,18 +46,19 @@ func NewServeCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			return serve(ctx, cmd, opts, cfg, httpAddr)
+			return serve(ctx, cmd, opts, cfg, httpAddr, ctrlOpts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", ".data", "directory for etcd data, certificates and the admin kubeconfig")
 	cmd.Flags().StringVar(&opts.KubeAddr, "kube-addr", controlplane.DefaultKubeAddr, "host:port of the kube API (TLS)")
 	cmd.Flags().StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster instead of the embedded one")
 	cmd.Flags().StringVar(&httpAddr, "http-addr", httpapi.DefaultAddr, "host:port of the service API (HTTP)")
+	controllers.AddFlags(cmd.Flags(), &ctrlOpts)
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML file of settings (Platform:..., AI:...); environment variables such as Platform__Authentication__Mode override it")
 	return cmd
 }
 
-func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, cfg *config.Config, httpAddr string) error {
+func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, cfg *config.Config, httpAddr string, ctrlOpts controllers.Options) error {
 	// The service API's listener and configuration are checked before anything starts, so a busy
 	// port or a forbidden setting fails at once.
 	httpListener, err := net.Listen("tcp", httpAddr)
@@ -81,6 +84,29 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
+
+	// The controllers run on the loopback identity once the kube API is ready, share the work
+	// with other replicas through a Lease in kube-system, and stop before the kube API does
+	// (deferred after server.Stop, so run before it) so that they never talk to a stopped server.
+	controllers.SetLogger()
+	mgr, err := controllers.NewManager(server.LoopbackConfig, ctrlOpts)
+	if err != nil {
+		return err
+	}
+	mgrCtx, cancelMgr := context.WithCancel(context.Background())
+	mgrStopped := make(chan struct{})
+	var mgrErr error
+	go func() {
+		defer close(mgrStopped)
+		mgrErr = mgr.Start(mgrCtx)
+	}()
+	stopControllers := func() error {
+		cancelMgr()
+		<-mgrStopped
+		return mgrErr
+	}
+	defer stopControllers()
+
 	apiDone := make(chan error, 1)
 	go func() { apiDone <- api.Serve(ctx, httpListener) }()
 
@@ -97,7 +123,12 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		}
 	case err := <-apiDone:
 		return fmt.Errorf("service API stopped: %w", err)
+	case <-mgrStopped:
+		return fmt.Errorf("controllers stopped: %v", mgrErr)
 	case <-server.Done():
+	}
+	if err := stopControllers(); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "controllers: %v\n", err)
 	}
 	return server.Stop()
 }

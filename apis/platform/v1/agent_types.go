@@ -7,7 +7,9 @@ import (
 // Condition types and reasons of an Agent.
 const (
 	// AgentReadyCondition is True when the agent's model profile and tools resolve and the agent
-	// can be invoked (reasons ModelProfileNotFound, ToolNotFound, ToolDisabled, Resolved, ...).
+	// can be invoked. Reasons, in the order they are checked: ModelProfileNotSet,
+	// ModelProfileNotFound, ModelProviderNotFound, ProviderUnavailable (the profile's provider is
+	// not Ready), ModelProfileNotReady, ToolNotFound, ToolDisabled; Resolved when True.
 	AgentReadyCondition = ReadyCondition
 )
 
@@ -72,6 +74,30 @@ type AgentTool struct {
 type AgentStatus struct {
 	// ResourceStatus holds observedGeneration, conditions and provisioning.
 	ResourceStatus `json:",inline"`
+	// resolvedModel is where the agent's model calls go, resolved through its ModelProfile and
+	// that profile's ModelProvider; set while the agent is Ready, cleared when it is not.
+	// +optional
+	ResolvedModel *ResolvedModel `json:"resolvedModel,omitempty"`
+}
+
+// ResolvedModel is the end of the chain Agent -> ModelProfile -> ModelProvider. It names the
+// resources and the external model id only: endpoint and credential stay on the provider.
+type ResolvedModel struct {
+	// modelProfile is the name of the ModelProfile the agent selects (also when the agent
+	// selects it by resourceId).
+	// +required
+	ModelProfile ResourceName `json:"modelProfile"`
+	// provider is the name of the profile's ModelProvider.
+	// +required
+	Provider ResourceName `json:"provider"`
+	// providerType is the type of that provider.
+	// +required
+	ProviderType ModelProviderType `json:"providerType"`
+	// model is the exact external model identifier the profile asks for; omitted means the
+	// provider's default model.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Model string `json:"model,omitempty"`
 }
 
 // Agent is a model-backed worker of a workspace: instructions, a model profile and tools.
@@ -81,6 +107,7 @@ type AgentStatus struct {
 // +kubebuilder:resource:scope=Namespaced,categories=platform
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.definition.displayName`
 // +kubebuilder:printcolumn:name="Model Profile",type=string,JSONPath=`.definition.modelProfile.name`,priority=1
+// +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.status.resolvedModel.model`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Provisioning",type=string,JSONPath=`.status.provisioning`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -34,13 +34,18 @@ const (
 	NoActiveVersionReason = "NoActiveVersion"
 	// EntryNotFoundReason: a Dashboard refers to an Entry that is not published.
 	EntryNotFoundReason = "EntryNotFound"
+	// ModelProfileNotSetReason: an Agent selects no ModelProfile, so it has no model to call.
+	ModelProfileNotSetReason = "ModelProfileNotSet"
 	// ModelProfileNotFoundReason: a referenced ModelProfile does not exist.
 	ModelProfileNotFoundReason = "ModelProfileNotFound"
+	// ModelProfileNotReadyReason: a referenced ModelProfile exists but is not Ready.
+	ModelProfileNotReadyReason = "ModelProfileNotReady"
 	// ModelProviderNotFoundReason: a referenced ModelProvider does not exist.
 	ModelProviderNotFoundReason = "ModelProviderNotFound"
 	// ModelNotFoundReason: the provider has not discovered the requested model.
 	ModelNotFoundReason = "ModelNotFound"
-	// ProviderUnavailableReason: a model or tool provider could not be reached or refused.
+	// ProviderUnavailableReason: a model or tool provider could not be reached or refused, or a
+	// referenced provider exists but is not Ready.
 	ProviderUnavailableReason = "ProviderUnavailable"
 	// ToolNotFoundReason: a referenced Tool does not exist.
 	ToolNotFoundReason = "ToolNotFound"

@@ -220,7 +220,9 @@ type FlowEdge struct {
 
 // FlowStatus is the observed state of a Flow.
 type FlowStatus struct {
-	// ResourceStatus holds observedGeneration, conditions and provisioning.
+	// ResourceStatus holds observedGeneration, conditions and provisioning. Ready is False with
+	// InvalidDefinition (the condition message lists each finding with its field path) or
+	// AgentNotFound (a target or Agent step names an Agent the workspace does not have).
 	ResourceStatus `json:",inline"`
 	// activeVersion is the published version that references without a version resolve to. It
 	// is set when a version is published with activate (through the status subresource), so

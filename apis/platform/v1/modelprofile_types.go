@@ -130,12 +130,13 @@ type ProviderOptions struct {
 // ModelProfileStatus is the observed state of a ModelProfile.
 type ModelProfileStatus struct {
 	// ResourceStatus holds observedGeneration, conditions and provisioning; Ready is False with
-	// ModelProviderNotFound or ModelNotFound when the profile does not resolve.
+	// ModelProviderNotFound, or ProviderUnavailable while the provider is not Ready.
 	ResourceStatus `json:",inline"`
-	// providerType is the type of the referenced provider.
+	// providerType is the type of the referenced provider, while it exists.
 	// +optional
 	ProviderType ModelProviderType `json:"providerType,omitempty"`
-	// model is the Model the profile resolves to.
+	// model is the discovered Model of the provider whose modelId the profile asks for; omitted
+	// while discovery has not listed it (which does not make the profile not Ready).
 	// +optional
 	Model *LocalObjectReference `json:"model,omitempty"`
 }

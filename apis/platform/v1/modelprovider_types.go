@@ -122,8 +122,9 @@ type ModelProviderDefinition struct {
 // ModelProviderStatus is the observed state of a ModelProvider. Reads never contact the provider;
 // discovery and connectivity tests are explicit.
 type ModelProviderStatus struct {
-	// ResourceStatus holds observedGeneration, conditions and provisioning; Ready is False with
-	// ProviderUnavailable when the last contact failed.
+	// ResourceStatus holds observedGeneration, conditions and provisioning. Ready is a static
+	// check of the definition: False with InvalidDefinition (no usable endpoint) or SecretNotFound
+	// (the credential Secret does not exist); connectivity is not part of it.
 	ResourceStatus `json:",inline"`
 	// lastDiscoveryTime is when models were last discovered.
 	// +optional

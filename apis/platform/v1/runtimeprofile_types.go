@@ -39,7 +39,8 @@ type RuntimeProfileDefinition struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Description string `json:"description,omitempty"`
-	// runtime names the agent runtime the profile configures (`maf` for the built-in one).
+	// runtime names the agent runtime the profile configures: `maf`, the built-in one, is the
+	// only runtime and what an omitted runtime means.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -65,6 +66,13 @@ type RuntimeProfileDefinition struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Options *runtime.RawExtension `json:"options,omitempty"`
 }
+
+const (
+	// BuiltinRuntime is the name of the built-in agent runtime.
+	BuiltinRuntime = "maf"
+	// BuiltinRuntimeProfileName is the RuntimeProfile every workspace receives.
+	BuiltinRuntimeProfileName = BuiltinRuntime + "-builtin"
+)
 
 // SessionSettings configure an agent session.
 type SessionSettings struct {
@@ -107,7 +115,8 @@ type StreamingSettings struct {
 
 // RuntimeProfileStatus is the observed state of a RuntimeProfile.
 type RuntimeProfileStatus struct {
-	// ResourceStatus holds observedGeneration, conditions and provisioning.
+	// ResourceStatus holds observedGeneration, conditions and provisioning; Ready is False with
+	// InvalidDefinition when the profile names a runtime the platform does not have.
 	ResourceStatus `json:",inline"`
 }
 

@@ -1,0 +1,91 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	platformscheme "platform.dev/platform/apis/platform/scheme"
+	"platform.dev/platform/controllers/agent"
+	"platform.dev/platform/controllers/flow"
+	"platform.dev/platform/controllers/modelprofile"
+	"platform.dev/platform/controllers/modelprovider"
+	"platform.dev/platform/controllers/runtimeprofile"
+	"platform.dev/platform/controllers/workspace"
+)
+
+// LeaderElectionID names the Lease that the replicas of the controller manager share: only its
+// holder reconciles.
+const LeaderElectionID = "platform-controller-manager"
+
+// Options of the controller manager.
+type Options struct {
+	// MetricsAddr is where Prometheus metrics are served; "0" (or empty) serves none.
+	MetricsAddr string
+	// LeaderElection makes the replicas share the work through a Lease; the platform turns it
+	// off only in tests that run a single manager.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the Lease; kube-system when empty.
+	LeaderElectionNamespace string
+}
+
+// NewManager builds a controller-runtime manager on cfg with every reconciler of the platform
+// registered. The caller starts it, and stops it (by cancelling Start's context) before the API
+// it talks to.
+func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = "0"
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = metav1.NamespaceSystem
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "platform-controller-manager"
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  platformscheme.Scheme,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// A replica that stops cleanly hands the Lease over at once instead of after it expires.
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        "0",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller manager: %w", err)
+	}
+	if err := SetupAll(mgr); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// SetupAll registers every reconciler of the platform with mgr, each with the manager's client
+// and an event recorder named after it (the reporting controller of its events).
+func SetupAll(mgr ctrl.Manager) error {
+	c := mgr.GetClient()
+	recorder := func(name string) events.EventRecorder { return mgr.GetEventRecorder(name + "-controller") }
+	reconcilers := []struct {
+		name       string
+		reconciler interface{ SetupWithManager(ctrl.Manager) error }
+	}{
+		{"agent", &agent.Reconciler{Client: c, Recorder: recorder("agent")}},
+		{"modelprofile", &modelprofile.Reconciler{Client: c, Recorder: recorder("modelprofile")}},
+		{"modelprovider", &modelprovider.Reconciler{Client: c, Recorder: recorder("modelprovider")}},
+		{"flow", &flow.Reconciler{Client: c, Recorder: recorder("flow")}},
+		{"runtimeprofile", &runtimeprofile.Reconciler{Client: c, Recorder: recorder("runtimeprofile")}},
+		{"workspace", &workspace.Reconciler{Client: c, Recorder: recorder("workspace")}},
+	}
+	var errs []error
+	for _, r := range reconcilers {
+		if err := r.reconciler.SetupWithManager(mgr); err != nil {
+			errs = append(errs, fmt.Errorf("%s controller: %w", r.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

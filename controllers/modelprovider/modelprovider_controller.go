@@ -1,0 +1,133 @@
+package modelprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/controllers/internal/reconcileutil"
+)
+
+// credentialIndex is a field index of ModelProviders on the name of their credential Secret.
+const credentialIndex = "definition.credential.name"
+
+// +kubebuilder:rbac:groups=platform.dev,resources=modelproviders,verbs=get;list;watch
+// +kubebuilder:rbac:groups=platform.dev,resources=modelproviders/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=platform.dev,resources=secrets,verbs=get;list;watch
+
+// Reconciler reports whether each ModelProvider is usable, without contacting it. It owns
+// nothing outside the provider's status, so it needs no finalizer.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+}
+
+// SetupWithManager registers the reconciler, its field index and its watches with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Recorder == nil {
+		return errors.New("modelprovider reconciler: Client and Recorder are required")
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &platformv1.ModelProvider{}, credentialIndex, func(obj client.Object) []string {
+		if credential := obj.(*platformv1.ModelProvider).Definition.Credential; credential != nil {
+			return []string{string(credential.Name)}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&platformv1.ModelProvider{}).
+		Watches(&platformv1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersOfSecret)).
+		Complete(r)
+}
+
+// scope is what one reconcile found; setReadyCondition turns it into the status.
+type scope struct {
+	provider *platformv1.ModelProvider
+	// invalid lists what is wrong with the definition itself.
+	invalid field.ErrorList
+	// credentialProblem says why the credential Secret does not resolve; empty when it does or
+	// when there is none.
+	credentialProblem string
+}
+
+// Reconcile checks the provider's definition and credential and writes its status once, at the
+// end. A failed read leaves the status as it was: only a complete observation is reported.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
+	provider := &platformv1.ModelProvider{}
+	if err := r.Client.Get(ctx, req.NamespacedName, provider); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !provider.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	base := provider.DeepCopy()
+	s := &scope{provider: provider}
+	defer func() {
+		if reterr == nil {
+			updateStatus(s)
+		}
+		err := reconcileutil.PatchStatus(ctx, r.Client, base, provider)
+		if err == nil {
+			reconcileutil.RecordReadyTransition(r.Recorder, provider,
+				meta.FindStatusCondition(base.Status.Conditions, platformv1.ReadyCondition),
+				meta.FindStatusCondition(provider.Status.Conditions, platformv1.ReadyCondition))
+		}
+		res, reterr = reconcileutil.Finish(res, reterr, err)
+	}()
+	return reconcileutil.RunPhases(ctx, s, r.reconcileDefinition, r.reconcileCredential)
+}
+
+// reconcileDefinition checks the definition on its own.
+func (r *Reconciler) reconcileDefinition(_ context.Context, s *scope) (ctrl.Result, error) {
+	s.invalid = validateDefinition(&s.provider.Definition, field.NewPath("definition"))
+	return ctrl.Result{}, nil
+}
+
+// reconcileCredential finds the credential Secret (a platform.dev Secret: metadata of a Vault
+// entry, never a value). Whether its Vault holds a value is the Secret's own status and is not
+// checked here.
+func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ref := s.provider.Definition.Credential
+	if ref == nil {
+		return ctrl.Result{}, nil
+	}
+	if problem := unresolvable(ref, s.provider.Namespace); problem != "" {
+		s.credentialProblem = problem
+		return ctrl.Result{}, nil
+	}
+	secret := &platformv1.Secret{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.provider.Namespace, Name: string(ref.Name)}, secret)
+	if err != nil {
+		if client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+		s.credentialProblem = fmt.Sprintf("definition.credential.name: Secret %q not found", ref.Name)
+	}
+	return ctrl.Result{}, nil
+}
+
+// providersOfSecret maps a Secret to the providers whose credential it is.
+func (r *Reconciler) providersOfSecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	providers := &platformv1.ModelProviderList{}
+	if err := r.Client.List(ctx, providers, client.InNamespace(obj.GetNamespace()), client.MatchingFields{credentialIndex: obj.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "listing model providers of a secret", "secret", obj.GetName())
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(providers.Items))
+	for _, p := range providers.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+	}
+	return requests
+}
