@@ -157,14 +157,14 @@ func FindingsMessage(findings field.ErrorList) string {
 		if detail == "" {
 			detail = f.ErrorBody()
 		}
-		parts = append(parts, f.Field+": "+OneLine(detail))
+		parts = append(parts, f.Field+": "+oneLine(detail))
 	}
 	return strings.Join(parts, "; ")
 }
 
-// OneLine folds runs of white space, new lines included, into single spaces: condition messages
+// oneLine folds runs of white space, new lines included, into single spaces: condition messages
 // are one line.
-func OneLine(s string) string {
+func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
