@@ -137,19 +137,16 @@ var _ = Describe("Agent", func() {
 		first := expectReady(agent, metav1.ConditionTrue, platformv1.ResolvedReason)
 
 		By("changing the definition, which bumps the generation and reconciles again")
-		agent.Definition.Description = "Sorts incoming requests"
-		Expect(k8sClient.Update(ctx, agent)).To(Succeed())
+		update(agent, func() { agent.Definition.Description = "Sorts incoming requests" })
 		Expect(agent.Generation).To(BeNumerically(">", first.ObservedGeneration))
 		second := expectReady(agent, metav1.ConditionTrue, platformv1.ResolvedReason)
 		Expect(second.ObservedGeneration).To(Equal(agent.Generation))
 		Expect(second.LastTransitionTime).To(Equal(first.LastTransitionTime))
 
 		By("touching the profile, which reconciles the agent without any change to write")
-		profile := &platformv1.ModelProfile{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "default"}, profile)).To(Succeed())
 		resourceVersion := agent.ResourceVersion
-		profile.Annotations = map[string]string{"touched": "yes"}
-		Expect(k8sClient.Update(ctx, profile)).To(Succeed())
+		profile := &platformv1.ModelProfile{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "default"}}
+		update(profile, func() { profile.Annotations = map[string]string{"touched": "yes"} })
 		Consistently(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(agent), agent)).To(Succeed())
 			g.Expect(agent.ResourceVersion).To(Equal(resourceVersion), "an unchanged status is not written")
@@ -169,8 +166,7 @@ var _ = Describe("Agent", func() {
 		}
 		Expect(k8sClient.Create(ctx, tool)).To(Succeed())
 		expectReady(agent, metav1.ConditionFalse, platformv1.ToolDisabledReason)
-		tool.Definition.Enabled = true
-		Expect(k8sClient.Update(ctx, tool)).To(Succeed())
+		update(tool, func() { tool.Definition.Enabled = true })
 		expectReady(agent, metav1.ConditionTrue, platformv1.ResolvedReason)
 	})
 })

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -78,6 +79,19 @@ func newWorkspace() string {
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
 	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed()) })
 	return ns.Name
+}
+
+// update re-reads obj, applies change and writes it, again on a conflict: the controllers write
+// the status of the same objects.
+func update(obj client.Object, change func()) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return k8sClient.Update(ctx, obj)
+	})).To(Succeed())
 }
 
 // resourceStatus is the part of the status every platform kind has.

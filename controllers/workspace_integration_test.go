@@ -33,9 +33,10 @@ var _ = Describe("Workspace", func() {
 		Expect(profile.Annotations).To(HaveKeyWithValue(manifest.BuiltinAnnotation, "true"))
 
 		By("editing it: the definition stays, the annotation is restored")
-		profile.Definition.TimeoutSeconds = ptr.To(int32(120))
-		delete(profile.Annotations, manifest.BuiltinAnnotation)
-		Expect(k8sClient.Update(ctx, profile)).To(Succeed())
+		update(profile, func() {
+			profile.Definition.TimeoutSeconds = ptr.To(int32(120))
+			delete(profile.Annotations, manifest.BuiltinAnnotation)
+		})
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, key, profile)).To(Succeed())
 			g.Expect(profile.Annotations).To(HaveKeyWithValue(manifest.BuiltinAnnotation, "true"))

@@ -7,7 +7,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,13 +105,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		default:
 			updateStatus(s)
 		}
-		err := reconcileutil.PatchStatus(ctx, r.Client, base, agent)
-		if err == nil {
-			reconcileutil.RecordReadyTransition(r.Recorder, agent,
-				meta.FindStatusCondition(base.Status.Conditions, platformv1.AgentReadyCondition),
-				meta.FindStatusCondition(agent.Status.Conditions, platformv1.AgentReadyCondition))
-		}
-		res, reterr = reconcileutil.Finish(res, reterr, err)
+		res, reterr = reconcileutil.WriteStatus(ctx, r.Client, r.Recorder, base, agent,
+			base.Status.Conditions, agent.Status.Conditions, res, reterr)
 	}()
 	return reconcileutil.RunPhases(ctx, s, r.reconcileModelProfile, r.reconcileModelProvider, r.reconcileTools)
 }
@@ -240,9 +234,5 @@ func (r *Reconciler) agentsMatching(ctx context.Context, namespace, index, value
 		log.FromContext(ctx).Error(err, "listing agents by index", "index", index, "value", value)
 		return nil
 	}
-	requests := make([]reconcile.Request, 0, len(agents.Items))
-	for _, a := range agents.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Name}})
-	}
-	return requests
+	return reconcileutil.Requests(agents)
 }

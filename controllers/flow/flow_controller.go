@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,13 +76,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if reterr == nil {
 			reterr = updateStatus(s)
 		}
-		err := reconcileutil.PatchStatus(ctx, r.Client, base, flow)
-		if err == nil {
-			reconcileutil.RecordReadyTransition(r.Recorder, flow,
-				meta.FindStatusCondition(base.Status.Conditions, platformv1.ReadyCondition),
-				meta.FindStatusCondition(flow.Status.Conditions, platformv1.ReadyCondition))
-		}
-		res, reterr = reconcileutil.Finish(res, reterr, err)
+		res, reterr = reconcileutil.WriteStatus(ctx, r.Client, r.Recorder, base, flow,
+			base.Status.Conditions, flow.Status.Conditions, res, reterr)
 	}()
 	return reconcileutil.RunPhases(ctx, s, r.reconcileDefinition, r.reconcileAgents)
 }
@@ -117,9 +110,5 @@ func (r *Reconciler) flowsOfAgent(ctx context.Context, obj client.Object) []reco
 		log.FromContext(ctx).Error(err, "listing flows of an agent", "agent", obj.GetName())
 		return nil
 	}
-	requests := make([]reconcile.Request, 0, len(flows.Items))
-	for _, f := range flows.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.Namespace, Name: f.Name}})
-	}
-	return requests
+	return reconcileutil.Requests(flows)
 }

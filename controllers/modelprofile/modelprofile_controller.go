@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,13 +82,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		default:
 			updateStatus(s)
 		}
-		err := reconcileutil.PatchStatus(ctx, r.Client, base, profile)
-		if err == nil {
-			reconcileutil.RecordReadyTransition(r.Recorder, profile,
-				meta.FindStatusCondition(base.Status.Conditions, platformv1.ReadyCondition),
-				meta.FindStatusCondition(profile.Status.Conditions, platformv1.ReadyCondition))
-		}
-		res, reterr = reconcileutil.Finish(res, reterr, err)
+		res, reterr = reconcileutil.WriteStatus(ctx, r.Client, r.Recorder, base, profile,
+			base.Status.Conditions, profile.Status.Conditions, res, reterr)
 	}()
 	return reconcileutil.RunPhases(ctx, s, r.reconcileProvider, r.reconcileModel)
 }
@@ -135,9 +128,5 @@ func (r *Reconciler) profilesOfProvider(ctx context.Context, namespace, provider
 		log.FromContext(ctx).Error(err, "listing model profiles of a provider", "provider", provider)
 		return nil
 	}
-	requests := make([]reconcile.Request, 0, len(profiles.Items))
-	for _, p := range profiles.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
-	}
-	return requests
+	return reconcileutil.Requests(profiles)
 }

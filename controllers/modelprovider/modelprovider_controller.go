@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,13 +76,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if reterr == nil {
 			updateStatus(s)
 		}
-		err := reconcileutil.PatchStatus(ctx, r.Client, base, provider)
-		if err == nil {
-			reconcileutil.RecordReadyTransition(r.Recorder, provider,
-				meta.FindStatusCondition(base.Status.Conditions, platformv1.ReadyCondition),
-				meta.FindStatusCondition(provider.Status.Conditions, platformv1.ReadyCondition))
-		}
-		res, reterr = reconcileutil.Finish(res, reterr, err)
+		res, reterr = reconcileutil.WriteStatus(ctx, r.Client, r.Recorder, base, provider,
+			base.Status.Conditions, provider.Status.Conditions, res, reterr)
 	}()
 	return reconcileutil.RunPhases(ctx, s, r.reconcileDefinition, r.reconcileCredential)
 }
@@ -125,9 +118,5 @@ func (r *Reconciler) providersOfSecret(ctx context.Context, obj client.Object) [
 		log.FromContext(ctx).Error(err, "listing model providers of a secret", "secret", obj.GetName())
 		return nil
 	}
-	requests := make([]reconcile.Request, 0, len(providers.Items))
-	for _, p := range providers.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
-	}
-	return requests
+	return reconcileutil.Requests(providers)
 }

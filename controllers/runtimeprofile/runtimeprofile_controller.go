@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -56,13 +55,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if reterr == nil {
 			updateStatus(s)
 		}
-		err := reconcileutil.PatchStatus(ctx, r.Client, base, profile)
-		if err == nil {
-			reconcileutil.RecordReadyTransition(r.Recorder, profile,
-				meta.FindStatusCondition(base.Status.Conditions, platformv1.ReadyCondition),
-				meta.FindStatusCondition(profile.Status.Conditions, platformv1.ReadyCondition))
-		}
-		res, reterr = reconcileutil.Finish(res, reterr, err)
+		res, reterr = reconcileutil.WriteStatus(ctx, r.Client, r.Recorder, base, profile,
+			base.Status.Conditions, profile.Status.Conditions, res, reterr)
 	}()
 	return reconcileutil.RunPhases(ctx, s, r.reconcileDefinition)
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 )
@@ -75,6 +76,35 @@ func PatchStatus(ctx context.Context, c client.Client, base, obj client.Object) 
 	return c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
+// WriteStatus is the deferred end of a reconcile: it patches obj's status when it differs from
+// base (see PatchStatus), records the Ready transition between the conditions of base and obj
+// once written, and folds the write's error into the reconcile's result (see Finish).
+func WriteStatus(ctx context.Context, c client.Client, recorder events.EventRecorder, base, obj client.Object,
+	before, after []metav1.Condition, res ctrl.Result, reconcileErr error) (ctrl.Result, error) {
+	err := PatchStatus(ctx, c, base, obj)
+	if err == nil {
+		RecordReadyTransition(recorder, obj,
+			meta.FindStatusCondition(before, platformv1.ReadyCondition),
+			meta.FindStatusCondition(after, platformv1.ReadyCondition))
+	}
+	return Finish(res, reconcileErr, err)
+}
+
+// Requests are the reconcile requests of the items of list.
+func Requests(list client.ObjectList) []reconcile.Request {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(items))
+	for _, item := range items {
+		if obj, ok := item.(client.Object); ok {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		}
+	}
+	return requests
+}
+
 // Finish folds the error of a write at the end of a reconcile into its result. An update conflict
 // requeues silently: the object changed since it was read and its newer version is reconciled
 // next; a conflict is never an error, a condition or an event. An object deleted meanwhile has
@@ -127,14 +157,14 @@ func FindingsMessage(findings field.ErrorList) string {
 		if detail == "" {
 			detail = f.ErrorBody()
 		}
-		parts = append(parts, f.Field+": "+OneLine(detail))
+		parts = append(parts, f.Field+": "+oneLine(detail))
 	}
 	return strings.Join(parts, "; ")
 }
 
-// OneLine folds runs of white space, new lines included, into single spaces: condition messages
+// oneLine folds runs of white space, new lines included, into single spaces: condition messages
 // are one line.
-func OneLine(s string) string {
+func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 

@@ -182,3 +182,16 @@ func TestNotReady(t *testing.T) {
 		})
 	}
 }
+
+func TestRequests(t *testing.T) {
+	g := NewWithT(t)
+	list := &platformv1.AgentList{Items: []platformv1.Agent{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "a"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "b"}},
+	}}
+	requests := Requests(list)
+	g.Expect(requests).To(HaveLen(2))
+	g.Expect(requests[0].Namespace + "/" + requests[0].Name).To(Equal("ws/a"))
+	g.Expect(requests[1].Namespace + "/" + requests[1].Name).To(Equal("ws/b"))
+	g.Expect(Requests(&platformv1.AgentList{})).To(BeEmpty())
+}
