@@ -59,8 +59,11 @@ func NewServeCommand() *cobra.Command {
 }
 
 func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, cfg *config.Config, httpAddr string, ctrlOpts controllers.Options) error {
-	// The service API's listener and configuration are checked before anything starts, so a busy
-	// port or a forbidden setting fails at once.
+	// Options, the service API's port and its configuration are checked before anything starts,
+	// so bad input, a busy port or a forbidden setting fails at once and leaves nothing behind.
+	if err := opts.Validate(); err != nil {
+		return err
+	}
 	httpListener, err := net.Listen("tcp", httpAddr)
 	if err != nil {
 		return fmt.Errorf("service API: %w", err)

@@ -58,7 +58,6 @@ func TestServerSideApplyRecordsKubectlAsFieldManager(t *testing.T) {
 		{"f:definition", "f:instructions"},
 		{"f:definition", "f:modelProfile", "f:name"},
 		{"f:definition", "f:tools", `k:{"name":"search-knowledge-base"}`, "f:name"},
-		{"f:definition", "f:tools", `k:{"name":"create-ticket"}`, "f:name"},
 		{"f:metadata", "f:labels", "f:team"},
 	} {
 		_, found, _ := unstructured.NestedFieldNoCopy(kubectlFields, path...)

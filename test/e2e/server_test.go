@@ -64,7 +64,8 @@ func launchServer(dataDir string, extraArgs ...string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"serve", "--data-dir", dataDir, "--kube-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, extraArgs...)
+	args := append([]string{"serve", "--data-dir", dataDir, "--kube-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		"--http-addr", "127.0.0.1:0"}, extraArgs...)
 	s := &server{
 		DataDir: dataDir,
 		cmd:     exec.Command(platformBinary, args...),

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,6 +34,17 @@ func TestStartupFaultsFailFastWithOneLineReason(t *testing.T) {
 				return []string{"--data-dir", t.TempDir(), "--kube-addr", l.Addr().String()}
 			},
 			want: []string{`address already in use`, `127\.0\.0\.1:\d+`},
+		},
+		"service API port already in use": {
+			setup: func(t *testing.T) []string {
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Close() })
+				return []string{"--data-dir", t.TempDir(), "--kube-addr", "127.0.0.1:0", "--http-addr", l.Addr().String()}
+			},
+			want: []string{`service API`, `address already in use`},
 		},
 		"data directory below a regular file": {
 			setup: func(t *testing.T) []string {
@@ -86,6 +98,9 @@ func TestStartupFaultsFailFastWithOneLineReason(t *testing.T) {
 			args := tc.setup(t)
 
 			// Past the deadline the process is killed, which fails the checks below.
+			if !slices.Contains(args, "--http-addr") {
+				args = append(args, "--http-addr", "127.0.0.1:0")
+			}
 			r := platform(startupFailureDeadline+5*time.Second, append([]string{"serve"}, args...)...)
 			g.Expect(r.ExitCode).NotTo(Equal(0), r.String())
 			g.Expect(r.Took).To(BeNumerically("<", startupFailureDeadline), r.String())

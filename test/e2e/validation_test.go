@@ -26,13 +26,13 @@ func TestInvalidAgentsAreRefusedNamingTheProblem(t *testing.T) {
 			name:      "both-references",
 			edit:      bothProfileReferences,
 			applyArgs: []string{"apply"},
-			want:      []string{"definition.modelProfile", "at most one of name and resourceId may be set"},
+			want:      []string{"definition.modelProfile", "modelProfile names exactly one of name and resourceId"},
 		},
 		"a model profile with both name and resourceId names definition.modelProfile (server-side apply)": {
 			name:      "both-references-ssa",
 			edit:      bothProfileReferences,
 			applyArgs: []string{"apply", "--server-side"},
-			want:      []string{"definition.modelProfile", "at most one of name and resourceId may be set"},
+			want:      []string{"definition.modelProfile", "modelProfile names exactly one of name and resourceId"},
 		},
 		"an unknown field under strict validation names the field (client-side apply)": {
 			name:      "unknown-field",
