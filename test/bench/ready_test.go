@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	platformv1 "platform.dev/platform/apis/platform/v1"
 	platformscheme "platform.dev/platform/apis/platform/scheme"
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/controllers"
 )
 
