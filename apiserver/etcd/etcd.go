@@ -57,9 +57,9 @@ func Start(ctx context.Context, dir string, readyTimeout time.Duration) (*Server
 	// Quiet: etcd's info logs would drown the platform's own; errors still reach stderr until
 	// Stop, after which etcd reports its closed listeners as errors.
 	stopping := &atomic.Bool{}
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewCore(
-		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr),
-		zap.LevelEnablerFunc(func(l zapcore.Level) bool { return l >= zapcore.ErrorLevel && !stopping.Load() }))))
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr),
+		zap.LevelEnablerFunc(func(l zapcore.Level) bool { return l >= zapcore.ErrorLevel && !stopping.Load() }))
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(benignFirstStartErrors{core}))
 
 	if err := checkDatabase(filepath.Join(dir, "member", "snap", "db")); err != nil {
 		return nil, err
@@ -151,4 +151,20 @@ func freeLoopbackPorts(n int) ([]string, error) {
 		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// benignFirstStartErrors drops the error a new member logs when its storage-version monitor runs
+// before the first raft term is applied (more likely with the short ticks above); the monitor
+// retries and succeeds a moment later.
+type benignFirstStartErrors struct{ zapcore.Core }
+
+func (c benignFirstStartErrors) Check(entry zapcore.Entry, checked *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if entry.Message == "failed to update storage version" {
+		return checked
+	}
+	return c.Core.Check(entry, checked)
+}
+
+func (c benignFirstStartErrors) With(fields []zapcore.Field) zapcore.Core {
+	return benignFirstStartErrors{c.Core.With(fields)}
 }
