@@ -13,9 +13,11 @@ import (
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/controllers/agent"
 	"platform.dev/platform/controllers/flow"
+	"platform.dev/platform/controllers/model"
 	"platform.dev/platform/controllers/modelprofile"
 	"platform.dev/platform/controllers/modelprovider"
 	"platform.dev/platform/controllers/runtimeprofile"
+	"platform.dev/platform/controllers/tool"
 	"platform.dev/platform/controllers/workspace"
 )
 
@@ -80,6 +82,9 @@ func SetupAll(mgr ctrl.Manager) error {
 		{"flow", &flow.Reconciler{Client: c, Recorder: recorder("flow")}},
 		{"runtimeprofile", &runtimeprofile.Reconciler{Client: c, Recorder: recorder("runtimeprofile")}},
 		{"workspace", &workspace.Reconciler{Client: c, Recorder: recorder("workspace")}},
+		{"model", &model.Reconciler{Client: c, Recorder: recorder("model")}},
+		{"tool", &tool.Reconciler{Client: c, Recorder: recorder("tool")}},
+		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider")}},
 	}
 	var errs []error
 	for _, r := range reconcilers {
