@@ -17,6 +17,7 @@ import (
 	"platform.dev/platform/controllers/modelprofile"
 	"platform.dev/platform/controllers/modelprovider"
 	"platform.dev/platform/controllers/runtimeprofile"
+	"platform.dev/platform/controllers/secret"
 	"platform.dev/platform/controllers/tool"
 	"platform.dev/platform/controllers/workspace"
 )
@@ -85,6 +86,8 @@ func SetupAll(mgr ctrl.Manager) error {
 		{"model", &model.Reconciler{Client: c, Recorder: recorder("model")}},
 		{"tool", &tool.Reconciler{Client: c, Recorder: recorder("tool")}},
 		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider")}},
+		{"secret", &secret.Reconciler{Client: c, Recorder: recorder("secret")}},
+		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault")}},
 	}
 	var errs []error
 	for _, r := range reconcilers {
