@@ -88,6 +88,7 @@ func SetupAll(mgr ctrl.Manager) error {
 		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider")}},
 		{"secret", &secret.Reconciler{Client: c, Recorder: recorder("secret")}},
 		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault")}},
+		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion")}},
 	}
 	var errs []error
 	for _, r := range reconcilers {
