@@ -12,6 +12,7 @@ import (
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/controllers/agent"
+	"platform.dev/platform/controllers/entry"
 	"platform.dev/platform/controllers/flow"
 	"platform.dev/platform/controllers/model"
 	"platform.dev/platform/controllers/modelprofile"
@@ -89,6 +90,8 @@ func SetupAll(mgr ctrl.Manager) error {
 		{"secret", &secret.Reconciler{Client: c, Recorder: recorder("secret")}},
 		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault")}},
 		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion")}},
+		{"entry", &entry.Reconciler{Client: c, Recorder: recorder("entry")}},
+		{"publishedentry", &entry.PublishedReconciler{Client: c, Recorder: recorder("publishedentry")}},
 	}
 	var errs []error
 	for _, r := range reconcilers {
