@@ -20,6 +20,7 @@ import (
 	"platform.dev/platform/controllers/runtimeprofile"
 	"platform.dev/platform/controllers/secret"
 	"platform.dev/platform/controllers/tool"
+	"platform.dev/platform/controllers/trigger"
 	"platform.dev/platform/controllers/workspace"
 )
 
@@ -92,6 +93,7 @@ func SetupAll(mgr ctrl.Manager) error {
 		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion")}},
 		{"entry", &entry.Reconciler{Client: c, Recorder: recorder("entry")}},
 		{"publishedentry", &entry.PublishedReconciler{Client: c, Recorder: recorder("publishedentry")}},
+		{"trigger", &trigger.Reconciler{Client: c, Recorder: recorder("trigger")}},
 	}
 	var errs []error
 	for _, r := range reconcilers {
