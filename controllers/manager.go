@@ -12,6 +12,7 @@ import (
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/controllers/agent"
+	"platform.dev/platform/controllers/dashboard"
 	"platform.dev/platform/controllers/entry"
 	"platform.dev/platform/controllers/flow"
 	"platform.dev/platform/controllers/model"
@@ -94,6 +95,7 @@ func SetupAll(mgr ctrl.Manager) error {
 		{"entry", &entry.Reconciler{Client: c, Recorder: recorder("entry")}},
 		{"publishedentry", &entry.PublishedReconciler{Client: c, Recorder: recorder("publishedentry")}},
 		{"trigger", &trigger.Reconciler{Client: c, Recorder: recorder("trigger")}},
+		{"dashboard", &dashboard.Reconciler{Client: c, Recorder: recorder("dashboard")}},
 	}
 	var errs []error
 	for _, r := range reconcilers {
