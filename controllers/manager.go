@@ -15,11 +15,13 @@ import (
 	"platform.dev/platform/controllers/dashboard"
 	"platform.dev/platform/controllers/entry"
 	"platform.dev/platform/controllers/flow"
+	"platform.dev/platform/controllers/installedpack"
 	"platform.dev/platform/controllers/model"
 	"platform.dev/platform/controllers/modelprofile"
 	"platform.dev/platform/controllers/modelprovider"
 	"platform.dev/platform/controllers/runtimeprofile"
 	"platform.dev/platform/controllers/secret"
+	"platform.dev/platform/controllers/sourceregistry"
 	"platform.dev/platform/controllers/tool"
 	"platform.dev/platform/controllers/trigger"
 	"platform.dev/platform/controllers/workspace"
@@ -96,6 +98,8 @@ func SetupAll(mgr ctrl.Manager) error {
 		{"publishedentry", &entry.PublishedReconciler{Client: c, Recorder: recorder("publishedentry")}},
 		{"trigger", &trigger.Reconciler{Client: c, Recorder: recorder("trigger")}},
 		{"dashboard", &dashboard.Reconciler{Client: c, Recorder: recorder("dashboard")}},
+		{"sourceregistry", &sourceregistry.Reconciler{Client: c, Recorder: recorder("sourceregistry")}},
+		{"installedpack", &installedpack.Reconciler{Client: c, Recorder: recorder("installedpack")}},
 	}
 	var errs []error
 	for _, r := range reconcilers {
