@@ -12,10 +12,18 @@ import (
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/controllers/agent"
+	"platform.dev/platform/controllers/dashboard"
+	"platform.dev/platform/controllers/entry"
 	"platform.dev/platform/controllers/flow"
+	"platform.dev/platform/controllers/installedpack"
+	"platform.dev/platform/controllers/model"
 	"platform.dev/platform/controllers/modelprofile"
 	"platform.dev/platform/controllers/modelprovider"
 	"platform.dev/platform/controllers/runtimeprofile"
+	"platform.dev/platform/controllers/secret"
+	"platform.dev/platform/controllers/sourceregistry"
+	"platform.dev/platform/controllers/tool"
+	"platform.dev/platform/controllers/trigger"
 	"platform.dev/platform/controllers/workspace"
 )
 
@@ -80,6 +88,18 @@ func SetupAll(mgr ctrl.Manager) error {
 		{"flow", &flow.Reconciler{Client: c, Recorder: recorder("flow")}},
 		{"runtimeprofile", &runtimeprofile.Reconciler{Client: c, Recorder: recorder("runtimeprofile")}},
 		{"workspace", &workspace.Reconciler{Client: c, Recorder: recorder("workspace")}},
+		{"model", &model.Reconciler{Client: c, Recorder: recorder("model")}},
+		{"tool", &tool.Reconciler{Client: c, Recorder: recorder("tool")}},
+		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider")}},
+		{"secret", &secret.Reconciler{Client: c, Recorder: recorder("secret")}},
+		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault")}},
+		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion")}},
+		{"entry", &entry.Reconciler{Client: c, Recorder: recorder("entry")}},
+		{"publishedentry", &entry.PublishedReconciler{Client: c, Recorder: recorder("publishedentry")}},
+		{"trigger", &trigger.Reconciler{Client: c, Recorder: recorder("trigger")}},
+		{"dashboard", &dashboard.Reconciler{Client: c, Recorder: recorder("dashboard")}},
+		{"sourceregistry", &sourceregistry.Reconciler{Client: c, Recorder: recorder("sourceregistry")}},
+		{"installedpack", &installedpack.Reconciler{Client: c, Recorder: recorder("installedpack")}},
 	}
 	var errs []error
 	for _, r := range reconcilers {

@@ -107,6 +107,30 @@ func resourceStatus(obj client.Object) *platformv1.ResourceStatus {
 		return &o.Status.ResourceStatus
 	case *platformv1.RuntimeProfile:
 		return &o.Status.ResourceStatus
+	case *platformv1.FlowVersion:
+		return &o.Status.ResourceStatus
+	case *platformv1.Entry:
+		return &o.Status.ResourceStatus
+	case *platformv1.PublishedEntry:
+		return &o.Status.ResourceStatus
+	case *platformv1.Dashboard:
+		return &o.Status.ResourceStatus
+	case *platformv1.Trigger:
+		return &o.Status.ResourceStatus
+	case *platformv1.Model:
+		return &o.Status.ResourceStatus
+	case *platformv1.Tool:
+		return &o.Status.ResourceStatus
+	case *platformv1.ToolProvider:
+		return &o.Status.ResourceStatus
+	case *platformv1.Secret:
+		return &o.Status.ResourceStatus
+	case *platformv1.Vault:
+		return &o.Status.ResourceStatus
+	case *platformv1.SourceRegistry:
+		return &o.Status.ResourceStatus
+	case *platformv1.InstalledPack:
+		return &o.Status.ResourceStatus
 	}
 	Fail("no ResourceStatus for " + obj.GetObjectKind().GroupVersionKind().String())
 	return nil

@@ -14,7 +14,7 @@ import (
 // updateStatus writes what a complete reconcile observed.
 func updateStatus(s *scope) {
 	setReadyCondition(s)
-	s.agent.Status.ObservedGeneration = s.agent.Generation
+	reconcileutil.Observed(&s.agent.Status.ResourceStatus, s.agent.Generation)
 }
 
 // setReadyCondition reports whether the agent can be invoked, checking the chain in order:

@@ -21,7 +21,7 @@ func updateStatus(s *scope) error {
 	}
 	s.flow.Status.DefinitionDigest = digest
 	setReadyCondition(s)
-	s.flow.Status.ObservedGeneration = s.flow.Generation
+	reconcileutil.Observed(&s.flow.Status.ResourceStatus, s.flow.Generation)
 	return nil
 }
 

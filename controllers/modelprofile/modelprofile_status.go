@@ -14,7 +14,7 @@ import (
 func updateStatus(s *scope) {
 	setReferences(s)
 	setReadyCondition(s)
-	s.profile.Status.ObservedGeneration = s.profile.Generation
+	reconcileutil.Observed(&s.profile.Status.ResourceStatus, s.profile.Generation)
 }
 
 // setReferences reports what the profile's references resolve to: the provider's type while the

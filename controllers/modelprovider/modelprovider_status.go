@@ -15,7 +15,7 @@ import (
 // updateStatus writes what a complete reconcile observed.
 func updateStatus(s *scope) {
 	setReadyCondition(s)
-	s.provider.Status.ObservedGeneration = s.provider.Generation
+	reconcileutil.Observed(&s.provider.Status.ResourceStatus, s.provider.Generation)
 }
 
 // validateDefinition checks what the provider needs to be called at all: every type but

@@ -12,7 +12,7 @@ import (
 // updateStatus writes what a complete reconcile observed.
 func updateStatus(s *scope) {
 	setReadyCondition(s)
-	s.profile.Status.ObservedGeneration = s.profile.Generation
+	reconcileutil.Observed(&s.profile.Status.ResourceStatus, s.profile.Generation)
 }
 
 // runtimeOf is the runtime a definition configures; omitted means the built-in one.

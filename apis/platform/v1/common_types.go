@@ -67,6 +67,17 @@ const (
 	StaleReason = "Stale"
 	// InstallFailedReason: a Pack installation failed and was rolled back.
 	InstallFailedReason = "InstallFailed"
+	// DisabledReason: the definition resolves but the object is turned off (a Tool agents may not
+	// call, a Trigger that does not fire, a registry that is not refreshed); Ready stays True,
+	// because Ready says the definition resolves, and the reason says it is off.
+	DisabledReason = "Disabled"
+	// ToolProviderNotFoundReason: a referenced ToolProvider does not exist.
+	ToolProviderNotFoundReason = "ToolProviderNotFound"
+	// DuplicateDefaultReason: another, older Dashboard of the workspace is already the default;
+	// the workspace root keeps opening the oldest one.
+	DuplicateDefaultReason = "DuplicateDefault"
+	// ResourceNotFoundReason: a resource an InstalledPack manages does not exist any more.
+	ResourceNotFoundReason = "ResourceNotFound"
 )
 
 // ProvisioningState summarizes, in one word, how far the Runtime plane got with an object.

@@ -189,3 +189,32 @@ func NotReady(conditions []metav1.Condition) string {
 	}
 	return "is not Ready (" + ready.Reason + "): " + ready.Message
 }
+
+// failedReasons are the Ready reasons that nothing but an edit of the object itself can clear.
+var failedReasons = map[string]bool{
+	platformv1.InvalidDefinitionReason: true,
+	platformv1.InstallFailedReason:     true,
+}
+
+// Provisioning is the provisioning state a Ready condition stands for: Provisioned when Ready,
+// Failed when the definition itself is invalid (it stays so until the object is edited), Pending
+// while the object waits on something else (a reference, a value, a key).
+func Provisioning(ready *metav1.Condition) platformv1.ProvisioningState {
+	switch {
+	case ready == nil:
+		return platformv1.ProvisioningPending
+	case ready.Status == metav1.ConditionTrue:
+		return platformv1.ProvisioningProvisioned
+	case failedReasons[ready.Reason]:
+		return platformv1.ProvisioningFailed
+	}
+	return platformv1.ProvisioningPending
+}
+
+// Observed ends the status of a complete reconcile, after its Ready condition is set: the status
+// was computed from generation, and provisioning follows Ready. Every reconciler calls it, so
+// that observedGeneration and provisioning mean the same for every kind.
+func Observed(status *platformv1.ResourceStatus, generation int64) {
+	status.ObservedGeneration = generation
+	status.Provisioning = Provisioning(meta.FindStatusCondition(status.Conditions, platformv1.ReadyCondition))
+}

@@ -195,3 +195,33 @@ func TestRequests(t *testing.T) {
 	g.Expect(requests[1].Namespace + "/" + requests[1].Name).To(Equal("ws/b"))
 	g.Expect(Requests(&platformv1.AgentList{})).To(BeEmpty())
 }
+
+func TestProvisioning(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, reason string) *metav1.Condition {
+		return &metav1.Condition{Type: platformv1.ReadyCondition, Status: status, Reason: reason}
+	}
+	tests := map[string]struct {
+		ready *metav1.Condition
+		want  platformv1.ProvisioningState
+	}{
+		"no Ready condition yet is Pending":             {want: platformv1.ProvisioningPending},
+		"Ready is Provisioned":                          {ready: ready(metav1.ConditionTrue, platformv1.ResolvedReason), want: platformv1.ProvisioningProvisioned},
+		"an invalid definition is Failed":               {ready: ready(metav1.ConditionFalse, platformv1.InvalidDefinitionReason), want: platformv1.ProvisioningFailed},
+		"a failed installation is Failed":               {ready: ready(metav1.ConditionFalse, platformv1.InstallFailedReason), want: platformv1.ProvisioningFailed},
+		"waiting on a reference is Pending":             {ready: ready(metav1.ConditionFalse, platformv1.AgentNotFoundReason), want: platformv1.ProvisioningPending},
+		"an unknown Ready status is Pending, not Ready": {ready: ready(metav1.ConditionUnknown, platformv1.ReconcilingReason), want: platformv1.ProvisioningPending},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(Provisioning(tt.ready)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestObserved(t *testing.T) {
+	g := NewWithT(t)
+	status := &platformv1.ResourceStatus{Conditions: []metav1.Condition{{Type: platformv1.ReadyCondition, Status: metav1.ConditionTrue, Reason: platformv1.ResolvedReason}}}
+	Observed(status, 3)
+	g.Expect(status.ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(status.Provisioning).To(Equal(platformv1.ProvisioningProvisioned))
+}

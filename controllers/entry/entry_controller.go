@@ -1,0 +1,161 @@
+package entry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/controllers/internal/reconcileutil"
+)
+
+// +kubebuilder:rbac:groups=platform.dev,resources=entries,verbs=get;list;watch
+// +kubebuilder:rbac:groups=platform.dev,resources=entries/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=platform.dev,resources=agents;flows;flowversions,verbs=get;list;watch
+
+// Reconciler reports whether each Entry draft's targets exist. It owns nothing outside the
+// Entry's status, so it needs no finalizer.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+}
+
+// SetupWithManager registers the reconciler and its watches with mgr. A change of any Agent,
+// Flow or FlowVersion reconciles the Entries of its workspace: there are few, and a binding names
+// its target in three different ways.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Recorder == nil {
+		return errors.New("entry reconciler: Client and Recorder are required")
+	}
+	toEntries := handler.EnqueueRequestsFromMapFunc(r.entriesOfWorkspace)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&platformv1.Entry{}).
+		Watches(&platformv1.Agent{}, toEntries).
+		Watches(&platformv1.Flow{}, toEntries).
+		Watches(&platformv1.FlowVersion{}, toEntries).
+		Complete(r)
+}
+
+// scope is what one reconcile of an Entry found; setReadyCondition turns it into the status.
+type scope struct {
+	entry *platformv1.Entry
+	// missing lists the targets that do not resolve, each with its reason.
+	missing []finding
+	// resolvedTarget is the exact Flow version a Flow binding resolves to now; nil for an Agent
+	// binding (its Direct Agent Flow is not built yet) or a Flow without an active version.
+	resolvedTarget *platformv1.FlowVersionReference
+}
+
+// finding is one target that does not resolve: a reason and a message with the field path.
+type finding struct {
+	reason, message string
+}
+
+// Reconcile resolves the binding and the continuation and writes the status once, at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
+	entry := &platformv1.Entry{}
+	if err := r.Client.Get(ctx, req.NamespacedName, entry); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !entry.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	base := entry.DeepCopy()
+	s := &scope{entry: entry}
+	defer func() {
+		if reterr == nil {
+			setReadyCondition(s)
+			reconcileutil.Observed(&entry.Status.ResourceStatus, entry.Generation)
+		}
+		res, reterr = reconcileutil.WriteStatus(ctx, r.Client, r.Recorder, base, entry,
+			base.Status.Conditions, entry.Status.Conditions, res, reterr)
+	}()
+	return reconcileutil.RunPhases(ctx, s, r.reconcileBinding, r.reconcileContinuation)
+}
+
+// reconcileBinding resolves the binding.
+func (r *Reconciler) reconcileBinding(ctx context.Context, s *scope) (ctrl.Result, error) {
+	resolved, err := r.resolve(ctx, s, &s.entry.Definition.Binding, field.NewPath("definition", "binding"))
+	s.resolvedTarget = resolved
+	return ctrl.Result{}, err
+}
+
+// reconcileContinuation resolves the continuation, if any.
+func (r *Reconciler) reconcileContinuation(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.entry.Definition.Continuation == nil {
+		return ctrl.Result{}, nil
+	}
+	_, err := r.resolve(ctx, s, s.entry.Definition.Continuation, field.NewPath("definition", "continuation"))
+	return ctrl.Result{}, err
+}
+
+// resolve finds the target of one binding, records what does not resolve and returns the exact
+// Flow version it resolves to when there is one.
+func (r *Reconciler) resolve(ctx context.Context, s *scope, b *platformv1.EntryBinding, path *field.Path) (*platformv1.FlowVersionReference, error) {
+	ns := s.entry.Namespace
+	switch {
+	case b.Agent != nil:
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(b.Agent.Name)}, &platformv1.Agent{})
+		if client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		if err != nil {
+			s.missing = append(s.missing, finding{platformv1.AgentNotFoundReason,
+				fmt.Sprintf("%s: Agent %q not found", path.Child("agent", "name"), b.Agent.Name)})
+		}
+		return nil, nil
+	case b.Flow != nil:
+		if problem := reconcileutil.UnresolvableNamespace(b.Flow.Namespace); problem != "" {
+			s.missing = append(s.missing, finding{platformv1.FlowNotFoundReason, path.Child("flow", "namespace").String() + ": " + problem})
+			return nil, nil
+		}
+		flow := &platformv1.Flow{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(b.Flow.Name)}, flow)
+		if client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		if err != nil {
+			s.missing = append(s.missing, finding{platformv1.FlowNotFoundReason,
+				fmt.Sprintf("%s: Flow %q not found", path.Child("flow", "name"), b.Flow.Name)})
+			return nil, nil
+		}
+		version := b.Flow.Version
+		if version == "" {
+			version = flow.Status.ActiveVersion
+		}
+		if version == "" {
+			return nil, nil
+		}
+		fv, err := reconcileutil.FindFlowVersion(ctx, r.Client, ns, flow.Name, version)
+		switch {
+		case err != nil:
+			return nil, err
+		case fv == nil && b.Flow.Version != "":
+			s.missing = append(s.missing, finding{platformv1.FlowVersionNotFoundReason,
+				fmt.Sprintf("%s: version %s of Flow %q is not published", path.Child("flow", "version"), version, b.Flow.Name)})
+			return nil, nil
+		case fv == nil:
+			return nil, nil
+		}
+		return &platformv1.FlowVersionReference{Name: b.Flow.Name, Namespace: b.Flow.Namespace, Version: version}, nil
+	}
+	return nil, nil
+}
+
+// entriesOfWorkspace maps an object to the Entries of its workspace.
+func (r *Reconciler) entriesOfWorkspace(ctx context.Context, obj client.Object) []reconcile.Request {
+	entries := &platformv1.EntryList{}
+	if err := r.Client.List(ctx, entries, client.InNamespace(obj.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "listing entries of a workspace")
+		return nil
+	}
+	return reconcileutil.Requests(entries)
+}

@@ -1,0 +1,97 @@
+package tool
+
+import (
+	"fmt"
+	"net/url"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/controllers/internal/reconcileutil"
+)
+
+// secretReference is one Secret a ToolProvider names, with the field path that names it.
+type secretReference struct {
+	path *field.Path
+	ref  *platformv1.SecretReference
+}
+
+// secretReferences are the Secrets a definition names: the HTTP credential and the Secrets of
+// the environment of a STDIO process.
+func secretReferences(def *platformv1.ToolProviderDefinition) []secretReference {
+	var refs []secretReference
+	path := field.NewPath("definition")
+	if def.HTTP != nil && def.HTTP.Credential != nil {
+		refs = append(refs, secretReference{path: path.Child("http", "credential"), ref: def.HTTP.Credential})
+	}
+	if def.Stdio != nil {
+		for i := range def.Stdio.Env {
+			if def.Stdio.Env[i].Secret != nil {
+				refs = append(refs, secretReference{path: path.Child("stdio", "env").Index(i).Child("secret"), ref: def.Stdio.Env[i].Secret})
+			}
+		}
+	}
+	return refs
+}
+
+// unresolvable says why a Secret reference cannot be resolved in the provider's workspace
+// namespace, or "" when it can: Secrets of another scope or of a Pack's resource namespace live
+// where the scope tree puts them, which is not built yet.
+func unresolvable(ref *platformv1.SecretReference, namespace string) string {
+	if ref.ScopeRef != "" && ref.ScopeRef != platformv1.ScopeRef("/workspaces/"+namespace) {
+		return fmt.Sprintf("Secrets of scope %s cannot be resolved yet; use a Secret of the provider's workspace", ref.ScopeRef)
+	}
+	return reconcileutil.UnresolvableNamespace(ref.Namespace)
+}
+
+// validateDefinition checks what the provider needs to be started or reached at all: a STDIO
+// provider a command, an HTTP provider an absolute http(s) URL and, with StaticBearer, a
+// credential. The CRD refuses most of this already; the reconciler checks again so that objects
+// stored before a schema change are reported too.
+func validateDefinition(def *platformv1.ToolProviderDefinition, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch def.Transport {
+	case platformv1.StdioTransport:
+		switch {
+		case def.Stdio == nil:
+			errs = append(errs, field.Required(path.Child("stdio"), "a Stdio provider needs stdio settings"))
+		case def.Stdio.Command == "":
+			errs = append(errs, field.Required(path.Child("stdio", "command"), "a Stdio provider needs a command"))
+		}
+	case platformv1.StreamableHTTPTransport:
+		if def.HTTP == nil {
+			return append(errs, field.Required(path.Child("http"), "a StreamableHttp provider needs http settings"))
+		}
+		u, err := url.Parse(def.HTTP.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, field.Invalid(path.Child("http", "url"), def.HTTP.URL, "must be an absolute http or https URL"))
+		}
+		if def.HTTP.AuthenticationMode == platformv1.StaticBearerToolAuthentication && def.HTTP.Credential == nil {
+			errs = append(errs, field.Required(path.Child("http", "credential"), "StaticBearer authentication needs a credential Secret"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(path.Child("transport"), def.Transport,
+			[]string{string(platformv1.StdioTransport), string(platformv1.StreamableHTTPTransport)}))
+	}
+	return errs
+}
+
+// setProviderReadyCondition reports whether the provider can be started or reached: a complete
+// definition (InvalidDefinition) whose Secrets exist (SecretNotFound). Connectivity is not
+// checked.
+func setProviderReadyCondition(s *providerScope) {
+	status := &s.provider.Status.ResourceStatus
+	def := &s.provider.Definition
+	switch {
+	case len(s.invalid) > 0:
+		reconcileutil.SetReady(status, s.provider.Generation, false, platformv1.InvalidDefinitionReason, reconcileutil.FindingsMessage(s.invalid))
+	case len(s.missingSecrets) > 0:
+		reconcileutil.SetReady(status, s.provider.Generation, false, platformv1.SecretNotFoundReason, reconcileutil.FindingsMessage(s.missingSecrets))
+	case def.Transport == platformv1.StdioTransport:
+		reconcileutil.SetReady(status, s.provider.Generation, true, platformv1.ResolvedReason,
+			fmt.Sprintf("%s provider run as %q over STDIO; it is not started by this check", def.Protocol, def.Stdio.Command))
+	default:
+		reconcileutil.SetReady(status, s.provider.Generation, true, platformv1.ResolvedReason,
+			fmt.Sprintf("%s provider at %s; connectivity is not checked", def.Protocol, def.HTTP.URL))
+	}
+}
