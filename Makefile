@@ -87,6 +87,18 @@ fmt: ## Run go fmt.
 vet: ## Run go vet.
 	go vet ./...
 
+# swagger-ui-dist version embedded for /swagger (Development and Testing only).
+SWAGGER_UI_VERSION ?= 5.35.0
+SWAGGER_UI_ASSETS := apiserver/httpapi/swaggerui/assets
+
+.PHONY: swagger-ui
+swagger-ui: ## Refresh the embedded API browser assets from the npm package swagger-ui-dist@$(SWAGGER_UI_VERSION).
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	(cd "$$tmp" && npm pack --silent swagger-ui-dist@$(SWAGGER_UI_VERSION) >/dev/null && tar xzf swagger-ui-dist-*.tgz); \
+	for f in swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE; do \
+		cp "$$tmp/package/$$f" $(SWAGGER_UI_ASSETS)/; \
+	done
+
 ##@ Build
 
 .PHONY: build

@@ -302,12 +302,22 @@ func TestTheOpenAPIDocumentIsOpenAPI31WithStableUniqueOperations(t *testing.T) {
 	}
 }
 
-func TestSwaggerIsServedOnlyInDevelopmentOrTesting(t *testing.T) {
+func TestSwaggerIsServedOnlyInDevelopmentOrTestingAndWorksOffline(t *testing.T) {
 	g := NewWithT(t)
-	resp, err := http.Get(devServer(t).URL + "/swagger")
+	server := devServer(t)
+	resp, err := http.Get(server.URL + "/swagger")
 	g.Expect(err).NotTo(HaveOccurred())
+	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	g.Expect(string(page)).To(ContainSubstring("/openapi/v1.json"))
+	g.Expect(string(page)).NotTo(MatchRegexp(`(src|href)="https?://`), "every asset is served by the platform itself")
+	for _, asset := range []string{"/swagger/swagger-ui-bundle.js", "/swagger/swagger-ui.css"} {
+		resp, err := http.Get(server.URL + asset)
+		g.Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), asset)
+	}
 
 	resp, err = http.Get(newServer(t, config.Production, nil).URL + "/swagger")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/internal/config"
 	"platform.dev/platform/internal/version"
 )
@@ -53,10 +54,8 @@ func New(opts Options) (*Server, error) {
 	mux := http.NewServeMux()
 	humaConfig := huma.DefaultConfig("platform", version.Version)
 	humaConfig.OpenAPIPath = OpenAPIPath
+	// huma's own docs page loads its scripts from a CDN; the platform serves its own copy.
 	humaConfig.DocsPath = ""
-	if opts.Config.IsDevelopmentOrTesting() {
-		humaConfig.DocsPath = "/swagger"
-	}
 	humaConfig.Info.Description = "The service API of the work-delegation platform: Management resources, Flows, Work and Runtime."
 	humaConfig.Components.SecuritySchemes = securitySchemes()
 	humaConfig.Tags = tags
@@ -76,6 +75,9 @@ func New(opts Options) (*Server, error) {
 	s.registerModels()
 	s.registerModelProfiles()
 	s.registerDeployments()
+	if opts.Config.IsDevelopmentOrTesting() {
+		swaggerui.Register(mux, "/swagger", OpenAPIPath+".json")
+	}
 	mux.HandleFunc("/api/", notFoundHandler)
 	s.handler = mux
 	return s, nil
