@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 )
 
 func TestNormalizeAcceptsBothSpellings(t *testing.T) {
@@ -57,4 +58,21 @@ func TestSpecSpellingRoundTrips(t *testing.T) {
 	if diff := cmp.Diff(original, obj); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
+}
+
+// FuzzNormalize: whatever a manifest holds, normalization answers with field errors, never a
+// panic, and a normalized manifest is in the kube spelling.
+func FuzzNormalize(f *testing.F) {
+	f.Add([]byte("apiVersion: platform/v1\nkind: Agent\nmetadata:\n  name: a\n  tags: {a: b}\n"))
+	f.Add([]byte("apiVersion: platform.dev/v1\nmetadata: 3\n"))
+	f.Add([]byte("metadata:\n  tags: x\n  labels: y\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		obj := map[string]any{}
+		if err := yaml.Unmarshal(data, &obj); err != nil {
+			return
+		}
+		if errs := Normalize(obj); len(errs) == 0 && obj["apiVersion"] != KubeAPIVersion {
+			t.Fatalf("normalized without errors but apiVersion is %v", obj["apiVersion"])
+		}
+	})
 }
