@@ -1,0 +1,220 @@
+// Package storetest runs store tests on every dialect: SQLite in a temporary directory and
+// PostgreSQL on a throwaway server started from Debian's binaries (package postgresql), one
+// server per test package, a fresh database per test.
+//
+// A package that uses it calls Main from its TestMain so that the server stops at the end:
+//
+//	func TestMain(m *testing.M) { storetest.Main(m) }
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"platform.dev/platform/apiserver/store"
+)
+
+var (
+	mainCalled bool
+
+	pgOnce   sync.Once
+	pgServer *postgresServer
+	pgSkip   string // why PostgreSQL subtests skip, when they do
+	pgErr    error  // why the server could not start, when pg_ctl is present
+
+	dbCounter atomic.Int64
+)
+
+// Main runs the tests of the package and stops the PostgreSQL server they started.
+func Main(m *testing.M) {
+	mainCalled = true
+	code := m.Run()
+	if pgServer != nil {
+		if err := pgServer.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "storetest: stop PostgreSQL: %v\n", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// ForEachDialect runs body as the subtests "sqlite" and "postgres", each on a fresh, migrated
+// store that is closed when the subtest ends.
+func ForEachDialect(t *testing.T, body func(t *testing.T, s *store.Store)) {
+	t.Helper()
+	ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		s, err := store.Open(context.Background(), opts)
+		if err != nil {
+			t.Fatalf("open store: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		body(t, s)
+	})
+}
+
+// ForEachDialectOptions runs body as the subtests "sqlite" and "postgres" with the options of a
+// fresh, empty database, for tests that open (and reopen) the store themselves.
+func ForEachDialectOptions(t *testing.T, body func(t *testing.T, opts store.Options)) {
+	t.Helper()
+	t.Run(store.SQLite, func(t *testing.T) {
+		body(t, store.Options{DataDir: t.TempDir()})
+	})
+	t.Run(store.Postgres, func(t *testing.T) {
+		body(t, store.Options{DatabaseURL: freshPostgresDatabase(t)})
+	})
+}
+
+// freshPostgresDatabase creates an empty database on the package's server and returns its URL.
+func freshPostgresDatabase(t *testing.T) string {
+	t.Helper()
+	if !mainCalled {
+		t.Fatal("storetest: call storetest.Main(m) from the package's TestMain so the PostgreSQL server is stopped")
+	}
+	pgOnce.Do(startPostgres)
+	if pgSkip != "" {
+		t.Skip(pgSkip)
+	}
+	if pgErr != nil {
+		t.Fatalf("storetest: PostgreSQL: %v", pgErr)
+	}
+	name := fmt.Sprintf("test_%d_%d", os.Getpid(), dbCounter.Add(1))
+	db, err := sql.Open("pgx", pgServer.url("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("storetest: create database: %v", err)
+	}
+	return pgServer.url(name)
+}
+
+// postgresServer is a PostgreSQL cluster in a temporary directory, listening on loopback.
+type postgresServer struct {
+	bin  string   // directory of pg_ctl, initdb and postgres
+	dir  string   // temporary directory: data/, the socket and the log
+	port int      // TCP port on 127.0.0.1
+	as   []string // command prefix that runs a program as the postgres user, when we are root
+}
+
+func (p *postgresServer) url(database string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", p.port, database)
+}
+
+// findPgBin returns the directory of pg_ctl: on PATH or under /usr/lib/postgresql/*/bin (the
+// newest), where Debian's postgresql package installs it.
+func findPgBin() string {
+	if path, err := exec.LookPath("pg_ctl"); err == nil {
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			path = real
+		}
+		return filepath.Dir(path)
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	sort.Slice(matches, func(i, j int) bool { return pgVersion(matches[i]) < pgVersion(matches[j]) })
+	if len(matches) == 0 {
+		return ""
+	}
+	return filepath.Dir(matches[len(matches)-1])
+}
+
+func pgVersion(pgCtl string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(pgCtl))))
+	return v
+}
+
+func startPostgres() {
+	bin := findPgBin()
+	if bin == "" {
+		pgSkip = "PostgreSQL tests skipped: pg_ctl is not on PATH nor under /usr/lib/postgresql/*/bin (install the Debian package postgresql)"
+		return
+	}
+	srv := &postgresServer{bin: bin}
+	dir, err := os.MkdirTemp("", "storetest-pg-")
+	if err != nil {
+		pgErr = err
+		return
+	}
+	srv.dir = dir
+	// initdb and postgres refuse to run as root: run them as the postgres system user, which
+	// Debian's package creates, in a directory it owns.
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			os.RemoveAll(dir)
+			pgSkip = "PostgreSQL tests skipped: running as root and there is no postgres user to run the server as (install the Debian package postgresql)"
+			return
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			pgErr = err
+			return
+		}
+		runuser, err := exec.LookPath("runuser")
+		if err != nil {
+			pgErr = fmt.Errorf("running as root needs runuser to start PostgreSQL as the postgres user: %w", err)
+			return
+		}
+		srv.as = []string{runuser, "-u", "postgres", "--"}
+	}
+	srv.port, err = freePort()
+	if err != nil {
+		pgErr = err
+		return
+	}
+	data := filepath.Join(dir, "data")
+	if err := srv.run("initdb", "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
+		pgErr = err
+		return
+	}
+	serverOpts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c full_page_writes=off -c max_connections=200", srv.port, dir)
+	if err := srv.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "server.log"), "-o", serverOpts, "-t", "60", "-w", "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+		pgErr = fmt.Errorf("%w; server log:\n%s", err, log)
+		return
+	}
+	pgServer = srv
+}
+
+func (p *postgresServer) stop() error {
+	defer os.RemoveAll(p.dir)
+	return p.run("pg_ctl", "-D", filepath.Join(p.dir, "data"), "-m", "fast", "-w", "stop")
+}
+
+// run runs one of the PostgreSQL programs, as the postgres user when we are root.
+func (p *postgresServer) run(program string, args ...string) error {
+	argv := append(append([]string{}, p.as...), filepath.Join(p.bin, program))
+	argv = append(argv, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = p.dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w: %s", program, err, bytes.TrimSpace(out.Bytes()))
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
