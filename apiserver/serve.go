@@ -17,6 +17,7 @@ import (
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/apiserver/controlplane"
 	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/controllers"
 	"platform.dev/platform/crds"
 	"platform.dev/platform/internal/config"
@@ -29,6 +30,7 @@ func NewServeCommand() *cobra.Command {
 		etcdServers string
 		httpAddr    string
 		configFile  string
+		databaseURL string
 		ctrlOpts    = controllers.Options{LeaderElection: true}
 	)
 	cmd := &cobra.Command{
@@ -46,19 +48,20 @@ func NewServeCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			return serve(ctx, cmd, opts, cfg, httpAddr, ctrlOpts)
+			return serve(ctx, cmd, opts, cfg, httpAddr, databaseURL, ctrlOpts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", ".data", "directory for etcd data, certificates and the admin kubeconfig")
 	cmd.Flags().StringVar(&opts.KubeAddr, "kube-addr", controlplane.DefaultKubeAddr, "host:port of the kube API (TLS)")
 	cmd.Flags().StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster instead of the embedded one")
 	cmd.Flags().StringVar(&httpAddr, "http-addr", httpapi.DefaultAddr, "host:port of the service API (HTTP)")
+	cmd.Flags().StringVar(&databaseURL, "database-url", "", "postgres://user:password@host:port/database of the SQL store (default: SQLite file "+store.FileName+" in the data directory)")
 	controllers.AddFlags(cmd.Flags(), &ctrlOpts)
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML file of settings (Platform:..., AI:...); environment variables such as Platform__Authentication__Mode override it")
 	return cmd
 }
 
-func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, cfg *config.Config, httpAddr string, ctrlOpts controllers.Options) error {
+func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, cfg *config.Config, httpAddr, databaseURL string, ctrlOpts controllers.Options) error {
 	// Options, the service API's port and its configuration are checked before anything starts,
 	// so bad input, a busy port or a forbidden setting fails at once and leaves nothing behind.
 	if err := opts.Validate(); err != nil {
@@ -75,6 +78,13 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		return err
 	}
 	defer server.Stop()
+	// The SQL store (identity and Work planes) opens, migrated, once the control plane is up and
+	// closes after everything that uses it has stopped (deferred before them, so run after).
+	db, err := store.Open(ctx, store.Options{DataDir: opts.DataDir, DatabaseURL: databaseURL})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
 	kubeconfig, err := server.RecordAddress(opts.DataDir)
 	if err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/controllers"
 )
 
@@ -52,7 +54,23 @@ func TestServeRunsTheControllers(t *testing.T) {
 		g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: controllers.LeaderElectionID}, lease)).To(Succeed())
 		g.Expect(lease.Spec.HolderIdentity).To(HaveValue(Not(BeEmpty())))
 	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	g.Expect(filepath.Join(dataDir, store.FileName)).To(BeARegularFile(), "the SQL store defaults to SQLite in the data directory")
 
 	cancel()
 	g.Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+}
+
+// A database that cannot be opened stops `platform serve` with one line that names it without its
+// password.
+func TestServeFailsWithOneLineWhenTheStoreCannotBeOpened(t *testing.T) {
+	g := NewWithT(t)
+	cmd := NewServeCommand()
+	cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--kube-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--database-url", "postgres://platform:s3cret-pw@127.0.0.1:1/platform?connect_timeout=2"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.ExecuteContext(context.Background())
+	g.Expect(err).To(MatchError(ContainSubstring("postgres://platform:xxxxx@127.0.0.1:1/platform")))
+	g.Expect(err.Error()).NotTo(ContainSubstring("s3cret-pw"))
+	g.Expect(strings.Count(err.Error(), "\n")).To(BeZero())
 }
