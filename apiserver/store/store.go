@@ -2,13 +2,14 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"database/sql"
 	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -220,7 +221,7 @@ func (s *Store) refuseNewerSchema(ctx context.Context, provider *goose.Provider)
 
 func (s *Store) ensureInstance(ctx context.Context) error {
 	id := make([]byte, 16)
-	if _, err := rand.Read(id); err != nil {
+	if _, err := crand.Read(id); err != nil {
 		return err
 	}
 	return s.InTx(ctx, func(tx *sql.Tx) error {
@@ -307,7 +308,9 @@ func (s *Store) InTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		if err == nil || !s.retryable(err) || attempt == maxTxAttempts {
 			return err
 		}
-		pause := time.Duration(attempt*attempt) * 5 * time.Millisecond
+		// SQLite writers already queue on the busy timeout and PostgreSQL losers are rare, so the
+		// pause is short, growing and jittered so that the losers do not collide again.
+		pause := time.Duration(attempt)*2*time.Millisecond + rand.N(2*time.Millisecond)
 		select {
 		case <-ctx.Done():
 			return errors.Join(err, ctx.Err())

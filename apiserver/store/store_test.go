@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/ncruces/go-sqlite3"
 	. "github.com/onsi/gomega"
 
 	"platform.dev/platform/apiserver/store"
@@ -272,5 +274,42 @@ func TestASchemaNewerThanTheBinaryIsRefused(t *testing.T) {
 			s.Close()
 		}
 		g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("version %d, newer than this binary", 99999))))
+	})
+}
+
+func TestInTxRunsAgainAfterLosingARaceButNotForever(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		for name, lost := range map[string]error{
+			"sqlite busy":                    sqlite3.BUSY,
+			"sqlite locked":                  sqlite3.LOCKED,
+			"postgres serialization failure": &pgconn.PgError{Code: "40001"},
+			"postgres deadlock":              &pgconn.PgError{Code: "40P01"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				g := NewWithT(t)
+				attempts := 0
+				g.Expect(s.InTx(ctx, func(*sql.Tx) error {
+					attempts++
+					if attempts < 3 {
+						return lost
+					}
+					return nil
+				})).To(Succeed())
+				g.Expect(attempts).To(Equal(3))
+
+				attempts = 0
+				err := s.InTx(ctx, func(*sql.Tx) error { attempts++; return lost })
+				g.Expect(err).To(MatchError(lost))
+				g.Expect(attempts).To(Equal(10), "bounded")
+			})
+		}
+		t.Run("other errors", func(t *testing.T) {
+			g := NewWithT(t)
+			attempts := 0
+			err := s.InTx(ctx, func(*sql.Tx) error { attempts++; return &pgconn.PgError{Code: "23505"} })
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(attempts).To(Equal(1))
+		})
 	})
 }
