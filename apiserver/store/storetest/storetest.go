@@ -148,12 +148,19 @@ func startPostgres() {
 		return
 	}
 	srv.dir = dir
+	defer func() {
+		if pgServer == nil { // failed or skipped: leave nothing behind
+			if _, err := os.Stat(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
+				srv.stop()
+			}
+			os.RemoveAll(dir)
+		}
+	}()
 	// initdb and postgres refuse to run as root: run them as the postgres system user, which
 	// Debian's package creates, in a directory it owns.
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			os.RemoveAll(dir)
 			pgSkip = "PostgreSQL tests skipped: running as root and there is no postgres user to run the server as (install the Debian package postgresql)"
 			return
 		}
@@ -169,6 +176,10 @@ func startPostgres() {
 			return
 		}
 		srv.as = []string{runuser, "-u", "postgres", "--"}
+		if err := srv.run("/usr/bin/test", "-w", dir); err != nil {
+			pgErr = fmt.Errorf("the postgres user cannot write %s (is a parent directory private? set TMPDIR to a directory others can traverse): %w", dir, err)
+			return
+		}
 	}
 	srv.port, err = freePort()
 	if err != nil {
@@ -196,7 +207,10 @@ func (p *postgresServer) stop() error {
 
 // run runs one of the PostgreSQL programs, as the postgres user when we are root.
 func (p *postgresServer) run(program string, args ...string) error {
-	argv := append(append([]string{}, p.as...), filepath.Join(p.bin, program))
+	if !filepath.IsAbs(program) {
+		program = filepath.Join(p.bin, program)
+	}
+	argv := append(append([]string{}, p.as...), program)
 	argv = append(argv, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -205,7 +219,7 @@ func (p *postgresServer) run(program string, args ...string) error {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w: %s", program, err, bytes.TrimSpace(out.Bytes()))
+		return fmt.Errorf("%s: %w: %s", filepath.Base(program), err, bytes.TrimSpace(out.Bytes()))
 	}
 	return nil
 }
