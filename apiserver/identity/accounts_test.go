@@ -89,3 +89,165 @@ func TestLoginSucceedsWithTheRightPasswordCaseInsensitiveUsername(t *testing.T) 
 			"local-account.created success", "local-account.login success", "local-account.logout success"}))
 	})
 }
+
+func TestWrongPasswordsLockTheAccountUntilTheLockoutPeriodEnds(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		svc, clk := newService(s)
+		createAccount(t, svc)
+
+		_, _, err := svc.Login(ctx, "nobody", password)
+		g.Expect(err).To(MatchError(identity.ErrInvalidCredentials))
+		for i := 1; i <= identity.DefaultMaxFailedAttempts; i++ {
+			_, _, err := svc.Login(ctx, username, "Wrong-Password-1")
+			g.Expect(err).To(MatchError(identity.ErrInvalidCredentials), "attempt %d", i)
+		}
+		_, _, err = svc.Login(ctx, username, password)
+		g.Expect(err).To(MatchError(identity.ErrLockedOut), "even the right password is refused while locked")
+
+		clk.Advance(identity.DefaultLockoutDuration - time.Second)
+		_, _, err = svc.Login(ctx, username, password)
+		g.Expect(err).To(MatchError(identity.ErrLockedOut))
+
+		clk.Advance(time.Second)
+		_, _, err = svc.Login(ctx, username, password)
+		g.Expect(err).NotTo(HaveOccurred(), "the lockout ends after its period")
+
+		events, err := svc.Audit.Latest(ctx, 0)
+		g.Expect(err).NotTo(HaveOccurred())
+		var reasons []string
+		for i := len(events) - 1; i >= 0; i-- {
+			if events[i].Action == identity.ActionLocalAccountLogin {
+				reasons = append(reasons, events[i].Outcome+":"+events[i].ReasonCode)
+			}
+		}
+		g.Expect(reasons).To(Equal([]string{
+			"failure:invalid-credentials", // unknown user
+			"failure:invalid-credentials", "failure:invalid-credentials", "failure:invalid-credentials", "failure:invalid-credentials",
+			"failure:locked-out", // the fifth wrong password locks
+			"failure:locked-out", "failure:locked-out",
+			"success:",
+		}))
+		g.Expect(events[len(events)-2].TargetID).To(BeEmpty(), "an unknown username has no target")
+	})
+}
+
+func TestSuccessfulLoginResetsTheFailedAttemptCount(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		svc, _ := newService(s)
+		svc.MaxFailedAttempts = 2
+		acct, _ := createAccount(t, svc)
+
+		_, _, err := svc.Login(ctx, username, "Wrong-Password-1")
+		g.Expect(err).To(MatchError(identity.ErrInvalidCredentials))
+		_, _, err = svc.Login(ctx, username, password)
+		g.Expect(err).NotTo(HaveOccurred())
+		var failed int
+		g.Expect(s.DB().QueryRow(s.Rebind(`SELECT failed_attempts FROM local_accounts WHERE account_id = ?`), acct.AccountID).Scan(&failed)).To(Succeed())
+		g.Expect(failed).To(Equal(0))
+		_, _, err = svc.Login(ctx, username, "Wrong-Password-1")
+		g.Expect(err).To(MatchError(identity.ErrInvalidCredentials), "one failure after a reset does not lock")
+	})
+}
+
+func TestDisabledAccountCannotLogInAndItsSessionsFailAtOnce(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		svc, clk := newService(s)
+		acct, p := createAccount(t, svc)
+		sess, _, err := svc.Login(ctx, username, password)
+		g.Expect(err).NotTo(HaveOccurred())
+
+		g.Expect(svc.Disable(ctx, "admin-principal", acct.AccountID)).To(Succeed())
+		_, err = svc.Authenticate(ctx, sess.Token)
+		g.Expect(err).To(MatchError(identity.ErrUnauthenticated))
+		_, _, err = svc.Login(ctx, username, password)
+		g.Expect(err).To(MatchError(identity.ErrAccountDisabled))
+		got, err := svc.Principal(ctx, p.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Status).To(Equal(identity.StatusDisabled))
+
+		clk.Advance(365 * 24 * time.Hour)
+		_, _, err = svc.Login(ctx, username, password)
+		g.Expect(err).To(MatchError(identity.ErrAccountDisabled), "the lockout of a disabled account is indefinite")
+
+		g.Expect(svc.Enable(ctx, "admin-principal", acct.AccountID)).To(Succeed())
+		got, err = svc.Principal(ctx, p.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.Status).To(Equal(identity.StatusActive))
+		_, err = svc.Authenticate(ctx, sess.Token)
+		g.Expect(err).To(MatchError(identity.ErrUnauthenticated), "enabling does not revive old sessions")
+		_, _, err = svc.Login(ctx, username, password)
+		g.Expect(err).NotTo(HaveOccurred())
+
+		events, err := svc.Audit.Latest(ctx, 3)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(events[1].Action).To(Equal("local-account.enabled"))
+		g.Expect(events[1].ActorID).To(Equal("admin-principal"))
+		g.Expect(events[1].TargetID).To(Equal(p.ID))
+		g.Expect(events[2].Action).To(Equal("local-account.login")) // the refused login after a year
+	})
+}
+
+func TestPasswordChangeSignsOutOtherSessionsButNotTheCallersNewOne(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		svc, _ := newService(s)
+		acct, p := createAccount(t, svc)
+		laptop, _, err := svc.Login(ctx, username, password)
+		g.Expect(err).NotTo(HaveOccurred())
+		phone, _, err := svc.Login(ctx, username, password)
+		g.Expect(err).NotTo(HaveOccurred())
+
+		const next = "Difference-Engine-1822"
+		_, err = svc.ChangePassword(ctx, acct.AccountID, "Not-The-Current-1", next)
+		g.Expect(err).To(MatchError(identity.ErrInvalidCredentials), "the current password is required")
+		_, err = svc.ChangePassword(ctx, acct.AccountID, password, "short")
+		g.Expect(err).To(BeAssignableToTypeOf(&identity.PasswordError{}))
+
+		fresh, err := svc.ChangePassword(ctx, acct.AccountID, password, next)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, old := range []identity.Session{laptop, phone} {
+			_, err = svc.Authenticate(ctx, old.Token)
+			g.Expect(err).To(MatchError(identity.ErrUnauthenticated))
+		}
+		who, err := svc.Authenticate(ctx, fresh.Token)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(who.ID).To(Equal(p.ID))
+
+		// Revoking other sessions works the same way without a password.
+		again, err := svc.RevokeOtherSessions(ctx, acct.AccountID)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = svc.Authenticate(ctx, fresh.Token)
+		g.Expect(err).To(MatchError(identity.ErrUnauthenticated))
+		_, err = svc.Authenticate(ctx, again.Token)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(actions(t, svc)[3:]).To(Equal([]string{"local-account.password-changed success", "local-account.sessions-revoked success"}))
+	})
+}
+
+func TestSessionsExpireAfterTheirLifetime(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		svc, clk := newService(s)
+		createAccount(t, svc)
+		sess, _, err := svc.Login(ctx, username, password)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sess.ExpiresAt).To(Equal(clk.Now().Add(identity.DefaultSessionLifetime)))
+
+		clk.Advance(identity.DefaultSessionLifetime - time.Second)
+		_, err = svc.Authenticate(ctx, sess.Token)
+		g.Expect(err).NotTo(HaveOccurred())
+		clk.Advance(time.Second)
+		_, err = svc.Authenticate(ctx, sess.Token)
+		g.Expect(err).To(MatchError(identity.ErrUnauthenticated))
+		_, err = svc.Authenticate(ctx, "")
+		g.Expect(err).To(MatchError(identity.ErrUnauthenticated))
+	})
+}
