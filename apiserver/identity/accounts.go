@@ -113,7 +113,8 @@ type Service struct {
 	SessionLifetime   time.Duration
 }
 
-// New returns a Service over s with the default policy.
+// New returns a Service over s with the default policy and its Audit on the same store. A Service
+// built by hand needs Audit.Store set for Audit.Latest.
 func New(s *store.Store) *Service {
 	return &Service{Store: s, Audit: Audit{Store: s}}
 }
@@ -125,15 +126,17 @@ func (s *Service) now() time.Time {
 	return time.Now().UTC().Truncate(time.Microsecond)
 }
 
+// audit returns the Audit of the Service, defaulting its store and clock to the Service's
+// without modifying the Service (it is used concurrently).
 func (s *Service) audit() *Audit {
-	a := &s.Audit
+	a := s.Audit
 	if a.Store == nil {
 		a.Store = s.Store
 	}
 	if a.Clock == nil {
 		a.Clock = s.now
 	}
-	return a
+	return &a
 }
 
 func (s *Service) maxFailed() int {
@@ -395,7 +398,10 @@ func (s *Service) Login(ctx context.Context, username, password string) (Session
 // openSession stores a new session for the account at its current security stamp, and drops the
 // account's expired sessions.
 func (s *Service) openSession(ctx context.Context, tx *sql.Tx, acct accountRow, now time.Time) (Session, error) {
-	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE account_id = ? AND expires_at <= ?`), acct.accountID, now); err != nil {
+	// SQLite keeps times as RFC 3339 text with trailing fractional zeros trimmed, which orders
+	// correctly as text only across whole seconds: the cutoff is a whole second, one before now.
+	cutoff := now.Truncate(time.Second).Add(-time.Second)
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE account_id = ? AND expires_at <= ?`), acct.accountID, cutoff); err != nil {
 		return Session{}, err
 	}
 	token, digest := newToken()

@@ -251,3 +251,26 @@ func TestSessionsExpireAfterTheirLifetime(t *testing.T) {
 		g.Expect(err).To(MatchError(identity.ErrUnauthenticated))
 	})
 }
+
+func TestExpiredSessionsArePurgedAtTheNextLoginOfTheAccount(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		svc, clk := newService(s)
+		createAccount(t, svc)
+		_, _, err := svc.Login(ctx, username, password)
+		g.Expect(err).NotTo(HaveOccurred())
+		clk.Advance(identity.DefaultSessionLifetime - 500*time.Millisecond)
+		live, _, err := svc.Login(ctx, username, password)
+		g.Expect(err).NotTo(HaveOccurred())
+		clk.Advance(2 * time.Second) // purging allows a second of slack
+		_, _, err = svc.Login(ctx, username, password)
+		g.Expect(err).NotTo(HaveOccurred())
+
+		var n int
+		g.Expect(s.DB().QueryRow(`SELECT COUNT(*) FROM sessions`).Scan(&n)).To(Succeed())
+		g.Expect(n).To(Equal(2), "the first session is gone, the other two stay")
+		_, err = svc.Authenticate(ctx, live.Token)
+		g.Expect(err).NotTo(HaveOccurred())
+	})
+}
