@@ -646,3 +646,15 @@ func (s *Service) Enable(ctx context.Context, actorID, accountID string) error {
 	}
 	return nil
 }
+
+// LocalAccountOf returns the local account of a Principal, for callers that hold the Principal
+// of a session (Authenticate) and act on its account (ChangePassword, RevokeOtherSessions).
+func (s *Service) LocalAccountOf(ctx context.Context, principalID string) (LocalAccount, error) {
+	var a LocalAccount
+	err := s.Store.DB().QueryRowContext(ctx, s.q(`SELECT account_id, principal_id, username, created_at FROM local_accounts WHERE principal_id = ?`), principalID).
+		Scan(&a.AccountID, &a.PrincipalID, &a.Username, &a.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, ErrNotFound
+	}
+	return a, err
+}
