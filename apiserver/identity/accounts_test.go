@@ -278,3 +278,21 @@ func TestExpiredSessionsArePurgedAtTheNextLoginOfTheAccount(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 	})
 }
+
+func TestLoginRehashesAPasswordStoredWithWeakerParameters(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		svc, _ := newService(s)
+		acct, _ := createAccount(t, svc)
+		weak := identity.HashWithParamsForTest(password, identity.HashParams{MemoryKiB: 64, Iterations: 1, Parallelism: 1, SaltLen: 16, KeyLen: 32})
+		_, err := s.DB().Exec(s.Rebind(`UPDATE local_accounts SET password_hash = ? WHERE account_id = ?`), weak, acct.AccountID)
+		g.Expect(err).NotTo(HaveOccurred())
+
+		_, _, err = svc.Login(ctx, username, password)
+		g.Expect(err).NotTo(HaveOccurred(), "the stored parameters are used to verify")
+		var hash string
+		g.Expect(s.DB().QueryRow(s.Rebind(`SELECT password_hash FROM local_accounts WHERE account_id = ?`), acct.AccountID).Scan(&hash)).To(Succeed())
+		g.Expect(hash).To(HavePrefix("$argon2id$v=19$m=19456,t=2,p=1$"))
+	})
+}
