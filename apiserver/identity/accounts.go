@@ -222,20 +222,7 @@ func (s *Service) CreateLocalAccount(ctx context.Context, actorID string, in New
 	}
 	acct := LocalAccount{AccountID: newID(), PrincipalID: p.ID, Username: in.Username, CreatedAt: now}
 	err = s.Store.InTx(ctx, func(tx *sql.Tx) error {
-		var taken int
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM local_accounts WHERE normalized_username = ?`), normalized).Scan(&taken); err != nil {
-			return err
-		}
-		if taken > 0 {
-			return ErrUsernameTaken
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO principals (id, kind, display_name, email, status, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
-			p.ID, p.Kind, p.DisplayName, nullString(p.Email), p.Status, now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO local_accounts (account_id, principal_id, username, normalized_username,
-			password_hash, security_stamp, failed_attempts, lockout_end, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, NULL, ?, ?)`),
-			acct.AccountID, p.ID, in.Username, normalized, hash, newID(), now, now); err != nil {
+		if err := s.insertLocalAccount(ctx, tx, p, acct, normalized, hash); err != nil {
 			return err
 		}
 		return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountCreated, Outcome: OutcomeSuccess, ActorID: actorID, TargetID: p.ID})
@@ -244,6 +231,26 @@ func (s *Service) CreateLocalAccount(ctx context.Context, actorID string, in New
 		return LocalAccount{}, Principal{}, fmt.Errorf("create local account: %w", err)
 	}
 	return acct, p, nil
+}
+
+// insertLocalAccount stores a new Principal and its local account in tx, refusing a taken
+// username.
+func (s *Service) insertLocalAccount(ctx context.Context, tx *sql.Tx, p Principal, acct LocalAccount, normalized, hash string) error {
+	var taken int
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM local_accounts WHERE normalized_username = ?`), normalized).Scan(&taken); err != nil {
+		return err
+	}
+	if taken > 0 {
+		return ErrUsernameTaken
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO principals (id, kind, display_name, email, status, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
+		p.ID, p.Kind, p.DisplayName, nullString(p.Email), p.Status, p.CreatedAt); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO local_accounts (account_id, principal_id, username, normalized_username,
+		password_hash, security_stamp, failed_attempts, lockout_end, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, NULL, ?, ?)`),
+		acct.AccountID, p.ID, acct.Username, normalized, hash, newID(), acct.CreatedAt, acct.CreatedAt)
+	return err
 }
 
 // accountRow is what the account operations read of an account and its Principal.
