@@ -17,6 +17,7 @@ import (
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/apiserver/controlplane"
 	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/controllers"
 	"platform.dev/platform/crds"
@@ -93,7 +94,11 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
-	api, err := httpapi.New(httpapi.Options{Config: cfg, Kube: kube, Ready: server.Ready})
+	api, err := httpapi.New(httpapi.Options{
+		Config: cfg, Kube: kube, Ready: server.Ready,
+		Identity:           identity.New(db),
+		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
+	})
 	if err != nil {
 		return err
 	}

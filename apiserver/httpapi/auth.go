@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/internal/config"
 )
 
@@ -27,6 +29,9 @@ const (
 
 	bearerScheme = "bearer"
 	cookieScheme = "cookie"
+
+	// SessionCookie holds the session token of a signed-in browser, and nothing else does.
+	SessionCookie = "platform-session"
 )
 
 // Principal is who calls, and the workspace they act in unless a request selects another.
@@ -60,15 +65,60 @@ func authenticationMode(cfg *config.Config) (string, error) {
 	return mode, nil
 }
 
-// authenticate attaches the caller's principal. Until local accounts, OIDC and PATs exist, only
-// Development mode has callers; every other mode leaves requests unauthenticated (401).
-func authenticate(mode string) func(huma.Context, func(huma.Context)) {
+// authenticate attaches the caller's principal. Development mode makes every caller the
+// development principal. Local and Hybrid modes, when the server has local accounts, resolve the
+// session cookie to its Principal and default workspace; an invalid or missing cookie leaves the
+// request unauthenticated (401 on protected operations). Other modes have no callers yet.
+func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
-		if mode == ModeDevelopment {
+		ctx = huma.WithValue(ctx, tlsKey{}, ctx.TLS() != nil)
+		switch {
+		case s.mode == ModeDevelopment:
 			ctx = huma.WithValue(ctx, principalKey{}, Principal{ID: DevelopmentPrincipal, DefaultWorkspace: DevelopmentWorkspace})
+		case s.localAccounts():
+			cookie, err := huma.ReadCookie(ctx, SessionCookie)
+			if err != nil || cookie.Value == "" {
+				break
+			}
+			p, err := s.identity.Authenticate(ctx.Context(), cookie.Value)
+			if errors.Is(err, identity.ErrUnauthenticated) {
+				break
+			}
+			if err != nil {
+				_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
+				return
+			}
+			principal := Principal{ID: p.ID}
+			ws, err := s.identity.DefaultWorkspace(ctx.Context(), p.ID)
+			switch {
+			case err == nil:
+				principal.DefaultWorkspace = ws.RouteName
+			case !errors.Is(err, identity.ErrWorkspaceNotFound):
+				_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
+				return
+			}
+			ctx = huma.WithValue(ctx, principalKey{}, principal)
+			ctx = huma.WithValue(ctx, sessionKey{}, cookie.Value)
 		}
 		next(ctx)
 	}
+}
+
+// localAccounts reports whether callers sign in with local accounts: mode Local or Hybrid on a
+// server that has the identity service.
+func (s *Server) localAccounts() bool {
+	return s.identity != nil && (s.mode == ModeLocal || s.mode == ModeHybrid)
+}
+
+type (
+	tlsKey     struct{}
+	sessionKey struct{}
+)
+
+// overTLS reports whether the request came over TLS (its cookies are then Secure).
+func overTLS(ctx context.Context) bool {
+	v, _ := ctx.Value(tlsKey{}).(bool)
+	return v
 }
 
 // requireAuthentication guards the operations that declare security requirements.
@@ -94,7 +144,7 @@ func securitySchemes() map[string]*huma.SecurityScheme {
 	return map[string]*huma.SecurityScheme{
 		bearerScheme: {Type: "http", Scheme: "bearer", BearerFormat: "JWT",
 			Description: "An OIDC access token (JWT) for the configured audience, or a personal access token."},
-		cookieScheme: {Type: "apiKey", In: "cookie", Name: "platform-session",
+		cookieScheme: {Type: "apiKey", In: "cookie", Name: SessionCookie,
 			Description: "The session cookie of a signed-in browser."},
 	}
 }

@@ -280,7 +280,12 @@ func TestTheOpenAPIDocumentIsOpenAPI31WithStableUniqueOperations(t *testing.T) {
 			g.Expect(seen[id]).To(BeFalse(), "operationId %s is unique", id)
 			seen[id] = true
 			g.Expect(op["tags"]).NotTo(BeEmpty(), "%s has a functional tag", id)
-			if strings.HasPrefix(path, "/api/") {
+			switch {
+			case id == "logout":
+				g.Expect(op["security"]).To(ConsistOf(HaveKey("cookie")), "logout is for a signed-in browser")
+			case strings.HasPrefix(path, "/api/auth/"):
+				g.Expect(op).NotTo(HaveKey("security"), "%s is anonymous, as the spec says", id)
+			case strings.HasPrefix(path, "/api/"):
 				g.Expect(op["security"]).To(ContainElements(HaveKey("bearer"), HaveKey("cookie")), "%s is protected", id)
 			}
 		}
@@ -297,6 +302,7 @@ func TestTheOpenAPIDocumentIsOpenAPI31WithStableUniqueOperations(t *testing.T) {
 		"list-model-profiles", "get-model-profile", "create-model-profile", "replace-model-profile", "delete-model-profile",
 		"get-model-profile-resolution", "list-model-profile-usages",
 		"get-deployment",
+		"get-bootstrap-state", "bootstrap", "login-local", "logout",
 	} {
 		g.Expect(seen).To(HaveKey(id))
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
+	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/internal/config"
 	"platform.dev/platform/internal/version"
 )
@@ -32,6 +33,12 @@ type Options struct {
 	Kube client.Client
 	// Ready reports whether the platform can serve requests (the kube API and its storage).
 	Ready func(context.Context) error
+	// Identity holds local accounts, sessions and tenancy. Optional: without it no caller signs in
+	// in Local or Hybrid mode and the /api/auth routes answer 404.
+	Identity *identity.Service
+	// ProvisionWorkspace creates what a new workspace needs outside the identity store (its kube
+	// namespace). Required with Identity.
+	ProvisionWorkspace func(context.Context, identity.Workspace) error
 }
 
 // Server is the service API.
@@ -40,12 +47,19 @@ type Server struct {
 	handler http.Handler
 	kube    client.Client
 	ready   func(context.Context) error
+
+	mode      string
+	identity  *identity.Service
+	provision func(context.Context, identity.Workspace) error
 }
 
 // New builds the service API and checks its configuration.
 func New(opts Options) (*Server, error) {
 	if opts.Config == nil || opts.Kube == nil || opts.Ready == nil {
 		return nil, errors.New("httpapi: Config, Kube and Ready are required")
+	}
+	if opts.Identity != nil && opts.ProvisionWorkspace == nil {
+		return nil, errors.New("httpapi: ProvisionWorkspace is required with Identity")
 	}
 	mode, err := authenticationMode(opts.Config)
 	if err != nil {
@@ -65,10 +79,11 @@ func New(opts Options) (*Server, error) {
 	api := humago.New(mux, humaConfig)
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
-	api.UseMiddleware(authenticate(mode), requireAuthentication(api))
+	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace}
+	api.UseMiddleware(s.authenticate(api), requireAuthentication(api))
 
-	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready}
 	s.registerHealth()
+	s.registerAuth()
 	s.registerAgents()
 	s.registerFlows()
 	s.registerModelProviders()
@@ -79,7 +94,13 @@ func New(opts Options) (*Server, error) {
 		swaggerui.Register(mux, "/swagger", OpenAPIPath+".json")
 	}
 	mux.HandleFunc("/api/", notFoundHandler)
-	s.handler = mux
+	// Cross-site state-changing requests (by Sec-Fetch-Site, else Origin against Host) are
+	// refused: the session cookie must not act for another site's page.
+	csrf := http.NewCrossOriginProtection()
+	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeProblem(w, http.StatusForbidden, "cross-origin request refused")
+	}))
+	s.handler = csrf.Handler(mux)
 	return s, nil
 }
 
@@ -110,6 +131,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 // Functional tags of the OpenAPI document.
 const (
 	tagHealth         = "Health"
+	tagAuthentication = "Authentication"
 	tagAgents         = "Agents"
 	tagFlows          = "Flows"
 	tagModelProviders = "Model providers"
@@ -120,6 +142,7 @@ const (
 
 var tags = []*huma.Tag{
 	{Name: tagHealth, Description: "Liveness and readiness of the service."},
+	{Name: tagAuthentication, Description: "Bootstrap of the first administrator, local sign-in and sign-out."},
 	{Name: tagAgents, Description: "Agents: participants that Flows invoke, with their model profile and tools."},
 	{Name: tagFlows, Description: "Flows: how work is routed to agents; editable drafts and immutable published versions."},
 	{Name: tagModelProviders, Description: "Model providers: where models are served; reads never contact the provider."},

@@ -2,11 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 
 	"github.com/danielgtaylor/huma/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"platform.dev/platform/apiserver/identity"
 )
 
 // WorkspaceHeader selects the workspace of a request whose route does not name one.
@@ -18,7 +21,7 @@ type WorkspaceInput struct {
 }
 
 // workspace resolves the namespace of the request's workspace: the route value, then the
-// header, then the caller's default. A workspace that does not exist is not found, exactly like
+// header, then the caller's default. With local accounts the caller must be allowed to select it. A workspace that does not exist is not found, exactly like
 // a resource of another workspace.
 func (s *Server) workspace(ctx context.Context, fromRoute, fromHeader string) (string, error) {
 	name := fromRoute
@@ -31,6 +34,17 @@ func (s *Server) workspace(ctx context.Context, fromRoute, fromHeader string) (s
 			return "", huma.Error400BadRequest("no workspace selected: set the " + WorkspaceHeader + " header")
 		}
 		name = principal.DefaultWorkspace
+	}
+	if s.localAccounts() {
+		// Only an active workspace the caller is a member of, or any active one for a Platform
+		// administrator; any other is not found, exactly like one that does not exist.
+		principal, _ := principalFrom(ctx)
+		if _, err := s.identity.AccessibleWorkspace(ctx, principal.ID, name); err != nil {
+			if errors.Is(err, identity.ErrWorkspaceNotFound) {
+				return "", huma.Error404NotFound("workspace " + quote(name) + " not found")
+			}
+			return "", problem(err)
+		}
 	}
 	ns := &corev1.Namespace{}
 	if err := s.kube.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
@@ -46,3 +60,16 @@ func (s *Server) workspace(ctx context.Context, fromRoute, fromHeader string) (s
 }
 
 func quote(s string) string { return `"` + s + `"` }
+
+// NamespaceProvisioner returns the provisioner of new workspaces: it creates the workspace's
+// namespace, named by its route name. A namespace that exists already is kept and used.
+func NamespaceProvisioner(kube client.Client) func(context.Context, identity.Workspace) error {
+	return func(ctx context.Context, ws identity.Workspace) error {
+		ns := &corev1.Namespace{}
+		ns.Name = ws.RouteName
+		if err := kube.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	}
+}

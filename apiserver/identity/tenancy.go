@@ -19,6 +19,7 @@ var (
 	ErrInvalidWorkspaceName = errors.New("identity: a workspace name is a DNS label (lowercase letters, digits and '-', at most 63 characters) not starting with kube-")
 	ErrInvalidTenantName    = errors.New("identity: a tenant name is 1 to 128 characters without control characters or surrounding spaces")
 	ErrWorkspaceNotFound    = errors.New("identity: no such workspace for the caller")
+	ErrProvisioningFailed   = errors.New("identity: provisioning the workspace failed; the bootstrap was undone")
 )
 
 const maxTenantNameLength = 128
@@ -94,7 +95,9 @@ func (s *Service) initialized(ctx context.Context, db queryer) (bool, error) {
 // audits local-account.created, platform-administrator.granted and instance.bootstrapped.
 // Once initialized it fails with ErrAlreadyInitialized.
 func (s *Service) Bootstrap(ctx context.Context, in BootstrapRequest, provision func(context.Context, Workspace) error) (Session, Principal, Workspace, error) {
-	fail := func(err error) (Session, Principal, Workspace, error) { return Session{}, Principal{}, Workspace{}, err }
+	fail := func(err error) (Session, Principal, Workspace, error) {
+		return Session{}, Principal{}, Workspace{}, err
+	}
 	if ok, err := s.Initialized(ctx); err != nil {
 		return fail(err)
 	} else if ok {
@@ -155,9 +158,9 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapRequest, provision 
 
 	if err := provision(ctx, ws); err != nil {
 		if cerr := s.compensateBootstrap(context.WithoutCancel(ctx), p, acct, tenant, ws); cerr != nil {
-			return fail(fmt.Errorf("bootstrap: provision workspace: %w (and the compensation failed: %v)", err, cerr))
+			return fail(fmt.Errorf("bootstrap: %w: %w (and the compensation failed: %v)", ErrProvisioningFailed, err, cerr))
 		}
-		return fail(fmt.Errorf("bootstrap: provision workspace: %w", err))
+		return fail(fmt.Errorf("bootstrap: %w: %w", ErrProvisioningFailed, err))
 	}
 
 	var sess Session
