@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,6 +37,14 @@ func uniqueWorkspace(prefix string) string {
 // before the namespace provisioner and can make it fail.
 func localServer(t *testing.T, provision func(context.Context, identity.Workspace) error) (*httptest.Server, *identity.Service, *store.Store) {
 	t.Helper()
+	handler, svc, db := localHandler(t, provision)
+	server := httptest.NewServer(handler)
+	t.Cleanup(server.Close)
+	return server, svc, db
+}
+
+func localHandler(t *testing.T, provision func(context.Context, identity.Workspace) error) (http.Handler, *identity.Service, *store.Store) {
+	t.Helper()
 	db, err := store.Open(context.Background(), store.Options{DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -61,9 +70,7 @@ func localServer(t *testing.T, provision func(context.Context, identity.Workspac
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := httptest.NewServer(api.Handler())
-	t.Cleanup(server.Close)
-	return server, svc, db
+	return api.Handler(), svc, db
 }
 
 func bootstrapBody(workspace, password string) string {
@@ -224,4 +231,20 @@ func TestLocalSignInSelectsOnlyTheCallersWorkspacesAndSignOutEndsTheSession(t *t
 		}
 	}
 	g.Expect(actions).To(ContainElements("instance.bootstrapped", "local-account.login", "local-account.logout"))
+}
+
+func TestTheSessionCookieIsSecureOverTLS(t *testing.T) {
+	g := NewWithT(t)
+	handler, _, _ := localHandler(t, nil)
+	server := httptest.NewTLSServer(handler)
+	t.Cleanup(server.Close)
+	resp, err := server.Client().Post(server.URL+"/api/auth/bootstrap", "application/json",
+		strings.NewReader(bootstrapBody(uniqueWorkspace("tls"), adminPassword)))
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusCreated))
+	cookies := resp.Cookies()
+	g.Expect(cookies).To(HaveLen(1))
+	g.Expect(cookies[0].Secure).To(BeTrue())
+	g.Expect(cookies[0].HttpOnly).To(BeTrue())
 }
