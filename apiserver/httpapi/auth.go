@@ -34,7 +34,8 @@ const (
 	SessionCookie = "platform-session"
 )
 
-// Principal is who calls, and the workspace they act in unless a request selects another.
+// Principal is who calls. DefaultWorkspace, when set, is the workspace they act in unless a
+// request selects another; with local accounts it is looked up when a request needs it.
 type Principal struct {
 	ID               string
 	DefaultWorkspace string
@@ -67,7 +68,7 @@ func authenticationMode(cfg *config.Config) (string, error) {
 
 // authenticate attaches the caller's principal. Development mode makes every caller the
 // development principal. Local and Hybrid modes, when the server has local accounts, resolve the
-// session cookie to its Principal and default workspace; an invalid or missing cookie leaves the
+// session cookie to its Principal; an invalid or missing cookie leaves the
 // request unauthenticated (401 on protected operations). Other modes have no callers yet.
 func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
@@ -88,16 +89,8 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 				_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
 				return
 			}
-			principal := Principal{ID: p.ID}
-			ws, err := s.identity.DefaultWorkspace(ctx.Context(), p.ID)
-			switch {
-			case err == nil:
-				principal.DefaultWorkspace = ws.RouteName
-			case !errors.Is(err, identity.ErrWorkspaceNotFound):
-				_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
-				return
-			}
-			ctx = huma.WithValue(ctx, principalKey{}, principal)
+			// The default workspace is looked up only by requests that select none (see workspace).
+			ctx = huma.WithValue(ctx, principalKey{}, Principal{ID: p.ID})
 			ctx = huma.WithValue(ctx, sessionKey{}, cookie.Value)
 		}
 		next(ctx)

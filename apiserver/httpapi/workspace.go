@@ -21,19 +21,18 @@ type WorkspaceInput struct {
 }
 
 // workspace resolves the namespace of the request's workspace: the route value, then the
-// header, then the caller's default. With local accounts the caller must be allowed to select it. A workspace that does not exist is not found, exactly like
-// a resource of another workspace.
+// header, then the caller's default. With local accounts the caller must be allowed to select
+// it. A workspace that does not exist is not found, exactly like a resource of another workspace.
 func (s *Server) workspace(ctx context.Context, fromRoute, fromHeader string) (string, error) {
 	name := fromRoute
 	if name == "" {
 		name = fromHeader
 	}
 	if name == "" {
-		principal, ok := principalFrom(ctx)
-		if !ok || principal.DefaultWorkspace == "" {
-			return "", huma.Error400BadRequest("no workspace selected: set the " + WorkspaceHeader + " header")
+		var err error
+		if name, err = s.defaultWorkspace(ctx); err != nil {
+			return "", err
 		}
-		name = principal.DefaultWorkspace
 	}
 	if s.localAccounts() {
 		// Only an active workspace the caller is a member of, or any active one for a Platform
@@ -57,6 +56,25 @@ func (s *Server) workspace(ctx context.Context, fromRoute, fromHeader string) (s
 		return "", huma.Error404NotFound("workspace " + quote(name) + " not found")
 	}
 	return name, nil
+}
+
+// defaultWorkspace is the caller's default: the one their principal names, else, with local
+// accounts, their first active membership (any active workspace for a Platform administrator).
+func (s *Server) defaultWorkspace(ctx context.Context) (string, error) {
+	principal, ok := principalFrom(ctx)
+	if ok && principal.DefaultWorkspace != "" {
+		return principal.DefaultWorkspace, nil
+	}
+	if ok && s.localAccounts() {
+		ws, err := s.identity.DefaultWorkspace(ctx, principal.ID)
+		if err == nil {
+			return ws.RouteName, nil
+		}
+		if !errors.Is(err, identity.ErrWorkspaceNotFound) {
+			return "", problem(err)
+		}
+	}
+	return "", huma.Error400BadRequest("no workspace selected: set the " + WorkspaceHeader + " header")
 }
 
 func quote(s string) string { return `"` + s + `"` }
