@@ -90,17 +90,25 @@ func (r *Reconciler) reconcileDefinition(_ context.Context, s *scope) (ctrl.Resu
 
 // reconcileAgents checks that every Agent the flow names exists in its workspace.
 func (r *Reconciler) reconcileAgents(ctx context.Context, s *scope) (ctrl.Result, error) {
-	for _, ref := range agentReferences(&s.flow.Definition, field.NewPath("definition")) {
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.flow.Namespace, Name: ref.name}, &platformv1.Agent{})
+	var err error
+	s.missingAgents, err = missingAgents(ctx, r.Client, s.flow.Namespace, &s.flow.Definition, field.NewPath("definition"))
+	return ctrl.Result{}, err
+}
+
+// missingAgents reports, with their field paths, the Agents that def names and namespace lacks.
+func missingAgents(ctx context.Context, c client.Client, namespace string, def *platformv1.FlowDefinition, path *field.Path) (field.ErrorList, error) {
+	var missing field.ErrorList
+	for _, ref := range agentReferences(def, path) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.name}, &platformv1.Agent{})
+		if client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
 		if err != nil {
-			if client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, err
-			}
-			s.missingAgents = append(s.missingAgents, &field.Error{Type: field.ErrorTypeNotFound, Field: ref.path.String(),
+			missing = append(missing, &field.Error{Type: field.ErrorTypeNotFound, Field: ref.path.String(),
 				BadValue: ref.name, Detail: fmt.Sprintf("Agent %q not found", ref.name)})
 		}
 	}
-	return ctrl.Result{}, nil
+	return missing, nil
 }
 
 // flowsOfAgent maps an Agent to the flows that name it.

@@ -91,17 +91,9 @@ func (r *VersionReconciler) reconcileSnapshot(_ context.Context, s *versionScope
 
 // reconcileAgents checks that every Agent the snapshot names exists in its workspace.
 func (r *VersionReconciler) reconcileAgents(ctx context.Context, s *versionScope) (ctrl.Result, error) {
-	for _, ref := range agentReferences(&s.version.Definition.Snapshot, snapshotPath) {
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.version.Namespace, Name: ref.name}, &platformv1.Agent{})
-		if err != nil {
-			if client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, err
-			}
-			s.missingAgents = append(s.missingAgents, &field.Error{Type: field.ErrorTypeNotFound, Field: ref.path.String(),
-				BadValue: ref.name, Detail: fmt.Sprintf("Agent %q not found", ref.name)})
-		}
-	}
-	return ctrl.Result{}, nil
+	var err error
+	s.missingAgents, err = missingAgents(ctx, r.Client, s.version.Namespace, &s.version.Definition.Snapshot, snapshotPath)
+	return ctrl.Result{}, err
 }
 
 // versionsOfAgent maps an Agent to the versions that name it.
