@@ -34,18 +34,39 @@ const (
 	SessionCookie = "platform-session"
 )
 
-// Principal is who calls. DefaultWorkspace, when set, is the workspace they act in unless a
-// request selects another; with local accounts it is looked up when a request needs it.
-type Principal struct {
-	ID               string
+// How a caller authenticated.
+const (
+	CredentialDevelopment = "development"
+	CredentialSession     = "session"
+	CredentialPAT         = "pat"
+	CredentialBearer      = "bearer"
+)
+
+// Caller is who calls: an authenticated request. ID is the Principal, empty for a caller that
+// authenticated but resolves to no Principal (an OIDC subject nobody linked yet).
+type Caller struct {
+	ID         string
+	Credential string
+	// DefaultWorkspace, when set, is the workspace the caller acts in unless a request selects
+	// another (Development mode); with an identity store it is looked up when a request needs it.
 	DefaultWorkspace string
+	// PAT is set when Credential is CredentialPAT.
+	PAT *PATGrant
 }
 
-type principalKey struct{}
+// PATGrant is what a validated personal access token carries: the one workspace it reaches (its
+// id) and its permission allow-list.
+type PATGrant struct {
+	TokenID     string
+	WorkspaceID string
+	Allow       identity.Permissions
+}
 
-func principalFrom(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
-	return p, ok
+type callerKey struct{}
+
+func callerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
 }
 
 // authenticationMode reads and checks the mode: Development and Disabled exist for tests and
@@ -75,7 +96,7 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 		ctx = huma.WithValue(ctx, tlsKey{}, ctx.TLS() != nil)
 		switch {
 		case s.mode == ModeDevelopment:
-			ctx = huma.WithValue(ctx, principalKey{}, Principal{ID: DevelopmentPrincipal, DefaultWorkspace: DevelopmentWorkspace})
+			ctx = huma.WithValue(ctx, callerKey{}, Caller{ID: DevelopmentPrincipal, Credential: CredentialDevelopment, DefaultWorkspace: DevelopmentWorkspace})
 		case s.localAccounts():
 			cookie, err := huma.ReadCookie(ctx, SessionCookie)
 			if err != nil || cookie.Value == "" {
@@ -90,7 +111,7 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 				return
 			}
 			// The default workspace is looked up only by requests that select none (see workspace).
-			ctx = huma.WithValue(ctx, principalKey{}, Principal{ID: p.ID})
+			ctx = huma.WithValue(ctx, callerKey{}, Caller{ID: p.ID, Credential: CredentialSession})
 			ctx = huma.WithValue(ctx, sessionKey{}, cookie.Value)
 		}
 		next(ctx)
@@ -112,21 +133,6 @@ type (
 func overTLS(ctx context.Context) bool {
 	v, _ := ctx.Value(tlsKey{}).(bool)
 	return v
-}
-
-// requireAuthentication guards the operations that declare security requirements.
-func requireAuthentication(api huma.API) func(huma.Context, func(huma.Context)) {
-	return func(ctx huma.Context, next func(huma.Context)) {
-		if len(ctx.Operation().Security) == 0 {
-			next(ctx)
-			return
-		}
-		if _, ok := principalFrom(ctx.Context()); !ok {
-			_ = huma.WriteErr(api, ctx, http.StatusUnauthorized, "authentication required")
-			return
-		}
-		next(ctx)
-	}
 }
 
 // protected is the security requirement of every operation that needs a caller: a JWT bearer

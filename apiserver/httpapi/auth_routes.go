@@ -131,11 +131,13 @@ func (s *Server) registerAuth() {
 		return out, nil
 	})
 
-	huma.Register(s.api, huma.Operation{
+	logout := secured(huma.Operation{
 		OperationID: "logout", Method: http.MethodPost, Path: "/api/auth/logout", Tags: []string{tagAuthentication},
-		Summary: "Sign out: end the session and clear its cookie", Security: []map[string][]string{{cookieScheme: {}}},
+		Summary:       "Sign out: end the session and clear its cookie",
 		DefaultStatus: http.StatusNoContent,
-	}, func(ctx context.Context, in *logoutInput) (*logoutOutput, error) {
+	}, PolicyInteractiveUser)
+	logout.Security = []map[string][]string{{cookieScheme: {}}}
+	huma.Register(s.api, logout, func(ctx context.Context, in *logoutInput) (*logoutOutput, error) {
 		if s.identity == nil {
 			return nil, errNoLocalAccounts
 		}

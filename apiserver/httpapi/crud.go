@@ -90,37 +90,37 @@ type listOutput[B any] struct {
 
 func (k kindRoutes[O, B]) register(s *Server) {
 	item := k.path + "/{name}"
-	huma.Register(s.api, huma.Operation{
+	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "list-" + k.id + "s", Method: http.MethodGet, Path: k.path, Tags: []string{k.tag},
-		Summary: "List the " + k.nouns + " of the workspace", Security: protected,
-	}, func(ctx context.Context, in *WorkspaceInput) (*listOutput[B], error) {
-		items, err := listIn[O](ctx, s, in.Workspace, k.newList())
+		Summary: "List the " + k.nouns + " of the workspace",
+	}, PolicyResourcesRead), func(ctx context.Context, in *WorkspaceInput) (*listOutput[B], error) {
+		items, err := listIn[O](ctx, s, k.newList())
 		if err != nil {
 			return nil, err
 		}
 		return listOf(items, k.toBody), nil
 	})
 
-	huma.Register(s.api, huma.Operation{
+	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-" + k.id, Method: http.MethodGet, Path: item, Tags: []string{k.tag},
-		Summary: "Read " + k.article + " " + k.noun, Security: protected,
-	}, func(ctx context.Context, in *nameInput) (*objectOutput[B], error) {
+		Summary: "Read " + k.article + " " + k.noun,
+	}, PolicyResourcesRead), func(ctx context.Context, in *nameInput) (*objectOutput[B], error) {
 		obj := k.newObject()
-		if err := s.getIn(ctx, in.Workspace, in.Name, obj); err != nil {
+		if err := s.getIn(ctx, in.Name, obj); err != nil {
 			return nil, err
 		}
 		return k.output(obj), nil
 	})
 
-	huma.Register(s.api, huma.Operation{
+	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "create-" + k.id, Method: http.MethodPost, Path: k.path, Tags: []string{k.tag},
 		Summary: "Create " + k.article + " " + k.noun, Description: k.createDescription,
-		Security: protected, DefaultStatus: http.StatusCreated,
-	}, func(ctx context.Context, in *createInput[B]) (*objectOutput[B], error) {
+		DefaultStatus: http.StatusCreated,
+	}, PolicyResourcesWrite), func(ctx context.Context, in *createInput[B]) (*objectOutput[B], error) {
 		if err := in.Body.validate(""); err != nil {
 			return nil, err
 		}
-		ns, err := s.workspace(ctx, "", in.Workspace)
+		ns, err := s.workspace(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -134,15 +134,15 @@ func (k kindRoutes[O, B]) register(s *Server) {
 		return k.output(obj), nil
 	})
 
-	huma.Register(s.api, huma.Operation{
+	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "replace-" + k.id, Method: http.MethodPut, Path: item, Tags: []string{k.tag},
-		Summary: "Replace " + k.article + " " + k.noun + "'s metadata and definition", Security: protected,
+		Summary:     "Replace " + k.article + " " + k.noun + "'s metadata and definition",
 		Description: strings.TrimSpace("Idempotent: the same body with the current ETag leaves the " + k.noun + " and its ETag unchanged. " + k.replaceDescription),
-	}, func(ctx context.Context, in *replaceInput[B]) (*objectOutput[B], error) {
+	}, PolicyResourcesWrite), func(ctx context.Context, in *replaceInput[B]) (*objectOutput[B], error) {
 		if err := in.Body.validate(in.Name); err != nil {
 			return nil, err
 		}
-		obj, err := k.current(ctx, s, in.IfMatchInput, in.Workspace, in.Name)
+		obj, err := k.current(ctx, s, in.IfMatchInput, in.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -154,12 +154,12 @@ func (k kindRoutes[O, B]) register(s *Server) {
 		return k.output(obj), nil
 	})
 
-	huma.Register(s.api, huma.Operation{
+	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "delete-" + k.id, Method: http.MethodDelete, Path: item, Tags: []string{k.tag},
 		Summary: "Delete " + k.article + " " + k.noun, Description: k.deleteDescription,
-		Security: protected, DefaultStatus: http.StatusNoContent,
-	}, func(ctx context.Context, in *deleteInput) (*struct{}, error) {
-		obj, err := k.current(ctx, s, in.IfMatchInput, in.Workspace, in.Name)
+		DefaultStatus: http.StatusNoContent,
+	}, PolicyResourcesDelete), func(ctx context.Context, in *deleteInput) (*struct{}, error) {
+		obj, err := k.current(ctx, s, in.IfMatchInput, in.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -181,14 +181,14 @@ func (k kindRoutes[O, B]) register(s *Server) {
 
 // current reads the object a write changes, after checking that the caller names the ETag it
 // last read (428 without, 412 when stale) and that the object may be changed through this API.
-func (k kindRoutes[O, B]) current(ctx context.Context, s *Server, in IfMatchInput, workspace, name string) (O, error) {
+func (k kindRoutes[O, B]) current(ctx context.Context, s *Server, in IfMatchInput, name string) (O, error) {
 	var none O
 	resourceVersion, err := in.requiredResourceVersion()
 	if err != nil {
 		return none, err
 	}
 	obj := k.newObject()
-	if err := s.getIn(ctx, workspace, name, obj); err != nil {
+	if err := s.getIn(ctx, name, obj); err != nil {
 		return none, err
 	}
 	if obj.GetResourceVersion() != resourceVersion {
@@ -214,8 +214,8 @@ func (k kindRoutes[O, B]) output(obj O) *objectOutput[B] {
 }
 
 // getIn reads the named object of the request's workspace into obj.
-func (s *Server) getIn(ctx context.Context, workspace, name string, obj client.Object) error {
-	ns, err := s.workspace(ctx, "", workspace)
+func (s *Server) getIn(ctx context.Context, name string, obj client.Object) error {
+	ns, err := s.workspace(ctx)
 	if err != nil {
 		return err
 	}
@@ -223,8 +223,8 @@ func (s *Server) getIn(ctx context.Context, workspace, name string, obj client.O
 }
 
 // listIn lists the objects of list's kind in the request's workspace.
-func listIn[O client.Object](ctx context.Context, s *Server, workspace string, list client.ObjectList) ([]O, error) {
-	ns, err := s.workspace(ctx, "", workspace)
+func listIn[O client.Object](ctx context.Context, s *Server, list client.ObjectList) ([]O, error) {
+	ns, err := s.workspace(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -292,10 +292,10 @@ func fresh[T any]() *T { return new(T) }
 // readOf registers op, a GET of what derive tells about one named object of the workspace; 404
 // when the object does not exist.
 func readOf[O client.Object, B any](s *Server, op huma.Operation, newObject func() O, derive func(context.Context, O) (B, error)) {
-	op.Method, op.Security = http.MethodGet, protected
-	huma.Register(s.api, op, func(ctx context.Context, in *nameInput) (*struct{ Body B }, error) {
+	op.Method = http.MethodGet
+	huma.Register(s.api, secured(op, PolicyResourcesRead), func(ctx context.Context, in *nameInput) (*struct{ Body B }, error) {
 		obj := newObject()
-		if err := s.getIn(ctx, in.Workspace, in.Name, obj); err != nil {
+		if err := s.getIn(ctx, in.Name, obj); err != nil {
 			return nil, err
 		}
 		body, err := derive(ctx, obj)

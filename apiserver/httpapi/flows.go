@@ -209,14 +209,14 @@ func (s *Server) registerFlows() {
 			"versions are deleted with it.",
 	}.register(s)
 
-	huma.Register(s.api, huma.Operation{
+	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "publish-flow-version", Method: http.MethodPost, Path: "/api/flows/{name}/versions", Tags: []string{tagFlows},
-		Summary: "Publish the Flow's current definition as an immutable version", Security: protected, DefaultStatus: http.StatusCreated,
+		Summary: "Publish the Flow's current definition as an immutable version", DefaultStatus: http.StatusCreated,
 		Description: "Writes a FlowVersion holding a snapshot of the Flow's definition (201). Published versions are immutable: " +
 			"publishing an existing version again answers 200 with it when the snapshot is the same, and 409 when it differs. " +
 			"activate makes the version the Flow's active version (status.activeVersion). version must be a strict semantic version (422). " +
 			"An If-Match header is optional here: with one, a Flow changed since that ETag is refused with 412.",
-	}, func(ctx context.Context, in *struct {
+	}, PolicyResourcesWrite), func(ctx context.Context, in *struct {
 		WorkspaceInput
 		Name    string `path:"name" maxLength:"253" doc:"Name of the Flow"`
 		IfMatch string `header:"If-Match" doc:"Optional: the Flow's ETag as last read, to publish exactly that definition; a stale value is refused with 412"`
@@ -226,7 +226,7 @@ func (s *Server) registerFlows() {
 			return nil, fieldErrors(field.ErrorList{err})
 		}
 		flow := &platformv1.Flow{}
-		if err := s.getIn(ctx, in.Workspace, in.Name, flow); err != nil {
+		if err := s.getIn(ctx, in.Name, flow); err != nil {
 			return nil, err
 		}
 		if in.IfMatch != "" {
@@ -258,12 +258,12 @@ func (s *Server) registerFlows() {
 		return itemsOf(out), err
 	})
 
-	huma.Register(s.api, huma.Operation{
+	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-flow-version", Method: http.MethodGet, Path: "/api/flows/{name}/versions/{version}", Tags: []string{tagFlows},
-		Summary: "Read a published version of a Flow", Security: protected,
-	}, func(ctx context.Context, in *flowVersionInput) (*struct{ Body FlowVersion }, error) {
+		Summary: "Read a published version of a Flow",
+	}, PolicyResourcesRead), func(ctx context.Context, in *flowVersionInput) (*struct{ Body FlowVersion }, error) {
 		flow := &platformv1.Flow{}
-		if err := s.getIn(ctx, in.Workspace, in.Name, flow); err != nil {
+		if err := s.getIn(ctx, in.Name, flow); err != nil {
 			return nil, err
 		}
 		notFound := huma.Error404NotFound(fmt.Sprintf("version %s of flow %q not found", in.Version, in.Name))

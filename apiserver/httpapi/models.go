@@ -54,12 +54,12 @@ func timeFrom(t *metav1.Time) *time.Time {
 }
 
 func (s *Server) registerModels() {
-	huma.Register(s.api, huma.Operation{
+	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "list-models", Method: http.MethodGet, Path: "/api/models", Tags: []string{tagModels},
-		Summary: "List the models of the workspace", Security: protected,
+		Summary:     "List the models of the workspace",
 		Description: "The Model inventory: every model that discovery found at the workspace's model providers. Never contacts a provider.",
-	}, func(ctx context.Context, in *WorkspaceInput) (*listOutput[Model], error) {
-		ns, err := s.workspace(ctx, "", in.Workspace)
+	}, PolicyResourcesRead), func(ctx context.Context, in *WorkspaceInput) (*listOutput[Model], error) {
+		ns, err := s.workspace(ctx)
 		if err != nil {
 			return nil, err
 		}

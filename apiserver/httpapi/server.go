@@ -80,7 +80,7 @@ func New(opts Options) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace}
-	api.UseMiddleware(s.authenticate(api), requireAuthentication(api))
+	api.UseMiddleware(s.authenticate(api), s.authorize(api))
 
 	s.registerHealth()
 	s.registerAuth()

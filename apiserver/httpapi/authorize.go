@@ -1,0 +1,326 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"platform.dev/platform/apiserver/identity"
+)
+
+// The named authorization policies. Every protected operation declares exactly one (see
+// secured); the authorize middleware enforces it before the handler runs.
+const (
+	PolicyAuthenticated       = "platform:authenticated"
+	PolicyInteractiveUser     = "platform:interactive-user"
+	PolicyPlatformAdmin       = "platform:platform-admin"
+	PolicyWorkspaceReader     = "platform:workspace-reader"
+	PolicyWorkspaceAdmin      = "platform:workspace-admin"
+	PolicyAuthorizationReader = "platform:authorization-reader"
+	PolicyAuthorizationAdmin  = "platform:authorization-admin"
+	PolicyResourcesRead       = "platform:resources:read"
+	PolicyResourcesWrite      = "platform:resources:write"
+	PolicyResourcesDelete     = "platform:resources:delete"
+	PolicyRunsRead            = "platform:runs:read"
+	PolicyRunsExecute         = "platform:runs:execute"
+	PolicyRunsDelete          = "platform:runs:delete"
+)
+
+// workspacePolicies are the policies that need a permission in the request's workspace.
+var workspacePolicies = map[string]identity.Permission{
+	PolicyWorkspaceReader:     identity.PermWorkspacesRead,
+	PolicyWorkspaceAdmin:      identity.PermWorkspacesWrite,
+	PolicyAuthorizationReader: identity.PermAuthorizationRead,
+	PolicyAuthorizationAdmin:  identity.PermAuthorizationWrite,
+	PolicyResourcesRead:       identity.PermResourcesRead,
+	PolicyResourcesWrite:      identity.PermResourcesWrite,
+	PolicyResourcesDelete:     identity.PermResourcesDelete,
+	PolicyRunsRead:            identity.PermRunsRead,
+	PolicyRunsExecute:         identity.PermRunsExecute,
+	PolicyRunsDelete:          identity.PermRunsDelete,
+}
+
+// policyKey is the operation metadata key of the policy; policyExtension shows it in the OpenAPI
+// document.
+const (
+	policyKey       = "platform.policy"
+	policyExtension = "x-platform-policy"
+)
+
+// WorkspaceCookie remembers the workspace a browser selected (POST /api/identity/context/workspace).
+const WorkspaceCookie = "platform-workspace"
+
+// WorkspaceRouteParam is the route value that selects the workspace of an operation, before any
+// header or cookie.
+const WorkspaceRouteParam = "workspaceId"
+
+// secured makes op require a caller satisfying policy: 401 without a caller, 403 when the policy
+// is not met.
+func secured(op huma.Operation, policy string) huma.Operation {
+	op.Security = protected
+	if op.Metadata == nil {
+		op.Metadata = map[string]any{}
+	}
+	op.Metadata[policyKey] = policy
+	if op.Extensions == nil {
+		op.Extensions = map[string]any{}
+	}
+	op.Extensions[policyExtension] = policy
+	op.Errors = appendMissing(op.Errors, http.StatusUnauthorized, http.StatusForbidden)
+	if _, ok := workspacePolicies[policy]; ok {
+		op.Errors = appendMissing(op.Errors, http.StatusNotFound)
+	}
+	return op
+}
+
+func appendMissing(codes []int, add ...int) []int {
+	for _, c := range add {
+		found := false
+		for _, have := range codes {
+			found = found || have == c
+		}
+		if !found {
+			codes = append(codes, c)
+		}
+	}
+	return codes
+}
+
+// RequestContext is the resolved context of a workspace-scoped request.
+type RequestContext struct {
+	PrincipalID string
+	TenantID    string
+	WorkspaceID string
+	// Namespace is the workspace's route name, which names its kube namespace.
+	Namespace string
+	// Permissions are the caller's effective permissions in the workspace (for a PAT, its
+	// allow-list intersected with the live ones).
+	Permissions identity.Permissions
+}
+
+type requestContextKey struct{}
+
+// requestContextFrom is the context the authorize middleware resolved.
+func requestContextFrom(ctx context.Context) (RequestContext, bool) {
+	rc, ok := ctx.Value(requestContextKey{}).(RequestContext)
+	return rc, ok
+}
+
+// workspace is the namespace of the request's workspace, as the authorize middleware resolved it
+// for the operation's policy.
+func (s *Server) workspace(ctx context.Context) (string, error) {
+	rc, ok := requestContextFrom(ctx)
+	if !ok {
+		return "", huma.Error500InternalServerError("internal error: the operation declares no workspace policy")
+	}
+	return rc.Namespace, nil
+}
+
+var (
+	errAuthenticationRequired = huma.Error401Unauthorized("authentication required")
+	errNoPrincipal            = huma.Error403Forbidden("the caller is authenticated but linked to no Principal; an administrator must link the identity")
+)
+
+// authorize enforces the operation's policy, in the spec's order: authentication (done by
+// authenticate), Principal resolution, request context, authorization.
+func (s *Server) authorize(api huma.API) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		policy, _ := ctx.Operation().Metadata[policyKey].(string)
+		if policy == "" {
+			next(ctx)
+			return
+		}
+		caller, ok := callerFrom(ctx.Context())
+		if !ok {
+			_ = huma.WriteErr(api, ctx, http.StatusUnauthorized, errAuthenticationRequired.Error())
+			return
+		}
+		err := s.checkPolicy(ctx, caller, policy)
+		if err == nil {
+			if permission, ok := workspacePolicies[policy]; ok {
+				var rc RequestContext
+				if rc, err = s.resolveWorkspace(ctx, caller); err == nil {
+					if !rc.Permissions.Has(permission) {
+						err = huma.Error403Forbidden("not permitted: " + string(permission) + " is required in workspace " + quote(rc.Namespace))
+					} else {
+						ctx = huma.WithValue(ctx, requestContextKey{}, rc)
+					}
+				}
+			}
+		}
+		if err != nil {
+			writeError(api, ctx, err)
+			return
+		}
+		next(ctx)
+	}
+}
+
+// checkPolicy checks the parts of policy that do not depend on a workspace.
+func (s *Server) checkPolicy(ctx huma.Context, caller Caller, policy string) error {
+	switch policy {
+	case PolicyAuthenticated:
+		return nil
+	case PolicyInteractiveUser:
+		if caller.Credential == CredentialPAT {
+			return huma.Error403Forbidden("not permitted with a personal access token")
+		}
+		return nil
+	case PolicyPlatformAdmin:
+		if caller.Credential == CredentialPAT {
+			return huma.Error403Forbidden("platform administration is not permitted with a personal access token")
+		}
+		if caller.ID == "" {
+			return errNoPrincipal
+		}
+		if caller.Credential == CredentialDevelopment {
+			return nil
+		}
+		if s.identity == nil {
+			return huma.Error403Forbidden("not permitted: platform administrator required")
+		}
+		admin, err := s.identity.IsPlatformAdministrator(ctx.Context(), caller.ID)
+		if err != nil {
+			return problem(err)
+		}
+		if !admin {
+			return huma.Error403Forbidden("not permitted: platform administrator required")
+		}
+		return nil
+	}
+	if _, ok := workspacePolicies[policy]; !ok {
+		return huma.Error500InternalServerError("internal error: unknown policy " + policy)
+	}
+	if caller.ID == "" {
+		return errNoPrincipal
+	}
+	return nil
+}
+
+// resolveWorkspace chooses the request's workspace in the spec's order (route value, header,
+// selection cookie, the caller's default) and resolves the caller's permissions there. A
+// workspace that does not exist, is inactive or is not the caller's is not found. A stale
+// selection cookie is ignored.
+func (s *Server) resolveWorkspace(ctx huma.Context, caller Caller) (RequestContext, error) {
+	explicit := ctx.Param(WorkspaceRouteParam)
+	if explicit == "" {
+		explicit = ctx.Header(WorkspaceHeader)
+	}
+	var cookie string
+	if c, err := huma.ReadCookie(ctx, WorkspaceCookie); err == nil {
+		cookie = c.Value
+	}
+	var (
+		rc  RequestContext
+		err error
+	)
+	switch {
+	case s.identity == nil || caller.Credential == CredentialDevelopment:
+		rc, err = s.developmentContext(caller, explicit, cookie)
+	default:
+		rc, err = s.identityContext(ctx.Context(), caller, explicit, cookie)
+	}
+	if err != nil {
+		return rc, err
+	}
+	return rc, s.checkNamespace(ctx.Context(), rc.Namespace)
+}
+
+// developmentContext: the development caller may do everything in any workspace.
+func (s *Server) developmentContext(caller Caller, explicit, cookie string) (RequestContext, error) {
+	name := explicit
+	if name == "" {
+		name = cookie
+	}
+	if name == "" {
+		name = caller.DefaultWorkspace
+	}
+	if name == "" {
+		return RequestContext{}, huma.Error400BadRequest("no workspace selected: set the " + WorkspaceHeader + " header")
+	}
+	return RequestContext{PrincipalID: caller.ID, WorkspaceID: name, Namespace: name, Permissions: identity.AllPermissions}, nil
+}
+
+func (s *Server) identityContext(ctx context.Context, caller Caller, explicit, cookie string) (RequestContext, error) {
+	notFound := func(name string) error { return huma.Error404NotFound("workspace " + quote(name) + " not found") }
+	access := func(selector string) (identity.Access, error) {
+		a, err := s.identity.Access(ctx, caller.ID, selector)
+		if err == nil && caller.PAT != nil && a.Workspace.ID != caller.PAT.WorkspaceID {
+			// A personal access token reaches its own workspace only.
+			err = identity.ErrWorkspaceNotFound
+		}
+		return a, err
+	}
+	var (
+		a   identity.Access
+		err error
+	)
+	switch {
+	case explicit != "":
+		if a, err = access(explicit); errors.Is(err, identity.ErrWorkspaceNotFound) {
+			return RequestContext{}, notFound(explicit)
+		}
+	default:
+		err = identity.ErrWorkspaceNotFound
+		if cookie != "" && caller.PAT == nil {
+			a, err = access(cookie)
+		}
+		if errors.Is(err, identity.ErrWorkspaceNotFound) {
+			selector := ""
+			if caller.PAT != nil {
+				selector = caller.PAT.WorkspaceID
+			} else if ws, derr := s.identity.DefaultWorkspace(ctx, caller.ID); derr == nil {
+				selector = ws.ID
+			} else if !errors.Is(derr, identity.ErrWorkspaceNotFound) {
+				return RequestContext{}, problem(derr)
+			}
+			if selector == "" {
+				return RequestContext{}, huma.Error404NotFound("no workspace: the caller is a member of no active workspace")
+			}
+			if a, err = access(selector); errors.Is(err, identity.ErrWorkspaceNotFound) {
+				return RequestContext{}, huma.Error404NotFound("no workspace: the caller is a member of no active workspace")
+			}
+		}
+	}
+	if err != nil {
+		return RequestContext{}, problem(err)
+	}
+	permissions := a.Permissions
+	if caller.PAT != nil {
+		permissions &= caller.PAT.Allow
+	}
+	return RequestContext{
+		PrincipalID: caller.ID, TenantID: a.Workspace.TenantID, WorkspaceID: a.Workspace.ID,
+		Namespace: a.Workspace.RouteName, Permissions: permissions,
+	}, nil
+}
+
+// checkNamespace: a workspace whose namespace is gone or going is not found.
+func (s *Server) checkNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{}
+	if err := s.kube.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return huma.Error404NotFound("workspace " + quote(name) + " not found")
+		}
+		return problem(err)
+	}
+	if ns.DeletionTimestamp != nil {
+		return huma.Error404NotFound("workspace " + quote(name) + " not found")
+	}
+	return nil
+}
+
+// writeError writes err (a huma status error, else 500) as Problem Details from a middleware.
+func writeError(api huma.API, ctx huma.Context, err error) {
+	var statusErr huma.StatusError
+	if !errors.As(problem(err), &statusErr) {
+		_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
+		return
+	}
+	_ = huma.WriteErr(api, ctx, statusErr.GetStatus(), statusErr.Error())
+}
