@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -88,15 +89,20 @@ func authenticationMode(cfg *config.Config) (string, error) {
 }
 
 // authenticate attaches the caller's principal. Development mode makes every caller the
-// development principal. Local and Hybrid modes, when the server has local accounts, resolve the
-// session cookie to its Principal; an invalid or missing cookie leaves the
-// request unauthenticated (401 on protected operations). Other modes have no callers yet.
+// development principal. A bearer personal access token is authenticated by authenticatePAT.
+// Local and Hybrid modes, when the server has local accounts, resolve the session cookie to its
+// Principal; an invalid or missing cookie leaves the request unauthenticated (401 on protected
+// operations). Other modes have no callers yet.
 func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		ctx = huma.WithValue(ctx, tlsKey{}, ctx.TLS() != nil)
+		bearer := bearerToken(ctx)
+		var err error
 		switch {
 		case s.mode == ModeDevelopment:
 			ctx = huma.WithValue(ctx, callerKey{}, Caller{ID: DevelopmentPrincipal, Credential: CredentialDevelopment, DefaultWorkspace: DevelopmentWorkspace})
+		case strings.HasPrefix(bearer, identity.PATPrefix):
+			ctx, err = s.authenticatePAT(ctx, bearer)
 		case s.localAccounts():
 			cookie, err := huma.ReadCookie(ctx, SessionCookie)
 			if err != nil || cookie.Value == "" {
@@ -114,8 +120,45 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 			ctx = huma.WithValue(ctx, callerKey{}, Caller{ID: p.ID, Credential: CredentialSession})
 			ctx = huma.WithValue(ctx, sessionKey{}, cookie.Value)
 		}
+		if err != nil {
+			_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
+			return
+		}
 		next(ctx)
 	}
+}
+
+// authenticatePAT attaches the Principal of a valid personal access token, with the token's
+// workspace and allow-list, which authorization intersects with the live rights. An invalid,
+// revoked or expired token leaves the request unauthenticated, like a missing one: a presented
+// bearer token is the request's credential and the session cookie is not consulted. The error
+// is an internal one (the store failed).
+func (s *Server) authenticatePAT(ctx huma.Context, token string) (huma.Context, error) {
+	// Disabled mode has no callers; without the identity store there are no tokens.
+	if s.identity == nil || s.mode == ModeDisabled {
+		return ctx, nil
+	}
+	pat, err := s.identity.AuthenticatePAT(ctx.Context(), token)
+	if errors.Is(err, identity.ErrUnauthenticated) {
+		return ctx, nil
+	}
+	if err != nil {
+		return ctx, err
+	}
+	return huma.WithValue(ctx, callerKey{}, Caller{
+		ID: pat.PrincipalID, Credential: CredentialPAT,
+		PAT: &PATGrant{TokenID: pat.ID, WorkspaceID: pat.WorkspaceID, Allow: pat.Permissions},
+	}), nil
+}
+
+// bearerToken is the token of an "Authorization: Bearer <token>" header (the scheme is
+// case-insensitive), or "".
+func bearerToken(ctx huma.Context) string {
+	scheme, token, ok := strings.Cut(ctx.Header("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }
 
 // localAccounts reports whether callers sign in with local accounts: mode Local or Hybrid on a

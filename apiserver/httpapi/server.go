@@ -84,6 +84,7 @@ func New(opts Options) (*Server, error) {
 
 	s.registerHealth()
 	s.registerAuth()
+	s.registerPATs()
 	s.registerAgents()
 	s.registerFlows()
 	s.registerModelProviders()
