@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/store/storetest"
 )
 
 // patWorld is a Local-mode server after bootstrap: the administrator (no membership), and a
@@ -36,11 +38,13 @@ type patWorld struct {
 
 const memberPassword = "Difference-Engine-1822!"
 
-func newPATWorld(t *testing.T) patWorld {
+func newPATWorld(t *testing.T, opts store.Options) patWorld {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	server, svc, db := localServer(t, nil)
+	handler, svc, db := localHandlerOn(t, opts, nil)
+	server := httptest.NewServer(handler)
+	t.Cleanup(server.Close)
 	w := patWorld{server: server, svc: svc, db: db, ws: uniqueWorkspace("pat"), other: uniqueWorkspace("pat-other")}
 
 	r := call(t, server, http.MethodPost, "/api/auth/bootstrap", bootstrapBody(w.ws, adminPassword))
@@ -67,13 +71,21 @@ func newPATWorld(t *testing.T) patWorld {
 // setRole gives the Principal the role in the workspace; the next request sees it.
 func (w patWorld) setRole(t *testing.T, principalID, workspaceID string, role identity.Role) {
 	t.Helper()
-	if _, err := w.db.DB().Exec(`DELETE FROM memberships WHERE principal_id = ? AND scope_kind = 'workspace' AND scope_id = ?`, principalID, workspaceID); err != nil {
+	w.exec(t, `DELETE FROM memberships WHERE principal_id = ? AND scope_kind = 'workspace' AND scope_id = ?`, principalID, workspaceID)
+	w.exec(t, `INSERT INTO memberships (principal_id, scope_kind, scope_id, role, created_at) VALUES (?, 'workspace', ?, ?, ?)`,
+		principalID, workspaceID, string(role), time.Now().UTC())
+}
+
+// exec runs a statement with ? placeholders on either dialect.
+func (w patWorld) exec(t *testing.T, query string, args ...any) {
+	t.Helper()
+	if _, err := w.db.DB().Exec(w.db.Rebind(query), args...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.db.DB().Exec(`INSERT INTO memberships (principal_id, scope_kind, scope_id, role, created_at) VALUES (?, 'workspace', ?, ?, ?)`,
-		principalID, workspaceID, string(role), time.Now().UTC()); err != nil {
-		t.Fatal(err)
-	}
+}
+
+func (w patWorld) queryRow(query string, args ...any) *sql.Row {
+	return w.db.DB().QueryRow(w.db.Rebind(query), args...)
 }
 
 func (w patWorld) call(t *testing.T, method, path, body string, headers ...string) response {
@@ -114,335 +126,355 @@ func (w patWorld) createPAT(t *testing.T, session *http.Cookie, workspace string
 }
 
 func TestAPATIsShownOnceListedWithoutItsSecretAndAuthenticatesAPIRequests(t *testing.T) {
-	g := NewWithT(t)
-	w := newPATWorld(t)
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		g := NewWithT(t)
+		w := newPATWorld(t, opts)
 
-	r := w.call(t, http.MethodPost, "/api/identity/pat", patRequest(w.ws, []string{"resources/read", "runs/read"}, nil), withCookie(w.member)...)
-	g.Expect(r.status).To(Equal(http.StatusCreated), "body: %v", r.body)
-	g.Expect(r.header.Get("Cache-Control")).To(Equal("no-store"))
-	token, _ := r.body["token"].(string)
-	g.Expect(token).To(MatchRegexp(`^platform_pat_[A-Za-z0-9_-]{43}$`))
-	g.Expect(r.body).To(HaveKeyWithValue("prefix", token[:len("platform_pat_")+8]))
-	g.Expect(r.body).To(HaveKeyWithValue("workspace", w.ws))
-	g.Expect(r.body).To(HaveKeyWithValue("workspaceId", w.wsID))
-	g.Expect(r.body).To(HaveKeyWithValue("principalId", w.memberID))
-	g.Expect(r.body).To(HaveKeyWithValue("permissions", ConsistOf("resources/read", "runs/read")))
-	g.Expect(r.body).To(HaveKeyWithValue("status", "Active"))
-	g.Expect(r.body).NotTo(HaveKey("lastUsedAt"))
-	expiresAt, err := time.Parse(time.RFC3339, r.body["expiresAt"].(string))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(expiresAt).To(BeTemporally("~", time.Now().Add(30*24*time.Hour), time.Minute))
-	id := r.body["id"].(string)
-	secretPart := token[len(r.body["prefix"].(string)):]
+		r := w.call(t, http.MethodPost, "/api/identity/pat", patRequest(w.ws, []string{"resources/read", "runs/read"}, nil), withCookie(w.member)...)
+		g.Expect(r.status).To(Equal(http.StatusCreated), "body: %v", r.body)
+		g.Expect(r.header.Get("Cache-Control")).To(Equal("no-store"))
+		token, _ := r.body["token"].(string)
+		g.Expect(token).To(MatchRegexp(`^platform_pat_[A-Za-z0-9_-]{43}$`))
+		g.Expect(r.body).To(HaveKeyWithValue("prefix", token[:len("platform_pat_")+8]))
+		g.Expect(r.body).To(HaveKeyWithValue("workspace", w.ws))
+		g.Expect(r.body).To(HaveKeyWithValue("workspaceId", w.wsID))
+		g.Expect(r.body).To(HaveKeyWithValue("principalId", w.memberID))
+		g.Expect(r.body).To(HaveKeyWithValue("permissions", ConsistOf("resources/read", "runs/read")))
+		g.Expect(r.body).To(HaveKeyWithValue("status", "Active"))
+		g.Expect(r.body).NotTo(HaveKey("lastUsedAt"))
+		expiresAt, err := time.Parse(time.RFC3339, r.body["expiresAt"].(string))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(expiresAt).To(BeTemporally("~", time.Now().Add(30*24*time.Hour), time.Minute))
+		id := r.body["id"].(string)
+		secretPart := token[len(r.body["prefix"].(string)):]
 
-	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusOK), "the token authenticates")
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusOK), "the token authenticates")
 
-	list := w.call(t, http.MethodGet, "/api/identity/pat", "", withCookie(w.member)...)
-	g.Expect(list.status).To(Equal(http.StatusOK), "body: %v", list.body)
-	g.Expect(list.body["items"]).To(ConsistOf(And(
-		HaveKeyWithValue("id", id), Not(HaveKey("token")), HaveKey("lastUsedAt"), HaveKeyWithValue("status", "Active"))))
-	raw, _ := json.Marshal(list.body)
-	g.Expect(string(raw)).NotTo(ContainSubstring(secretPart), "a listing never shows the token again")
-	adminList := w.call(t, http.MethodGet, "/api/identity/principals/"+w.memberID+"/pat", "", withCookie(w.admin)...)
-	raw, _ = json.Marshal(adminList.body)
-	g.Expect(string(raw)).To(ContainSubstring(id))
-	g.Expect(string(raw)).NotTo(ContainSubstring(secretPart))
+		list := w.call(t, http.MethodGet, "/api/identity/pat", "", withCookie(w.member)...)
+		g.Expect(list.status).To(Equal(http.StatusOK), "body: %v", list.body)
+		g.Expect(list.body["items"]).To(ConsistOf(And(
+			HaveKeyWithValue("id", id), Not(HaveKey("token")), HaveKey("lastUsedAt"), HaveKeyWithValue("status", "Active"))))
+		raw, _ := json.Marshal(list.body)
+		g.Expect(string(raw)).NotTo(ContainSubstring(secretPart), "a listing never shows the token again")
+		adminList := w.call(t, http.MethodGet, "/api/identity/principals/"+w.memberID+"/pat", "", withCookie(w.admin)...)
+		raw, _ = json.Marshal(adminList.body)
+		g.Expect(string(raw)).To(ContainSubstring(id))
+		g.Expect(string(raw)).NotTo(ContainSubstring(secretPart))
 
-	var digest, prefix string
-	g.Expect(w.db.DB().QueryRow(`SELECT digest, prefix FROM personal_access_tokens WHERE id = ?`, id).Scan(&digest, &prefix)).To(Succeed())
-	sum := sha256.Sum256([]byte(token))
-	g.Expect(digest).To(Equal(hex.EncodeToString(sum[:])), "only the digest and the prefix are stored")
-	g.Expect(prefix).To(Equal(token[:len(prefix)]))
-	var matches int
-	g.Expect(w.db.DB().QueryRow(`SELECT COUNT(*) FROM personal_access_tokens WHERE id LIKE ? OR name LIKE ? OR permissions LIKE ? OR prefix LIKE ?`,
-		"%"+secretPart+"%", "%"+secretPart+"%", "%"+secretPart+"%", "%"+secretPart+"%").Scan(&matches)).To(Succeed())
-	g.Expect(matches).To(BeZero())
+		var digest, prefix string
+		g.Expect(w.queryRow(`SELECT digest, prefix FROM personal_access_tokens WHERE id = ?`, id).Scan(&digest, &prefix)).To(Succeed())
+		sum := sha256.Sum256([]byte(token))
+		g.Expect(digest).To(Equal(hex.EncodeToString(sum[:])), "only the digest and the prefix are stored")
+		g.Expect(prefix).To(Equal(token[:len(prefix)]))
+		var matches int
+		g.Expect(w.queryRow(`SELECT COUNT(*) FROM personal_access_tokens WHERE id LIKE ? OR name LIKE ? OR permissions LIKE ? OR prefix LIKE ?`,
+			"%"+secretPart+"%", "%"+secretPart+"%", "%"+secretPart+"%", "%"+secretPart+"%").Scan(&matches)).To(Succeed())
+		g.Expect(matches).To(BeZero())
 
-	// Without a workspace in the body, the token is for the workspace the request selects.
-	r = w.call(t, http.MethodPost, "/api/identity/pat", patRequest("", []string{"resources/read"}, nil),
-		append(withCookie(w.member), httpapi.WorkspaceHeader, w.other)...)
-	g.Expect(r.status).To(Equal(http.StatusCreated), "body: %v", r.body)
-	g.Expect(r.body).To(HaveKeyWithValue("workspace", w.other))
-	r = w.call(t, http.MethodPost, "/api/identity/pat", patRequest("", []string{"resources/read"}, map[string]any{"expiresInDays": nil,
-		"expiresAt": time.Now().Add(time.Hour).Format(time.RFC3339)}), withCookie(w.member)...)
-	g.Expect(r.status).To(Equal(http.StatusCreated), "body: %v", r.body)
-	g.Expect(r.body).To(HaveKeyWithValue("workspace", w.ws), "else the caller's first workspace")
+		// Without a workspace in the body, the token is for the workspace the request selects.
+		r = w.call(t, http.MethodPost, "/api/identity/pat", patRequest("", []string{"resources/read"}, nil),
+			append(withCookie(w.member), httpapi.WorkspaceHeader, w.other)...)
+		g.Expect(r.status).To(Equal(http.StatusCreated), "body: %v", r.body)
+		g.Expect(r.body).To(HaveKeyWithValue("workspace", w.other))
+		r = w.call(t, http.MethodPost, "/api/identity/pat", patRequest("", []string{"resources/read"}, map[string]any{"expiresInDays": nil,
+			"expiresAt": time.Now().Add(time.Hour).Format(time.RFC3339)}), withCookie(w.member)...)
+		g.Expect(r.status).To(Equal(http.StatusCreated), "body: %v", r.body)
+		g.Expect(r.body).To(HaveKeyWithValue("workspace", w.ws), "else the caller's first workspace")
+	})
 }
 
 func TestPATCreationRefusesInvalidInputWithFieldLocations(t *testing.T) {
-	w := newPATWorld(t)
-	read := []string{"resources/read"}
-	cases := map[string]invalidBody{
-		"an expiry is mandatory": {
-			patRequest(w.ws, read, map[string]any{"expiresInDays": nil}), "body.expiresAt"},
-		"expiresAt and expiresInDays exclude each other": {
-			patRequest(w.ws, read, map[string]any{"expiresAt": time.Now().Add(time.Hour).Format(time.RFC3339)}), "body.expiresInDays"},
-		"at most 365 days (expiresInDays)": {
-			patRequest(w.ws, read, map[string]any{"expiresInDays": 366}), "body.expiresInDays"},
-		"at most 365 days (expiresAt)": {
-			patRequest(w.ws, read, map[string]any{"expiresInDays": nil, "expiresAt": time.Now().Add(366 * 24 * time.Hour).Format(time.RFC3339)}), "body.expiresAt"},
-		"the expiry is in the future": {
-			patRequest(w.ws, read, map[string]any{"expiresInDays": nil, "expiresAt": time.Now().Add(-time.Minute).Format(time.RFC3339)}), "body.expiresAt"},
-		"expiresAt is RFC 3339": {
-			patRequest(w.ws, read, map[string]any{"expiresInDays": nil, "expiresAt": "next tuesday"}), "body.expiresAt"},
-		"the allow-list excludes administration permissions": {
-			patRequest(w.ws, []string{"resources/read", "authorization/write"}, nil), "body.permissions[1]"},
-		"the allow-list names catalog permissions": {
-			patRequest(w.ws, []string{"everything"}, nil), "body.permissions[0]"},
-		"the allow-list is not empty": {
-			patRequest(w.ws, []string{}, nil), "body.permissions"},
-		"a name is required": {
-			patRequest(w.ws, read, map[string]any{"name": ""}), "body.name"},
-		"a name has no surrounding spaces": {
-			patRequest(w.ws, read, map[string]any{"name": " deploy"}), "body.name"},
-		"the workspace is one the caller can access": {
-			patRequest("no-such-workspace", read, nil), "body.workspace"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			r := w.call(t, http.MethodPost, "/api/identity/pat", tc.body, withCookie(w.member)...)
-			expectProblem(g, r, http.StatusUnprocessableEntity)
-			g.Expect(r.body["errors"]).To(ContainElement(HaveKeyWithValue("location", tc.location)), "body: %v", r.body)
-			g.Expect(r.body).NotTo(HaveKey("token"))
-		})
-	}
-	g := NewWithT(t)
-	// A workspace of the tenant the member does not belong to is refused like a missing one.
-	third, err := w.svc.CreateWorkspace(context.Background(), w.tenant, uniqueWorkspace("pat-third"), "")
-	g.Expect(err).NotTo(HaveOccurred())
-	r := w.call(t, http.MethodPost, "/api/identity/pat", patRequest(third.RouteName, read, nil), withCookie(w.member)...)
-	expectProblem(g, r, http.StatusUnprocessableEntity)
-	g.Expect(r.body["errors"]).To(ContainElement(HaveKeyWithValue("location", "body.workspace")))
-	// A header naming a workspace that is not the caller's is 404, as on every route.
-	expectProblem(g, w.call(t, http.MethodPost, "/api/identity/pat", patRequest("", read, nil),
-		append(withCookie(w.member), httpapi.WorkspaceHeader, third.RouteName)...), http.StatusNotFound)
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		w := newPATWorld(t, opts)
+		read := []string{"resources/read"}
+		cases := map[string]invalidBody{
+			"an expiry is mandatory": {
+				patRequest(w.ws, read, map[string]any{"expiresInDays": nil}), "body.expiresAt"},
+			"expiresAt and expiresInDays exclude each other": {
+				patRequest(w.ws, read, map[string]any{"expiresAt": time.Now().Add(time.Hour).Format(time.RFC3339)}), "body.expiresInDays"},
+			"at most 365 days (expiresInDays)": {
+				patRequest(w.ws, read, map[string]any{"expiresInDays": 366}), "body.expiresInDays"},
+			"at most 365 days (expiresAt)": {
+				patRequest(w.ws, read, map[string]any{"expiresInDays": nil, "expiresAt": time.Now().Add(366 * 24 * time.Hour).Format(time.RFC3339)}), "body.expiresAt"},
+			"the expiry is in the future": {
+				patRequest(w.ws, read, map[string]any{"expiresInDays": nil, "expiresAt": time.Now().Add(-time.Minute).Format(time.RFC3339)}), "body.expiresAt"},
+			"expiresAt is RFC 3339": {
+				patRequest(w.ws, read, map[string]any{"expiresInDays": nil, "expiresAt": "next tuesday"}), "body.expiresAt"},
+			"the allow-list excludes administration permissions": {
+				patRequest(w.ws, []string{"resources/read", "authorization/write"}, nil), "body.permissions[1]"},
+			"the allow-list names catalog permissions": {
+				patRequest(w.ws, []string{"everything"}, nil), "body.permissions[0]"},
+			"the allow-list is not empty": {
+				patRequest(w.ws, []string{}, nil), "body.permissions"},
+			"a name is required": {
+				patRequest(w.ws, read, map[string]any{"name": ""}), "body.name"},
+			"a name has no surrounding spaces": {
+				patRequest(w.ws, read, map[string]any{"name": " deploy"}), "body.name"},
+			"the workspace is one the caller can access": {
+				patRequest("no-such-workspace", read, nil), "body.workspace"},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				g := NewWithT(t)
+				r := w.call(t, http.MethodPost, "/api/identity/pat", tc.body, withCookie(w.member)...)
+				expectProblem(g, r, http.StatusUnprocessableEntity)
+				g.Expect(r.body["errors"]).To(ContainElement(HaveKeyWithValue("location", tc.location)), "body: %v", r.body)
+				g.Expect(r.body).NotTo(HaveKey("token"))
+			})
+		}
+		g := NewWithT(t)
+		// A workspace of the tenant the member does not belong to is refused like a missing one.
+		third, err := w.svc.CreateWorkspace(context.Background(), w.tenant, uniqueWorkspace("pat-third"), "")
+		g.Expect(err).NotTo(HaveOccurred())
+		r := w.call(t, http.MethodPost, "/api/identity/pat", patRequest(third.RouteName, read, nil), withCookie(w.member)...)
+		expectProblem(g, r, http.StatusUnprocessableEntity)
+		g.Expect(r.body["errors"]).To(ContainElement(HaveKeyWithValue("location", "body.workspace")))
+		// A header naming a workspace that is not the caller's is 404, as on every route.
+		expectProblem(g, w.call(t, http.MethodPost, "/api/identity/pat", patRequest("", read, nil),
+			append(withCookie(w.member), httpapi.WorkspaceHeader, third.RouteName)...), http.StatusNotFound)
 
-	list := w.call(t, http.MethodGet, "/api/identity/pat", "", withCookie(w.member)...)
-	g.Expect(list.body["items"]).To(BeEmpty(), "nothing was created")
+		list := w.call(t, http.MethodGet, "/api/identity/pat", "", withCookie(w.member)...)
+		g.Expect(list.body["items"]).To(BeEmpty(), "nothing was created")
+	})
 }
 
 func TestAPATsRightsAreTheLiveRoleIntersectedWithItsAllowList(t *testing.T) {
-	g := NewWithT(t)
-	w := newPATWorld(t)
-	_, token := w.createPAT(t, w.member, w.ws, "resources/read", "resources/write")
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		g := NewWithT(t)
+		w := newPATWorld(t, opts)
+		_, token := w.createPAT(t, w.member, w.ws, "resources/read", "resources/write")
 
-	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusOK))
-	r := w.call(t, http.MethodPost, "/api/agents", agentBody("by-member", "M"), bearer(token)...)
-	expectProblem(g, r, http.StatusForbidden)
-	g.Expect(r.body["detail"]).To(ContainSubstring("resources/write"), "a Member's token with resources/write still cannot write")
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusOK))
+		r := w.call(t, http.MethodPost, "/api/agents", agentBody("by-member", "M"), bearer(token)...)
+		expectProblem(g, r, http.StatusForbidden)
+		g.Expect(r.body["detail"]).To(ContainSubstring("resources/write"), "a Member's token with resources/write still cannot write")
 
-	w.setRole(t, w.memberID, w.wsID, identity.RoleAdmin)
-	r = w.call(t, http.MethodPost, "/api/agents", agentBody("by-admin", "A"), bearer(token)...)
-	g.Expect(r.status).To(Equal(http.StatusCreated), "promoted: the next request may write; body: %v", r.body)
-	etag := r.header.Get("ETag")
-	expectProblem(g, w.call(t, http.MethodDelete, "/api/agents/by-admin", "", append(bearer(token), "If-Match", etag)...), http.StatusForbidden)
-	g.Expect(w.call(t, http.MethodDelete, "/api/agents/by-admin", "", append(withCookie(w.member), "If-Match", etag)...).status).
-		To(Equal(http.StatusNoContent), "the session of the same Admin may delete: only the token's allow-list lacks resources/delete")
+		w.setRole(t, w.memberID, w.wsID, identity.RoleAdmin)
+		r = w.call(t, http.MethodPost, "/api/agents", agentBody("by-admin", "A"), bearer(token)...)
+		g.Expect(r.status).To(Equal(http.StatusCreated), "promoted: the next request may write; body: %v", r.body)
+		etag := r.header.Get("ETag")
+		expectProblem(g, w.call(t, http.MethodDelete, "/api/agents/by-admin", "", append(bearer(token), "If-Match", etag)...), http.StatusForbidden)
+		g.Expect(w.call(t, http.MethodDelete, "/api/agents/by-admin", "", append(withCookie(w.member), "If-Match", etag)...).status).
+			To(Equal(http.StatusNoContent), "the session of the same Admin may delete: only the token's allow-list lacks resources/delete")
 
-	w.setRole(t, w.memberID, w.wsID, identity.RoleViewer)
-	expectProblem(g, w.call(t, http.MethodPost, "/api/agents", agentBody("by-viewer", "V"), bearer(token)...), http.StatusForbidden)
-	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusOK))
+		w.setRole(t, w.memberID, w.wsID, identity.RoleViewer)
+		expectProblem(g, w.call(t, http.MethodPost, "/api/agents", agentBody("by-viewer", "V"), bearer(token)...), http.StatusForbidden)
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusOK))
 
-	_, runsOnly := w.createPAT(t, w.member, w.ws, "runs/read")
-	expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(runsOnly)...), http.StatusForbidden)
+		_, runsOnly := w.createPAT(t, w.member, w.ws, "runs/read")
+		expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(runsOnly)...), http.StatusForbidden)
+	})
 }
 
 func TestAPATReachesOnlyItsWorkspace(t *testing.T) {
-	g := NewWithT(t)
-	w := newPATWorld(t)
-	_, token := w.createPAT(t, w.member, w.ws, "resources/read", "resources/write")
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		g := NewWithT(t)
+		w := newPATWorld(t, opts)
+		_, token := w.createPAT(t, w.member, w.ws, "resources/read", "resources/write")
 
-	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", append(bearer(token), httpapi.WorkspaceHeader, w.ws)...).status).To(Equal(http.StatusOK))
-	for _, other := range []string{w.other, w.otherID} {
-		r := w.call(t, http.MethodGet, "/api/agents", "", append(bearer(token), httpapi.WorkspaceHeader, other)...)
-		expectProblem(g, r, http.StatusNotFound)
-	}
-	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", append(withCookie(w.member), httpapi.WorkspaceHeader, w.other)...).status).
-		To(Equal(http.StatusOK), "the member's session reaches the other workspace")
-	// The selection cookie names the other workspace, where the member is Admin; the token still
-	// acts in its own, where the member may not write.
-	expectProblem(g, w.call(t, http.MethodPost, "/api/agents", agentBody("elsewhere", "E"),
-		append(bearer(token), "Cookie", httpapi.WorkspaceCookie+"="+w.other)...), http.StatusForbidden)
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", append(bearer(token), httpapi.WorkspaceHeader, w.ws)...).status).To(Equal(http.StatusOK))
+		for _, other := range []string{w.other, w.otherID} {
+			r := w.call(t, http.MethodGet, "/api/agents", "", append(bearer(token), httpapi.WorkspaceHeader, other)...)
+			expectProblem(g, r, http.StatusNotFound)
+		}
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", append(withCookie(w.member), httpapi.WorkspaceHeader, w.other)...).status).
+			To(Equal(http.StatusOK), "the member's session reaches the other workspace")
+		// The selection cookie names the other workspace, where the member is Admin; the token still
+		// acts in its own, where the member may not write.
+		expectProblem(g, w.call(t, http.MethodPost, "/api/agents", agentBody("elsewhere", "E"),
+			append(bearer(token), "Cookie", httpapi.WorkspaceCookie+"="+w.other)...), http.StatusForbidden)
+	})
 }
 
 func TestARevokedOrExpiredPATFailsOnTheNextRequest(t *testing.T) {
-	g := NewWithT(t)
-	w := newPATWorld(t)
-	revokedID, revoked := w.createPAT(t, w.member, w.ws, "resources/read")
-	expiredID, expired := w.createPAT(t, w.member, w.ws, "resources/read")
-	_, kept := w.createPAT(t, w.member, w.ws, "resources/read")
-	for _, token := range []string{revoked, expired, kept} {
-		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusOK))
-	}
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		g := NewWithT(t)
+		w := newPATWorld(t, opts)
+		revokedID, revoked := w.createPAT(t, w.member, w.ws, "resources/read")
+		expiredID, expired := w.createPAT(t, w.member, w.ws, "resources/read")
+		_, kept := w.createPAT(t, w.member, w.ws, "resources/read")
+		for _, token := range []string{revoked, expired, kept} {
+			g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusOK))
+		}
 
-	g.Expect(w.call(t, http.MethodDelete, "/api/identity/pat/"+revokedID, "", withCookie(w.member)...).status).To(Equal(http.StatusNoContent))
-	expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(revoked)...), http.StatusUnauthorized)
-	g.Expect(w.call(t, http.MethodDelete, "/api/identity/pat/"+revokedID, "", withCookie(w.member)...).status).To(Equal(http.StatusNoContent), "revoking again is no error")
-	expectProblem(g, w.call(t, http.MethodDelete, "/api/identity/pat/no-such-token", "", withCookie(w.member)...), http.StatusNotFound)
+		g.Expect(w.call(t, http.MethodDelete, "/api/identity/pat/"+revokedID, "", withCookie(w.member)...).status).To(Equal(http.StatusNoContent))
+		expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(revoked)...), http.StatusUnauthorized)
+		g.Expect(w.call(t, http.MethodDelete, "/api/identity/pat/"+revokedID, "", withCookie(w.member)...).status).To(Equal(http.StatusNoContent), "revoking again is no error")
+		expectProblem(g, w.call(t, http.MethodDelete, "/api/identity/pat/no-such-token", "", withCookie(w.member)...), http.StatusNotFound)
 
-	_, err := w.db.DB().Exec(`UPDATE personal_access_tokens SET expires_at = ? WHERE id = ?`, time.Now().UTC().Add(-time.Second), expiredID)
-	g.Expect(err).NotTo(HaveOccurred())
-	expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(expired)...), http.StatusUnauthorized)
-	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(kept)...).status).To(Equal(http.StatusOK))
+		w.exec(t, `UPDATE personal_access_tokens SET expires_at = ? WHERE id = ?`, time.Now().UTC().Add(-time.Second), expiredID)
+		expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(expired)...), http.StatusUnauthorized)
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(kept)...).status).To(Equal(http.StatusOK))
 
-	list := w.call(t, http.MethodGet, "/api/identity/pat", "", withCookie(w.member)...)
-	g.Expect(list.body["items"]).To(ContainElements(
-		And(HaveKeyWithValue("id", revokedID), HaveKeyWithValue("status", "Revoked"), HaveKey("revokedAt")),
-		And(HaveKeyWithValue("id", expiredID), HaveKeyWithValue("status", "Expired")),
-	))
+		list := w.call(t, http.MethodGet, "/api/identity/pat", "", withCookie(w.member)...)
+		g.Expect(list.body["items"]).To(ContainElements(
+			And(HaveKeyWithValue("id", revokedID), HaveKeyWithValue("status", "Revoked"), HaveKey("revokedAt")),
+			And(HaveKeyWithValue("id", expiredID), HaveKeyWithValue("status", "Expired")),
+		))
 
-	g.Expect(w.call(t, http.MethodDelete, "/api/identity/pat", "", withCookie(w.member)...).status).To(Equal(http.StatusNoContent))
-	expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(kept)...), http.StatusUnauthorized)
+		g.Expect(w.call(t, http.MethodDelete, "/api/identity/pat", "", withCookie(w.member)...).status).To(Equal(http.StatusNoContent))
+		expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(kept)...), http.StatusUnauthorized)
+	})
 }
 
 func TestAPATFailsAtOnceWhenItsPrincipalOrWorkspaceIsDisabled(t *testing.T) {
-	g := NewWithT(t)
-	w := newPATWorld(t)
-	_, inWS := w.createPAT(t, w.member, w.ws, "resources/read")
-	_, inOther := w.createPAT(t, w.member, w.other, "resources/read")
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		g := NewWithT(t)
+		w := newPATWorld(t, opts)
+		_, inWS := w.createPAT(t, w.member, w.ws, "resources/read")
+		_, inOther := w.createPAT(t, w.member, w.other, "resources/read")
 
-	_, err := w.db.DB().Exec(`UPDATE workspaces SET status = 'Disabled' WHERE id = ?`, w.otherID)
-	g.Expect(err).NotTo(HaveOccurred())
-	expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(inOther)...), http.StatusUnauthorized)
-	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(inWS)...).status).To(Equal(http.StatusOK))
+		w.exec(t, `UPDATE workspaces SET status = 'Disabled' WHERE id = ?`, w.otherID)
+		expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(inOther)...), http.StatusUnauthorized)
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(inWS)...).status).To(Equal(http.StatusOK))
 
-	g.Expect(w.svc.Disable(context.Background(), w.adminID, w.memberAccountID)).To(Succeed())
-	expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(inWS)...), http.StatusUnauthorized)
+		g.Expect(w.svc.Disable(context.Background(), w.adminID, w.memberAccountID)).To(Succeed())
+		expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(inWS)...), http.StatusUnauthorized)
+	})
 }
 
 func TestAPATCannotManagePATsOrDoPlatformAdministration(t *testing.T) {
-	w := newPATWorld(t)
-	_, memberToken := w.createPAT(t, w.member, w.ws, "workspaces/read", "resources/read")
-	adminTokenID, adminToken := w.createPAT(t, w.admin, w.ws, "workspaces/read", "resources/read")
-	for _, token := range []string{memberToken, adminToken} {
-		for _, route := range []struct{ method, path, body string }{
-			{http.MethodGet, "/api/identity/pat", ""},
-			{http.MethodPost, "/api/identity/pat", patRequest(w.ws, []string{"resources/read"}, nil)},
-			{http.MethodDelete, "/api/identity/pat/" + adminTokenID, ""},
-			{http.MethodDelete, "/api/identity/pat", ""},
-			{http.MethodGet, "/api/identity/principals/" + w.memberID + "/pat", ""},
-			{http.MethodDelete, "/api/identity/principals/" + w.memberID + "/pat/" + adminTokenID, ""},
-			{http.MethodDelete, "/api/identity/principals/" + w.memberID + "/pat", ""},
-			{http.MethodPost, "/api/auth/logout", ""},
-		} {
-			t.Run(route.method+" "+route.path, func(t *testing.T) {
-				g := NewWithT(t)
-				r := w.call(t, route.method, route.path, route.body, bearer(token)...)
-				expectProblem(g, r, http.StatusForbidden)
-			})
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		w := newPATWorld(t, opts)
+		_, memberToken := w.createPAT(t, w.member, w.ws, "workspaces/read", "resources/read")
+		adminTokenID, adminToken := w.createPAT(t, w.admin, w.ws, "workspaces/read", "resources/read")
+		for _, token := range []string{memberToken, adminToken} {
+			for _, route := range []struct{ method, path, body string }{
+				{http.MethodGet, "/api/identity/pat", ""},
+				{http.MethodPost, "/api/identity/pat", patRequest(w.ws, []string{"resources/read"}, nil)},
+				{http.MethodDelete, "/api/identity/pat/" + adminTokenID, ""},
+				{http.MethodDelete, "/api/identity/pat", ""},
+				{http.MethodGet, "/api/identity/principals/" + w.memberID + "/pat", ""},
+				{http.MethodDelete, "/api/identity/principals/" + w.memberID + "/pat/" + adminTokenID, ""},
+				{http.MethodDelete, "/api/identity/principals/" + w.memberID + "/pat", ""},
+				{http.MethodPost, "/api/auth/logout", ""},
+			} {
+				t.Run(route.method+" "+route.path, func(t *testing.T) {
+					g := NewWithT(t)
+					r := w.call(t, route.method, route.path, route.body, bearer(token)...)
+					expectProblem(g, r, http.StatusForbidden)
+				})
+			}
 		}
-	}
-	g := NewWithT(t)
-	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(adminToken)...).status).To(Equal(http.StatusOK), "both tokens still work")
-	list := w.call(t, http.MethodGet, "/api/identity/pat", "", withCookie(w.admin)...)
-	g.Expect(list.body["items"]).To(HaveLen(1), "no token was created or revoked with a token")
-	g.Expect(list.body["items"]).To(ConsistOf(HaveKeyWithValue("status", "Active")))
+		g := NewWithT(t)
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(adminToken)...).status).To(Equal(http.StatusOK), "both tokens still work")
+		list := w.call(t, http.MethodGet, "/api/identity/pat", "", withCookie(w.admin)...)
+		g.Expect(list.body["items"]).To(HaveLen(1), "no token was created or revoked with a token")
+		g.Expect(list.body["items"]).To(ConsistOf(HaveKeyWithValue("status", "Active")))
+	})
 }
 
 func TestAPlatformAdministratorMayUseAWorkspacePATWithoutMembership(t *testing.T) {
-	g := NewWithT(t)
-	w := newPATWorld(t)
-	var memberships int
-	g.Expect(w.db.DB().QueryRow(`SELECT COUNT(*) FROM memberships WHERE principal_id = ?`, w.adminID).Scan(&memberships)).To(Succeed())
-	g.Expect(memberships).To(BeZero())
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		g := NewWithT(t)
+		w := newPATWorld(t, opts)
+		var memberships int
+		g.Expect(w.queryRow(`SELECT COUNT(*) FROM memberships WHERE principal_id = ?`, w.adminID).Scan(&memberships)).To(Succeed())
+		g.Expect(memberships).To(BeZero())
 
-	_, token := w.createPAT(t, w.admin, w.other, "resources/read", "resources/write")
-	r := w.call(t, http.MethodPost, "/api/agents", agentBody("by-platform-admin", "P"), bearer(token)...)
-	g.Expect(r.status).To(Equal(http.StatusCreated), "body: %v", r.body)
-	g.Expect(w.call(t, http.MethodGet, "/api/agents/by-platform-admin", "", append(withCookie(w.member), httpapi.WorkspaceHeader, w.other)...).status).
-		To(Equal(http.StatusOK), "created in the token's workspace")
-	expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", append(bearer(token), httpapi.WorkspaceHeader, w.ws)...), http.StatusNotFound)
-	expectProblem(g, w.call(t, http.MethodDelete, "/api/agents/by-platform-admin", "", append(bearer(token), "If-Match", r.header.Get("ETag"))...),
-		http.StatusForbidden)
+		_, token := w.createPAT(t, w.admin, w.other, "resources/read", "resources/write")
+		r := w.call(t, http.MethodPost, "/api/agents", agentBody("by-platform-admin", "P"), bearer(token)...)
+		g.Expect(r.status).To(Equal(http.StatusCreated), "body: %v", r.body)
+		g.Expect(w.call(t, http.MethodGet, "/api/agents/by-platform-admin", "", append(withCookie(w.member), httpapi.WorkspaceHeader, w.other)...).status).
+			To(Equal(http.StatusOK), "created in the token's workspace")
+		expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", append(bearer(token), httpapi.WorkspaceHeader, w.ws)...), http.StatusNotFound)
+		expectProblem(g, w.call(t, http.MethodDelete, "/api/agents/by-platform-admin", "", append(bearer(token), "If-Match", r.header.Get("ETag"))...),
+			http.StatusForbidden)
+	})
 }
 
 func TestPlatformAdministratorsListAndRevokeAnotherPrincipalsPATs(t *testing.T) {
-	g := NewWithT(t)
-	w := newPATWorld(t)
-	oneID, one := w.createPAT(t, w.member, w.ws, "resources/read")
-	_, two := w.createPAT(t, w.member, w.other, "resources/read")
-	adminTokenID, _ := w.createPAT(t, w.admin, w.ws, "resources/read")
-	others := "/api/identity/principals/" + w.memberID + "/pat"
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		g := NewWithT(t)
+		w := newPATWorld(t, opts)
+		oneID, one := w.createPAT(t, w.member, w.ws, "resources/read")
+		_, two := w.createPAT(t, w.member, w.other, "resources/read")
+		adminTokenID, _ := w.createPAT(t, w.admin, w.ws, "resources/read")
+		others := "/api/identity/principals/" + w.memberID + "/pat"
 
-	expectProblem(g, w.call(t, http.MethodGet, others, "", withCookie(w.member)...), http.StatusForbidden)
-	expectProblem(g, w.call(t, http.MethodGet, "/api/identity/principals/"+w.adminID+"/pat", "", withCookie(w.member)...), http.StatusForbidden)
-	expectProblem(g, w.call(t, http.MethodDelete, "/api/identity/principals/"+w.adminID+"/pat/"+adminTokenID, "", withCookie(w.member)...), http.StatusForbidden)
-	expectProblem(g, w.call(t, http.MethodDelete, "/api/identity/pat/"+adminTokenID, "", withCookie(w.member)...), http.StatusNotFound)
-	expectProblem(g, w.call(t, http.MethodGet, others, ""), http.StatusUnauthorized)
+		expectProblem(g, w.call(t, http.MethodGet, others, "", withCookie(w.member)...), http.StatusForbidden)
+		expectProblem(g, w.call(t, http.MethodGet, "/api/identity/principals/"+w.adminID+"/pat", "", withCookie(w.member)...), http.StatusForbidden)
+		expectProblem(g, w.call(t, http.MethodDelete, "/api/identity/principals/"+w.adminID+"/pat/"+adminTokenID, "", withCookie(w.member)...), http.StatusForbidden)
+		expectProblem(g, w.call(t, http.MethodDelete, "/api/identity/pat/"+adminTokenID, "", withCookie(w.member)...), http.StatusNotFound)
+		expectProblem(g, w.call(t, http.MethodGet, others, ""), http.StatusUnauthorized)
 
-	list := w.call(t, http.MethodGet, others, "", withCookie(w.admin)...)
-	g.Expect(list.status).To(Equal(http.StatusOK), "body: %v", list.body)
-	g.Expect(list.body["items"]).To(HaveLen(2))
-	expectProblem(g, w.call(t, http.MethodGet, "/api/identity/principals/nobody/pat", "", withCookie(w.admin)...), http.StatusNotFound)
-	// The token is the administrator's, not the member's.
-	expectProblem(g, w.call(t, http.MethodDelete, others+"/"+adminTokenID, "", withCookie(w.admin)...), http.StatusNotFound)
+		list := w.call(t, http.MethodGet, others, "", withCookie(w.admin)...)
+		g.Expect(list.status).To(Equal(http.StatusOK), "body: %v", list.body)
+		g.Expect(list.body["items"]).To(HaveLen(2))
+		expectProblem(g, w.call(t, http.MethodGet, "/api/identity/principals/nobody/pat", "", withCookie(w.admin)...), http.StatusNotFound)
+		// The token is the administrator's, not the member's.
+		expectProblem(g, w.call(t, http.MethodDelete, others+"/"+adminTokenID, "", withCookie(w.admin)...), http.StatusNotFound)
 
-	g.Expect(w.call(t, http.MethodDelete, others+"/"+oneID, "", withCookie(w.admin)...).status).To(Equal(http.StatusNoContent))
-	expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(one)...), http.StatusUnauthorized)
-	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(two)...).status).To(Equal(http.StatusOK))
-	g.Expect(w.call(t, http.MethodDelete, others, "", withCookie(w.admin)...).status).To(Equal(http.StatusNoContent))
-	expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(two)...), http.StatusUnauthorized)
-	expectProblem(g, w.call(t, http.MethodDelete, "/api/identity/principals/nobody/pat", "", withCookie(w.admin)...), http.StatusNotFound)
+		g.Expect(w.call(t, http.MethodDelete, others+"/"+oneID, "", withCookie(w.admin)...).status).To(Equal(http.StatusNoContent))
+		expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(one)...), http.StatusUnauthorized)
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(two)...).status).To(Equal(http.StatusOK))
+		g.Expect(w.call(t, http.MethodDelete, others, "", withCookie(w.admin)...).status).To(Equal(http.StatusNoContent))
+		expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", bearer(two)...), http.StatusUnauthorized)
+		expectProblem(g, w.call(t, http.MethodDelete, "/api/identity/principals/nobody/pat", "", withCookie(w.admin)...), http.StatusNotFound)
 
-	events, err := w.svc.Audit.Latest(context.Background(), 0)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(events).To(ContainElement(And(
-		HaveField("Action", identity.ActionPersonalAccessTokenRevoked), HaveField("ActorID", w.adminID), HaveField("TargetID", w.memberID))))
-	g.Expect(events).To(ContainElement(And(
-		HaveField("Action", identity.ActionPersonalAccessTokenRevokedAll), HaveField("ActorID", w.adminID), HaveField("TargetID", w.memberID))))
+		events, err := w.svc.Audit.Latest(context.Background(), 0)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(events).To(ContainElement(And(
+			HaveField("Action", identity.ActionPersonalAccessTokenRevoked), HaveField("ActorID", w.adminID), HaveField("TargetID", w.memberID))))
+		g.Expect(events).To(ContainElement(And(
+			HaveField("Action", identity.ActionPersonalAccessTokenRevokedAll), HaveField("ActorID", w.adminID), HaveField("TargetID", w.memberID))))
+	})
 }
 
 func TestMalformedUnknownOrForeignBearerTokensLeaveTheRequestUnauthenticated(t *testing.T) {
-	w := newPATWorld(t)
-	_, token := w.createPAT(t, w.member, w.ws, "resources/read")
-	cases := map[string]string{
-		"the prefix alone":         "Bearer platform_pat_",
-		"too short":                "Bearer platform_pat_abc",
-		"not base64url":            "Bearer platform_pat_" + strings.Repeat("*", 43),
-		"non-ASCII":                "Bearer platform_pat_" + strings.Repeat("é", 22),
-		"very long":                "Bearer platform_pat_" + strings.Repeat("A", 8000),
-		"unknown":                  "Bearer platform_pat_" + strings.Repeat("A", 43),
-		"altered":                  "Bearer " + token[:len(token)-2] + "AA",
-		"with trailing characters": "Bearer " + token + "x",
-		"a session token":          "Bearer " + w.member.Value,
-		"another scheme":           "Basic " + token,
-		"no token":                 "Bearer",
-	}
-	for name, header := range cases {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			r := w.call(t, http.MethodGet, "/api/agents", "", "Authorization", header)
-			expectProblem(g, r, http.StatusUnauthorized)
-			g.Expect(w.call(t, http.MethodGet, "/livez", "", "Authorization", header).status).To(Equal(http.StatusOK), "routes without authentication still answer")
-		})
-	}
-	g := NewWithT(t)
-	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", "Authorization", "bearer "+token).status).To(Equal(http.StatusOK), "the scheme is case-insensitive")
-	expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", append(withCookie(w.member), "Authorization", "Bearer platform_pat_"+strings.Repeat("A", 43))...),
-		http.StatusUnauthorized)
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		w := newPATWorld(t, opts)
+		_, token := w.createPAT(t, w.member, w.ws, "resources/read")
+		cases := map[string]string{
+			"the prefix alone":         "Bearer platform_pat_",
+			"too short":                "Bearer platform_pat_abc",
+			"not base64url":            "Bearer platform_pat_" + strings.Repeat("*", 43),
+			"non-ASCII":                "Bearer platform_pat_" + strings.Repeat("é", 22),
+			"very long":                "Bearer platform_pat_" + strings.Repeat("A", 8000),
+			"unknown":                  "Bearer platform_pat_" + strings.Repeat("A", 43),
+			"altered":                  "Bearer " + token[:len(token)-2] + "AA",
+			"with trailing characters": "Bearer " + token + "x",
+			"a session token":          "Bearer " + w.member.Value,
+			"another scheme":           "Basic " + token,
+			"no token":                 "Bearer",
+		}
+		for name, header := range cases {
+			t.Run(name, func(t *testing.T) {
+				g := NewWithT(t)
+				r := w.call(t, http.MethodGet, "/api/agents", "", "Authorization", header)
+				expectProblem(g, r, http.StatusUnauthorized)
+				g.Expect(w.call(t, http.MethodGet, "/livez", "", "Authorization", header).status).To(Equal(http.StatusOK), "routes without authentication still answer")
+			})
+		}
+		g := NewWithT(t)
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", "Authorization", "bearer "+token).status).To(Equal(http.StatusOK), "the scheme is case-insensitive")
+		expectProblem(g, w.call(t, http.MethodGet, "/api/agents", "", append(withCookie(w.member), "Authorization", "Bearer platform_pat_"+strings.Repeat("A", 43))...),
+			http.StatusUnauthorized)
+	})
 }
 
 func TestPATAuditRecordsHoldNoTokenMaterial(t *testing.T) {
-	g := NewWithT(t)
-	w := newPATWorld(t)
-	id, token := w.createPAT(t, w.member, w.ws, "resources/read")
-	prefix := token[:len("platform_pat_")+8]
-	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusOK))
-	g.Expect(w.call(t, http.MethodDelete, "/api/identity/pat/"+id, "", withCookie(w.member)...).status).To(Equal(http.StatusNoContent))
-	g.Expect(w.call(t, http.MethodDelete, "/api/identity/pat", "", withCookie(w.member)...).status).To(Equal(http.StatusNoContent))
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		g := NewWithT(t)
+		w := newPATWorld(t, opts)
+		id, token := w.createPAT(t, w.member, w.ws, "resources/read")
+		prefix := token[:len("platform_pat_")+8]
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusOK))
+		g.Expect(w.call(t, http.MethodDelete, "/api/identity/pat/"+id, "", withCookie(w.member)...).status).To(Equal(http.StatusNoContent))
+		g.Expect(w.call(t, http.MethodDelete, "/api/identity/pat", "", withCookie(w.member)...).status).To(Equal(http.StatusNoContent))
 
-	events, err := w.svc.Audit.Latest(context.Background(), 0)
-	g.Expect(err).NotTo(HaveOccurred())
-	var actions []string
-	for _, e := range events {
-		actions = append(actions, e.Action)
-		record := fmt.Sprintf("%+v", e)
-		for _, material := range []string{token, token[len("platform_pat_"):], prefix, prefix[len("platform_pat_"):], "deploy-bot"} {
-			g.Expect(record).NotTo(ContainSubstring(material), "audit records hold no token, prefix or name")
+		events, err := w.svc.Audit.Latest(context.Background(), 0)
+		g.Expect(err).NotTo(HaveOccurred())
+		var actions []string
+		for _, e := range events {
+			actions = append(actions, e.Action)
+			record := fmt.Sprintf("%+v", e)
+			for _, material := range []string{token, token[len("platform_pat_"):], prefix, prefix[len("platform_pat_"):], "deploy-bot"} {
+				g.Expect(record).NotTo(ContainSubstring(material), "audit records hold no token, prefix or name")
+			}
 		}
-	}
-	g.Expect(actions).To(ContainElements("personal-access-token.created", "personal-access-token.revoked", "personal-access-token.revoked-all"))
+		g.Expect(actions).To(ContainElements("personal-access-token.created", "personal-access-token.revoked", "personal-access-token.revoked-all"))
+	})
 }
 
 func TestThePATOperationsAreDocumentedWithTheirPoliciesAndTheAllowList(t *testing.T) {
