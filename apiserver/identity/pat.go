@@ -295,20 +295,23 @@ func (s *Service) ListPATs(ctx context.Context, principalID string) ([]PersonalA
 // ErrPATNotFound. Revoking a revoked token changes and records nothing.
 func (s *Service) RevokePAT(ctx context.Context, actorID, principalID, tokenID string) error {
 	err := s.Store.InTx(ctx, func(tx *sql.Tx) error {
-		var (
-			workspaceID, tenantID string
-			revokedAt             sql.NullTime
-		)
-		err := tx.QueryRowContext(ctx, s.q(`SELECT t.workspace_id, w.tenant_id, t.revoked_at FROM personal_access_tokens t
+		var workspaceID, tenantID string
+		err := tx.QueryRowContext(ctx, s.q(`SELECT t.workspace_id, w.tenant_id FROM personal_access_tokens t
 			JOIN workspaces w ON w.id = t.workspace_id WHERE t.id = ? AND t.principal_id = ?`), tokenID, principalID).
-			Scan(&workspaceID, &tenantID, &revokedAt)
+			Scan(&workspaceID, &tenantID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrPATNotFound
 		}
-		if err != nil || revokedAt.Valid {
+		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE personal_access_tokens SET revoked_at = ? WHERE id = ?`), s.now(), tokenID); err != nil {
+		// The condition, not the read above, decides who revokes: of concurrent revocations
+		// exactly one changes the row and records it.
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE personal_access_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`), s.now(), tokenID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
 		return s.audit().Record(ctx, tx, Event{Action: ActionPersonalAccessTokenRevoked, Outcome: OutcomeSuccess,

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -452,5 +453,31 @@ func TestPATAuditRecordsUseTheSpecActionsAndHoldNoTokenMaterial(t *testing.T) {
 		}
 		digest := sha256.Sum256([]byte(secret))
 		g.Expect(cells).NotTo(ContainSubstring(hex.EncodeToString(digest[:])))
+	})
+}
+
+func TestConcurrentRevocationsOfOneTokenRecordOneRevocation(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		f := newPATFixture(t, s)
+		pat, _ := f.createPAT(t, f.member.ID, "engine")
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			wg.Go(func() { errs <- f.svc.RevokePAT(ctx, f.member.ID, f.member.ID, pat.ID) })
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		var revocations int
+		for _, a := range actions(t, f.svc) {
+			if a == "personal-access-token.revoked success" {
+				revocations++
+			}
+		}
+		g.Expect(revocations).To(Equal(1))
 	})
 }
