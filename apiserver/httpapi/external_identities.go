@@ -37,9 +37,12 @@ type externalIdentityListOutput struct {
 
 type linkExternalIdentityInput struct {
 	PrincipalID string `path:"principalId" maxLength:"128" doc:"Id of the Principal."`
-	Body        struct {
-		Issuer  string `json:"issuer" minLength:"1" maxLength:"1024" doc:"Absolute http(s) URL without user information, query or fragment, exactly as the provider's tokens carry it in iss."`
-		Subject string `json:"subject" minLength:"1" maxLength:"255" doc:"Exactly as the provider's tokens carry it in sub; no control characters or surrounding whitespace."`
+	// Issuer and subject carry no schema rules, not even required: huma's validation errors echo
+	// the offending value (for a missing property, the whole body). The identity service checks
+	// both, and its errors name only the field.
+	Body struct {
+		Issuer  string `json:"issuer" required:"false" doc:"Required. Absolute http(s) URL of printable ASCII, at most 1024 characters, without user information, query or fragment, exactly as the provider's tokens carry it in iss."`
+		Subject string `json:"subject" required:"false" doc:"Required. 1 to 255 bytes, exactly as the provider's tokens carry it in sub; no control characters or surrounding whitespace."`
 	}
 }
 

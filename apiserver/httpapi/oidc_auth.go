@@ -100,18 +100,23 @@ func decodeSignInState(value string) (signInState, bool) {
 }
 
 type oidcLoginInput struct {
-	ReturnURL string `query:"returnUrl" maxLength:"2048" doc:"Local path to go to once signed in (default /); other sites are refused."`
+	ReturnURL string `query:"returnUrl" maxLength:"2048" doc:"Local path to go to once signed in (default /); other sites are refused (400)."`
 }
 
+// oidcCallbackInput carries no schema limits: a validation error would echo the value, and the
+// code and the issuer stay out of answers. The handler bounds them instead.
 type oidcCallbackInput struct {
-	Code             string `query:"code" maxLength:"4096" doc:"The authorization code."`
-	State            string `query:"state" maxLength:"256" doc:"The state of the sign-in, as sent to the provider."`
-	Issuer           string `query:"iss" maxLength:"1024" doc:"The provider's issuer (RFC 9207), checked when present."`
-	Error            string `query:"error" maxLength:"256" doc:"The provider's refusal, instead of a code."`
-	ErrorDescription string `query:"error_description" maxLength:"1024" doc:"Ignored: never shown."`
+	Code             string `query:"code" doc:"The authorization code."`
+	State            string `query:"state" doc:"The state of the sign-in, as sent to the provider."`
+	Issuer           string `query:"iss" doc:"The provider's issuer (RFC 9207), checked when present."`
+	Error            string `query:"error" doc:"The provider's refusal, instead of a code."`
+	ErrorDescription string `query:"error_description" doc:"Ignored: never shown."`
 	SignIn           string `cookie:"platform-oidc-signin" doc:"The sign-in started by GET /api/auth/oidc/login."`
 	Accept           string `header:"Accept" doc:"A browser (text/html) is redirected to /access-denied when the sign-in is refused; other callers get Problem Details."`
 }
+
+// maxCallbackValue bounds each value of the callback.
+const maxCallbackValue = 4096
 
 type redirectOutput struct {
 	Status    int
@@ -195,6 +200,11 @@ func (s *Server) registerOIDC() {
 				return &redirectOutput{Status: http.StatusFound, Location: AccessDeniedPath, SetCookie: []http.Cookie{clearSignIn}}, nil
 			}
 			return nil, apiErr
+		}
+		for _, v := range []string{in.Code, in.State, in.Issuer, in.Error, in.SignIn} {
+			if len(v) > maxCallbackValue {
+				return nil, huma.Error400BadRequest("the provider's response is too large")
+			}
 		}
 		st, ok := decodeSignInState(in.SignIn)
 		if !ok || subtle.ConstantTimeCompare([]byte(st.State), []byte(in.State)) != 1 {

@@ -310,10 +310,12 @@ func TestExternalIdentityLinksAreForPlatformAdministrators(t *testing.T) {
 		"subject with a control":       {body(issuer, "k\u0007"), "body.subject"},
 		"empty subject":                {body(issuer, ""), "body.subject"},
 		"over-long subject":            {body(issuer, strings.Repeat("k", 256)), "body.subject"},
+		"missing subject":              {`{"issuer":"` + issuer + `"}`, "body.subject"},
 	} {
 		r := call(t, server, http.MethodPost, links("kate"), tc.body, asAdmin...)
 		expectProblem(g, r, http.StatusUnprocessableEntity)
 		g.Expect(r.body["errors"]).To(ContainElement(HaveKeyWithValue("location", tc.location)), name)
+		g.Expect(fmt.Sprint(r.body)).NotTo(ContainSubstring("example.test"), "%s: the answer does not repeat the issuer", name)
 	}
 
 	r = call(t, server, http.MethodPost, links("kate"), body(issuer, "kate"), asAdmin...)
