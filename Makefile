@@ -106,10 +106,8 @@ build: ## Build the platform binary into bin/platform.
 	go build -o bin/platform .
 
 .PHONY: run
-run: ## Run `platform serve` from source with its data in DATA_DIR (default .data), in Development mode until local accounts exist.
-	PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development} \
-	Platform__Authentication__Mode=$${Platform__Authentication__Mode:-Development} \
-	go run . serve --data-dir $(DATA_DIR)
+run: ## Run `platform serve` from source with its data in DATA_DIR (default .data): Local accounts; open /bootstrap once to create the first administrator.
+	PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development} go run . serve --data-dir $(DATA_DIR)
 
 ##@ Test
 
