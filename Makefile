@@ -99,6 +99,8 @@ swagger-ui: ## Refresh the embedded API browser assets from the npm package swag
 		cp "$$tmp/package/$$f" $(SWAGGER_UI_ASSETS)/; \
 	done
 
+FUZZ_TIME ?= 3s
+
 ##@ Build
 
 .PHONY: build
@@ -112,8 +114,13 @@ run: ## Run `platform serve` from source with its data in DATA_DIR (default .dat
 ##@ Test
 
 .PHONY: test
-test: verify-gen vet ## Verify generated files, vet, and run every test (tune with GO_TEST_FLAGS).
+test: verify-gen vet ## Verify generated files, vet, run every test (tune with GO_TEST_FLAGS), then every fuzz target briefly.
 	go test $(GO_TEST_FLAGS) $(GO_PACKAGES)
+	$(MAKE) fuzz
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZ_TIME (default 3s) each.
+	FUZZ_TIME=$(FUZZ_TIME) hack/fuzz.sh
 
 .PHONY: bench
 bench: ## Run every benchmark BENCH_COUNT times for BENCH_TIME each; results on stdout.
