@@ -146,6 +146,12 @@ func bearerToken(header string) (string, bool) {
 	return token, token != ""
 }
 
+// localAccounts reports whether callers sign in with local accounts: mode Local or Hybrid on a
+// server that has the identity service.
+func (s *Server) localAccounts() bool {
+	return s.identity != nil && (s.mode == ModeLocal || s.mode == ModeHybrid)
+}
+
 // sessions reports whether session cookies authenticate: the server has the identity service and
 // callers sign in, locally or through the OpenID Provider.
 func (s *Server) sessions() bool {

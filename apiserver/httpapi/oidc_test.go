@@ -177,8 +177,11 @@ func TestOIDCSignInOfAnUnlinkedSubjectIsDenied(t *testing.T) {
 
 	// Only the exact subject is linked: another case is another identity.
 	for _, login := range []string{"stranger", "Alan-Turing"} {
-		resp, _, browser := env.signIn(t, login, "/api/agents")
+		resp, page, browser := env.signIn(t, login, "/api/agents")
 		g.Expect(resp.Request.URL.Path).To(Equal(httpapi.AccessDeniedPath), login)
+		g.Expect(resp.StatusCode).To(Equal(http.StatusForbidden), login)
+		g.Expect(string(page)).To(ContainSubstring("link it"), login)
+		g.Expect(string(page)).NotTo(ContainSubstring(login), "the page does not echo the subject")
 		g.Expect(sessionCookieOf(browser, env.server.URL)).To(BeNil(), login)
 	}
 
@@ -390,12 +393,20 @@ func TestOIDCSignInIsOnlyInModesOidcAndHybridAndReturnsOnlyLocally(t *testing.T)
 		g.Expect(r.body["errors"]).To(ContainElement(HaveKeyWithValue("location", "query.returnUrl")), returnURL)
 	}
 
+	// Mode Hybrid offers both sign-ins on the login page.
+	page, err := http.Get(env.server.URL + "/login?returnUrl=%2Fapi%2Fagents")
+	g.Expect(err).NotTo(HaveOccurred())
+	html, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	g.Expect(string(html)).To(ContainSubstring(`action="/login"`))
+	g.Expect(string(html)).To(ContainSubstring(`href="/api/auth/oidc/login?returnUrl=%2fapi%2fagents"`))
+
 	g.Expect(env.link(t, env.alanID, "alan-turing").status).To(Equal(http.StatusCreated))
 	resp, _, _ := env.signIn(t, "alan-turing", "/api/../api/./agents?limit=1")
 	g.Expect(resp.Request.URL.RequestURI()).To(Equal("/api/agents?limit=1"), "the return URL is normalized")
 }
 
-func TestLocalSignInIsOffInModeOidc(t *testing.T) {
+func TestLocalSignInAndItsPagesAreOffInModeOidc(t *testing.T) {
 	g := NewWithT(t)
 	db, err := store.Open(context.Background(), store.Options{DataDir: t.TempDir()})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -415,4 +426,16 @@ func TestLocalSignInIsOffInModeOidc(t *testing.T) {
 	server := httptest.NewServer(api.Handler())
 	t.Cleanup(server.Close)
 	expectProblem(g, call(t, server, http.MethodPost, "/api/auth/local/login", fmt.Sprintf(`{"username":"Alan","password":%q}`, adminPassword)), http.StatusNotFound)
+
+	// The login page hands over to the provider; there is no local bootstrap page.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(server.URL + "/login?returnUrl=%2Fapi%2Fagents")
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusSeeOther))
+	g.Expect(resp.Header.Get("Location")).To(Equal("/api/auth/oidc/login?returnUrl=%2Fapi%2Fagents"))
+	resp, err = noRedirect.Get(server.URL + "/bootstrap")
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusNotFound))
 }
