@@ -97,3 +97,20 @@ func writeProblem(w http.ResponseWriter, status int, detail string) {
 	w.WriteHeader(status)
 	fmt.Fprintf(w, `{"title":%q,"status":%d,"detail":%q}`, http.StatusText(status), status, detail)
 }
+
+// huma's validation errors echo the offending value, and a body that is not JSON whole; that
+// value can be a password or a token. Problem Details of this API name the field, never the value.
+func init() {
+	withValues := huma.NewError
+	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
+		err := withValues(status, msg, errs...)
+		if model, ok := err.(*huma.ErrorModel); ok {
+			for _, detail := range model.Errors {
+				if detail != nil {
+					detail.Value = nil
+				}
+			}
+		}
+		return err
+	}
+}
