@@ -369,3 +369,8 @@ func (s *Service) RevokePlatformAdministrator(ctx context.Context, actorID, prin
 	}
 	return nil
 }
+
+// LatestAuditEvents reads the newest audit events first, at most limit (see Audit.Latest).
+func (s *Service) LatestAuditEvents(ctx context.Context, limit int) ([]Event, error) {
+	return s.audit().Latest(ctx, limit)
+}
