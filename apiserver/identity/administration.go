@@ -179,6 +179,27 @@ func (s *Service) requireActiveAdministrator(ctx context.Context, db queryer, ac
 	return nil
 }
 
+// keepAnActiveAdministrator refuses, with ErrLastAdministrator, a change that takes the grant or
+// the account of principalID away when it is the last active administrator.
+func (s *Service) keepAnActiveAdministrator(ctx context.Context, tx *sql.Tx, principalID string) error {
+	var active int
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM platform_administrators g JOIN principals p ON p.id = g.principal_id
+		WHERE g.principal_id = ? AND p.status = ?`), principalID, StatusActive).Scan(&active); err != nil {
+		return err
+	}
+	if active == 0 {
+		return nil // not an active administrator: the count does not change
+	}
+	n, err := s.activeAdministrators(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if n <= 1 {
+		return ErrLastAdministrator
+	}
+	return nil
+}
+
 // administer runs fn in a transaction that holds the administration lock, in this process and in
 // the database.
 func (s *Service) administer(ctx context.Context, fn func(*sql.Tx) error) error {
@@ -204,41 +225,32 @@ func (s *Service) SetLocalAccountStatus(ctx context.Context, actorID, accountID,
 		return Account{}, ErrInvalidStatus
 	}
 	err := s.administer(ctx, func(tx *sql.Tx) error {
-		if err := s.requireActiveAdministrator(ctx, tx, actorID); err != nil {
-			return err
-		}
 		cur, err := s.readAccount(ctx, tx, `a.account_id = ?`, accountID)
 		if err != nil {
 			return err
 		}
-		if status == StatusActive {
-			if !cur.disabled() {
-				return nil
+		disable := status == StatusDisabled && !cur.disabled()
+		enable := status == StatusActive && cur.disabled()
+		if disable {
+			if cur.principalID == actorID {
+				return ErrSelfDisable
 			}
-			return s.enableInTx(ctx, tx, actorID, cur)
-		}
-		if cur.disabled() {
-			return nil
-		}
-		if cur.principalID == actorID {
-			return ErrSelfDisable
-		}
-		admin, err := s.isAdministrator(ctx, tx, cur.principalID)
-		if err != nil {
-			return err
-		}
-		if admin {
-			// The actor is another active administrator, so this holds unless the rule above is
-			// bypassed; it is the spec's rule and stays checked on its own.
-			n, err := s.activeAdministrators(ctx, tx)
-			if err != nil {
+			if err := s.keepAnActiveAdministrator(ctx, tx, cur.principalID); err != nil {
 				return err
 			}
-			if n <= 1 {
-				return ErrLastAdministrator
-			}
 		}
-		return s.disableInTx(ctx, tx, actorID, cur)
+		// After the rules: a request whose actor lost its grant meanwhile (two administrators
+		// disabling each other at once) reports the rule it would break.
+		if err := s.requireActiveAdministrator(ctx, tx, actorID); err != nil {
+			return err
+		}
+		switch {
+		case disable:
+			return s.disableInTx(ctx, tx, actorID, cur)
+		case enable:
+			return s.enableInTx(ctx, tx, actorID, cur)
+		}
+		return nil
 	})
 	if err != nil {
 		return Account{}, fmt.Errorf("set account status: %w", err)
@@ -330,18 +342,8 @@ func (s *Service) GrantPlatformAdministrator(ctx context.Context, actorID, princ
 // administrator. The target's sessions stay valid: they lose the grant on their next request.
 func (s *Service) RevokePlatformAdministrator(ctx context.Context, actorID, principalID string) error {
 	err := s.administer(ctx, func(tx *sql.Tx) error {
-		if err := s.requireActiveAdministrator(ctx, tx, actorID); err != nil {
-			return err
-		}
 		if principalID == actorID {
 			return ErrSelfRevocation
-		}
-		target, err := s.readPrincipal(ctx, tx, principalID)
-		if errors.Is(err, ErrNotFound) {
-			return ErrGrantNotFound
-		}
-		if err != nil {
-			return err
 		}
 		held, err := s.isAdministrator(ctx, tx, principalID)
 		if err != nil {
@@ -350,14 +352,12 @@ func (s *Service) RevokePlatformAdministrator(ctx context.Context, actorID, prin
 		if !held {
 			return ErrGrantNotFound
 		}
-		if target.Status == StatusActive {
-			n, err := s.activeAdministrators(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if n <= 1 {
-				return ErrLastAdministrator
-			}
+		if err := s.keepAnActiveAdministrator(ctx, tx, principalID); err != nil {
+			return err
+		}
+		// After the rules, as in SetLocalAccountStatus.
+		if err := s.requireActiveAdministrator(ctx, tx, actorID); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM platform_administrators WHERE principal_id = ?`), principalID); err != nil {
 			return err
