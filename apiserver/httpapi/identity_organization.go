@@ -100,9 +100,12 @@ type membershipPathInput struct {
 	PrincipalID string `path:"principalId" maxLength:"64" doc:"Id of the Principal."`
 }
 
+// setMembershipInput repeats the path fields: huma reads no parameters from an embedded
+// unexported struct.
 type setMembershipInput struct {
-	membershipPathInput
-	Body struct {
+	WorkspaceID string `path:"workspaceId" maxLength:"63" doc:"Id or route name of the workspace; it is also the workspace of the request."`
+	PrincipalID string `path:"principalId" maxLength:"64" doc:"Id of the Principal."`
+	Body        struct {
 		Role string `json:"role" enum:"Owner,Admin,Member,Viewer" doc:"The Principal's role in the workspace."`
 	}
 }
