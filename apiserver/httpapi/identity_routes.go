@@ -174,9 +174,10 @@ func (s *Server) registerAccounts() {
 		Description: "Creates, in one step, an active human Principal, its local account, its membership of the Workspace's " +
 			"Tenant and its role in the Workspace; audited as local-account.created and workspace-membership.set. " +
 			"409 when the username is taken; 422 for a password that does not meet the rules (each unmet rule is listed) " +
-			"and for invalid fields. No error repeats the username, password or e-mail address.",
+			"and for invalid fields; 404 when the Workspace is not an active one. No error repeats the username, password " +
+			"or e-mail address.",
 		DefaultStatus: http.StatusCreated,
-		Errors:        []int{http.StatusConflict, http.StatusUnprocessableEntity},
+		Errors:        []int{http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity},
 	}, PolicyPlatformAdmin)
 	create.Middlewares = huma.Middlewares{exactPath(s.api)}
 	huma.Register(s.api, create, func(ctx context.Context, in *createAccountInput) (*struct{ Body CreatedLocalAccount }, error) {
