@@ -39,14 +39,15 @@ func (r role) String() string { return roleNames[r] }
 // statuses are the expected answers, in role order.
 type statuses [roleCount]int
 
-// The shapes of expectation of the policies. Spelled out per row below so that a change of
-// policy or of the role catalog shows as a changed row.
-func resourceRead(ok int) statuses  { return statuses{401, ok, ok, ok, ok, 404, ok} }
-func resourceWrite(ok int) statuses { return statuses{401, ok, ok, 403, 403, 404, ok} }
-func authorizationAdmin(ok int) statuses {
-	return statuses{401, ok, ok, 403, 403, 404, ok}
+// The answers the roles get, by what the operation needs. Owner and Admin hold every permission
+// the routes ask for; Member and Viewer hold workspaces/read, resources/read and runs/read
+// (Member also runs/execute); the non-member is not found in the workspace; a Platform
+// administrator holds every permission in every workspace.
+func workspaceRoles(ok int) statuses  { return statuses{401, ok, ok, ok, ok, 404, ok} }
+func ownersAndAdmins(ok int) statuses { return statuses{401, ok, ok, 403, 403, 404, ok} }
+func platformAdminOnly(ok int) statuses {
+	return statuses{401, 403, 403, 403, 403, 403, ok}
 }
-func platformAdminOnly(ok int) statuses  { return statuses{401, 403, 403, 403, 403, 403, ok} }
 func anyInteractiveUser(ok int) statuses { return statuses{401, ok, ok, ok, ok, ok, ok} }
 
 // tableRequest is one call of a row.
@@ -150,16 +151,16 @@ func get(path string) func(*tableFixture, role) tableRequest {
 
 // kindRows are the five rows of a Management kind's generic operations.
 func kindRows(rows map[string]tableRow, id, collection, fixture string, body func(name string) string) {
-	rows["list-"+id+"s"] = tableRow{httpapi.PolicyResourcesRead, resourceRead(200), get(collection)}
-	rows["get-"+id] = tableRow{httpapi.PolicyResourcesRead, resourceRead(200), get(collection + "/" + fixture)}
-	rows["create-"+id] = tableRow{httpapi.PolicyResourcesWrite, resourceWrite(201), func(_ *tableFixture, r role) tableRequest {
+	rows["list-"+id+"s"] = tableRow{httpapi.PolicyResourcesRead, workspaceRoles(200), get(collection)}
+	rows["get-"+id] = tableRow{httpapi.PolicyResourcesRead, workspaceRoles(200), get(collection + "/" + fixture)}
+	rows["create-"+id] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(201), func(_ *tableFixture, r role) tableRequest {
 		return tableRequest{method: http.MethodPost, path: collection, body: body("created-by-" + r.String())}
 	}}
-	rows["replace-"+id] = tableRow{httpapi.PolicyResourcesWrite, resourceWrite(200), func(f *tableFixture, _ role) tableRequest {
+	rows["replace-"+id] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(200), func(f *tableFixture, _ role) tableRequest {
 		path := collection + "/" + fixture
 		return tableRequest{method: http.MethodPut, path: path, body: body(fixture), headers: []string{"If-Match", f.etag(path)}}
 	}}
-	rows["delete-"+id] = tableRow{httpapi.PolicyResourcesDelete, resourceWrite(204), func(f *tableFixture, r role) tableRequest {
+	rows["delete-"+id] = tableRow{httpapi.PolicyResourcesDelete, ownersAndAdmins(204), func(f *tableFixture, r role) tableRequest {
 		name := "deleted-by-" + r.String()
 		return tableRequest{method: http.MethodDelete, path: collection + "/" + name, headers: f.fresh(collection, name, body(name))}
 	}}
@@ -174,7 +175,9 @@ func routeRoleTable() map[string]tableRow {
 	kindRows(rows, "model-provider", "/api/modelproviders", "table-provider", func(n string) string { return providerBody(n, "Table") })
 	kindRows(rows, "model-profile", "/api/modelprofiles", "table-profile", func(n string) string { return profileBody(n, "table-provider", "small-1") })
 
-	read := func(path string) tableRow { return tableRow{httpapi.PolicyResourcesRead, resourceRead(200), get(path)} }
+	read := func(path string) tableRow {
+		return tableRow{httpapi.PolicyResourcesRead, workspaceRoles(200), get(path)}
+	}
 	rows["get-agent-model"] = read("/api/agents/table-agent/model")
 	rows["get-deployment"] = read("/api/deployments/table-agent")
 	rows["list-flow-versions"] = read("/api/flows/table-flow/versions")
@@ -185,7 +188,7 @@ func routeRoleTable() map[string]tableRow {
 	rows["list-models"] = read("/api/models")
 	rows["get-model-profile-resolution"] = read("/api/modelprofiles/table-profile/resolution")
 	rows["list-model-profile-usages"] = read("/api/modelprofiles/table-profile/usages")
-	rows["publish-flow-version"] = tableRow{httpapi.PolicyResourcesWrite, resourceWrite(201), func(_ *tableFixture, r role) tableRequest {
+	rows["publish-flow-version"] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(201), func(_ *tableFixture, r role) tableRequest {
 		return tableRequest{method: http.MethodPost, path: "/api/flows/table-flow/versions", body: fmt.Sprintf(`{"version":"2.0.%d"}`, r)}
 	}}
 
@@ -225,7 +228,7 @@ func routeRoleTable() map[string]tableRow {
 	rows["list-audit-events"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/identity/audit-events?limit=10")}
 
 	// Request context and preferences.
-	rows["get-identity-context"] = tableRow{httpapi.PolicyWorkspaceReader, resourceRead(200), get("/api/identity/context")}
+	rows["get-identity-context"] = tableRow{httpapi.PolicyWorkspaceReader, workspaceRoles(200), get("/api/identity/context")}
 	rows["select-workspace"] = tableRow{httpapi.PolicyInteractiveUser, statuses{401, 200, 200, 200, 200, 404, 200}, func(f *tableFixture, _ role) tableRequest {
 		return tableRequest{method: http.MethodPost, path: "/api/identity/context/workspace", body: fmt.Sprintf(`{"workspace":%q}`, f.ws.RouteName)}
 	}}
@@ -235,22 +238,22 @@ func routeRoleTable() map[string]tableRow {
 	}}
 
 	// Organization.
-	rows["get-organization"] = tableRow{httpapi.PolicyAuthorizationReader, authorizationAdmin(200), get("/api/identity/organization")}
-	rows["list-workspaces"] = tableRow{httpapi.PolicyAuthorizationReader, authorizationAdmin(200), get("/api/identity/workspaces")}
-	rows["list-members"] = tableRow{httpapi.PolicyAuthorizationReader, authorizationAdmin(200), get("/api/identity/members")}
-	rows["get-workspace"] = tableRow{httpapi.PolicyWorkspaceReader, resourceRead(200), func(f *tableFixture, _ role) tableRequest {
+	rows["get-organization"] = tableRow{httpapi.PolicyAuthorizationReader, ownersAndAdmins(200), get("/api/identity/organization")}
+	rows["list-workspaces"] = tableRow{httpapi.PolicyAuthorizationReader, ownersAndAdmins(200), get("/api/identity/workspaces")}
+	rows["list-members"] = tableRow{httpapi.PolicyAuthorizationReader, ownersAndAdmins(200), get("/api/identity/members")}
+	rows["get-workspace"] = tableRow{httpapi.PolicyWorkspaceReader, workspaceRoles(200), func(f *tableFixture, _ role) tableRequest {
 		return tableRequest{method: http.MethodGet, path: "/api/identity/workspaces/" + f.ws.ID}
 	}}
-	rows["create-workspace"] = tableRow{httpapi.PolicyWorkspaceAdmin, resourceWrite(201), func(_ *tableFixture, r role) tableRequest {
+	rows["create-workspace"] = tableRow{httpapi.PolicyWorkspaceAdmin, ownersAndAdmins(201), func(_ *tableFixture, r role) tableRequest {
 		return tableRequest{method: http.MethodPost, path: "/api/identity/workspaces", body: fmt.Sprintf(`{"name":%q}`, uniqueWorkspace("by-"+r.String()))}
 	}}
-	rows["list-workspace-memberships"] = tableRow{httpapi.PolicyAuthorizationReader, authorizationAdmin(200), func(f *tableFixture, _ role) tableRequest {
+	rows["list-workspace-memberships"] = tableRow{httpapi.PolicyAuthorizationReader, ownersAndAdmins(200), func(f *tableFixture, _ role) tableRequest {
 		return tableRequest{method: http.MethodGet, path: "/api/identity/workspaces/" + f.ws.RouteName + "/memberships"}
 	}}
-	rows["set-workspace-membership"] = tableRow{httpapi.PolicyAuthorizationAdmin, authorizationAdmin(200), func(f *tableFixture, _ role) tableRequest {
+	rows["set-workspace-membership"] = tableRow{httpapi.PolicyAuthorizationAdmin, ownersAndAdmins(200), func(f *tableFixture, _ role) tableRequest {
 		return tableRequest{method: http.MethodPut, path: "/api/identity/workspaces/" + f.ws.ID + "/memberships/" + f.spareMember.PrincipalID, body: `{"role":"Viewer"}`}
 	}}
-	rows["remove-workspace-membership"] = tableRow{httpapi.PolicyAuthorizationAdmin, authorizationAdmin(204), func(f *tableFixture, _ role) tableRequest {
+	rows["remove-workspace-membership"] = tableRow{httpapi.PolicyAuthorizationAdmin, ownersAndAdmins(204), func(f *tableFixture, _ role) tableRequest {
 		if _, err := f.svc.SetWorkspaceMembership(context.Background(), f.admin.ID, f.ws.ID, f.spareRemoved.PrincipalID, identity.RoleViewer); err != nil {
 			f.t.Fatal(err)
 		}
