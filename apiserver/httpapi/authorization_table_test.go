@@ -225,6 +225,23 @@ func routeRoleTable() map[string]tableRow {
 		}
 		return tableRequest{method: http.MethodDelete, path: "/api/identity/platform-administrators/" + f.spareAdmin.PrincipalID}
 	}}
+	externalIdentities := func(f *tableFixture) string {
+		return "/api/identity/principals/" + f.spareAccount.PrincipalID + "/external-identities"
+	}
+	rows["list-external-identities"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), func(f *tableFixture, _ role) tableRequest {
+		return tableRequest{method: http.MethodGet, path: externalIdentities(f)}
+	}}
+	rows["link-external-identity"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(201), func(f *tableFixture, r role) tableRequest {
+		return tableRequest{method: http.MethodPost, path: externalIdentities(f),
+			body: fmt.Sprintf(`{"issuer":"https://idp.example.test","subject":"linked-by-%s"}`, r)}
+	}}
+	rows["unlink-external-identity"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(204), func(f *tableFixture, r role) tableRequest {
+		link, _, err := f.svc.LinkExternalIdentity(context.Background(), f.admin.ID, f.spareAccount.PrincipalID, "https://idp.example.test", "unlinked-by-"+r.String())
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		return tableRequest{method: http.MethodDelete, path: externalIdentities(f) + "/" + link.ID}
+	}}
 	rows["list-audit-events"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/identity/audit-events?limit=10")}
 
 	// Request context and preferences.

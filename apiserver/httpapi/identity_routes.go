@@ -18,8 +18,6 @@ import (
 // organization (Tenant, workspaces, memberships) are in identity_context.go and
 // identity_organization.go.
 
-var errNoIdentity = huma.Error404NotFound("the identity store is not enabled on this server")
-
 // principalCaller is the caller of an identity route, which must be a Principal of the identity
 // store.
 func (s *Server) principalCaller(ctx context.Context) (Caller, error) {

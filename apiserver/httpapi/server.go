@@ -16,6 +16,7 @@ import (
 
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/oidc"
 	"platform.dev/platform/internal/config"
 	"platform.dev/platform/internal/version"
 )
@@ -51,6 +52,11 @@ type Server struct {
 	mode      string
 	identity  *identity.Service
 	provision func(context.Context, identity.Workspace) error
+
+	// oidc and tokens are the OpenID Provider and its bearer token verifier, in modes Oidc and
+	// Hybrid only.
+	oidc   *oidc.Provider
+	tokens *oidc.Verifier
 }
 
 // New builds the service API and checks its configuration.
@@ -80,10 +86,15 @@ func New(opts Options) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace}
+	if err := s.configureOIDC(opts.Config); err != nil {
+		return nil, err
+	}
 	api.UseMiddleware(s.authenticate(api), s.authorize(api))
 
 	s.registerHealth()
 	s.registerAuth()
+	s.registerOIDC()
+	s.registerExternalIdentities()
 	s.registerAgents()
 	s.registerFlows()
 	s.registerModelProviders()
@@ -139,6 +150,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 const (
 	tagHealth         = "Health"
 	tagAuthentication = "Authentication"
+	tagIdentity       = "Identity"
 	tagAgents         = "Agents"
 	tagFlows          = "Flows"
 	tagModelProviders = "Model providers"
@@ -156,7 +168,8 @@ const (
 
 var tags = []*huma.Tag{
 	{Name: tagHealth, Description: "Liveness and readiness of the service."},
-	{Name: tagAuthentication, Description: "Bootstrap of the first administrator, local sign-in and sign-out."},
+	{Name: tagAuthentication, Description: "Bootstrap of the first administrator, local and OIDC sign-in, and sign-out."},
+	{Name: tagIdentity, Description: "Identity administration: the external identities linked to Principals."},
 	{Name: tagAgents, Description: "Agents: participants that Flows invoke, with their model profile and tools."},
 	{Name: tagFlows, Description: "Flows: how work is routed to agents; editable drafts and immutable published versions."},
 	{Name: tagModelProviders, Description: "Model providers: where models are served; reads never contact the provider."},

@@ -12,7 +12,6 @@ import (
 
 // Errors of account and Platform administrator administration.
 var (
-	ErrPrincipalNotFound        = errors.New("identity: no such principal")
 	ErrNotPlatformAdministrator = errors.New("identity: the caller is not an active Platform administrator")
 	ErrSelfRevocation           = errors.New("identity: a Platform administrator cannot revoke its own grant")
 	ErrSelfDisable              = errors.New("identity: a Platform administrator cannot disable its own account")
