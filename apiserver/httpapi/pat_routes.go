@@ -70,7 +70,7 @@ type patIDInput struct {
 	TokenID string `path:"tokenId" maxLength:"64" doc:"Id of the token."`
 }
 
-type principalInput struct {
+type patPrincipalInput struct {
 	PrincipalID string `path:"principalId" maxLength:"128" doc:"Id of the Principal."`
 }
 
@@ -146,7 +146,7 @@ func (s *Server) registerPATs() {
 		Summary:     "List another Principal's personal access tokens",
 		Description: "Metadata only. For Platform administrators.",
 		Errors:      []int{http.StatusNotFound},
-	}, PolicyPlatformAdmin), func(ctx context.Context, in *principalInput) (*patListOutput, error) {
+	}, PolicyPlatformAdmin), func(ctx context.Context, in *patPrincipalInput) (*patListOutput, error) {
 		if s.identity == nil {
 			return nil, errNoPATs
 		}
@@ -173,7 +173,7 @@ func (s *Server) registerPATs() {
 		Description:   "For Platform administrators.",
 		DefaultStatus: http.StatusNoContent,
 		Errors:        []int{http.StatusNotFound},
-	}, PolicyPlatformAdmin), func(ctx context.Context, in *principalInput) (*struct{}, error) {
+	}, PolicyPlatformAdmin), func(ctx context.Context, in *patPrincipalInput) (*struct{}, error) {
 		caller, err := s.patAdministrator(ctx)
 		if err != nil {
 			return nil, err
@@ -233,7 +233,7 @@ func (s *Server) createPAT(ctx context.Context, caller Caller, in *createPATInpu
 	for i, name := range b.Permissions {
 		p, err := identity.ParsePermission(name)
 		if err != nil || !identity.PATAllowed.Has(p) {
-			details = append(details, &huma.ErrorDetail{Location: fmt.Sprintf("body.permissions[%d]", i), Value: name,
+			details = append(details, &huma.ErrorDetail{Location: fmt.Sprintf("body.permissions[%d]", i),
 				Message: "a personal access token allows only " + identity.PATAllowed.String()})
 			continue
 		}
@@ -291,7 +291,7 @@ func patProblem(err error) error {
 		return nil
 	case errors.Is(err, identity.ErrPATNotFound):
 		return huma.Error404NotFound("personal access token not found")
-	case errors.Is(err, identity.ErrNotFound):
+	case errors.Is(err, identity.ErrPrincipalNotFound):
 		return huma.Error404NotFound("principal not found")
 	case errors.Is(err, identity.ErrPATPrincipal):
 		return huma.Error403Forbidden("personal access tokens are only for active human Principals")

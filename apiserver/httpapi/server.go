@@ -16,6 +16,7 @@ import (
 
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/oidc"
 	"platform.dev/platform/internal/config"
 	"platform.dev/platform/internal/version"
 )
@@ -51,6 +52,11 @@ type Server struct {
 	mode      string
 	identity  *identity.Service
 	provision func(context.Context, identity.Workspace) error
+
+	// oidc and tokens are the OpenID Provider and its bearer token verifier, in modes Oidc and
+	// Hybrid only.
+	oidc   *oidc.Provider
+	tokens *oidc.Verifier
 }
 
 // New builds the service API and checks its configuration.
@@ -70,7 +76,7 @@ func New(opts Options) (*Server, error) {
 	humaConfig.OpenAPIPath = OpenAPIPath
 	// huma's own docs page loads its scripts from a CDN; the platform serves its own copy.
 	humaConfig.DocsPath = ""
-	humaConfig.Info.Description = "The service API of the work-delegation platform: Management resources, Flows, Work and Runtime."
+	humaConfig.Info.Description = "The service API of the work-delegation platform: Management resources, Flows, Work and Runtime, and identity administration."
 	humaConfig.Components.SecuritySchemes = securitySchemes()
 	humaConfig.Tags = tags
 	// The $schema links of huma's default transformers are not part of our contract.
@@ -80,10 +86,15 @@ func New(opts Options) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace}
+	if err := s.configureOIDC(opts.Config); err != nil {
+		return nil, err
+	}
 	api.UseMiddleware(s.authenticate(api), s.authorize(api))
 
 	s.registerHealth()
 	s.registerAuth()
+	s.registerOIDC()
+	s.registerExternalIdentities()
 	s.registerPATs()
 	s.registerAgents()
 	s.registerFlows()
@@ -91,9 +102,16 @@ func New(opts Options) (*Server, error) {
 	s.registerModels()
 	s.registerModelProfiles()
 	s.registerDeployments()
+	s.registerAccounts()
+	s.registerPlatformAdministrators()
+	s.registerSecurityAudit()
+	s.registerRequestContext()
+	s.registerPreferences()
+	s.registerOrganization()
 	if opts.Config.IsDevelopmentOrTesting() {
 		swaggerui.Register(mux, "/swagger", OpenAPIPath+".json")
 	}
+	s.registerPages(mux)
 	mux.HandleFunc("/api/", notFoundHandler)
 	// Cross-site state-changing requests (by Sec-Fetch-Site, else Origin against Host) are
 	// refused: the session cookie must not act for another site's page.
@@ -133,23 +151,38 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 const (
 	tagHealth         = "Health"
 	tagAuthentication = "Authentication"
+	tagIdentity       = "Identity"
 	tagAgents         = "Agents"
 	tagFlows          = "Flows"
 	tagModelProviders = "Model providers"
 	tagModels         = "Models"
 	tagModelProfiles  = "Model profiles"
 	tagDeployments    = "Deployments"
+
+	tagAccounts               = "Local accounts"
+	tagPlatformAdministrators = "Platform administrators"
+	tagSecurityAudit          = "Security audit"
+	tagRequestContext         = "Request context"
+	tagPreferences            = "Preferences"
+	tagOrganization           = "Organization"
 )
 
 var tags = []*huma.Tag{
 	{Name: tagHealth, Description: "Liveness and readiness of the service."},
-	{Name: tagAuthentication, Description: "Bootstrap of the first administrator, local sign-in and sign-out."},
+	{Name: tagAuthentication, Description: "Bootstrap of the first administrator, local and OIDC sign-in, and sign-out."},
+	{Name: tagIdentity, Description: "Identity administration: the external identities linked to Principals."},
 	{Name: tagAgents, Description: "Agents: participants that Flows invoke, with their model profile and tools."},
 	{Name: tagFlows, Description: "Flows: how work is routed to agents; editable drafts and immutable published versions."},
 	{Name: tagModelProviders, Description: "Model providers: where models are served; reads never contact the provider."},
 	{Name: tagModels, Description: "Models: the inventory of models discovered at the model providers."},
 	{Name: tagModelProfiles, Description: "Model profiles: portable generation, reasoning and output intent over one model provider."},
 	{Name: tagDeployments, Description: "Deployments: the runtime view of agents, rebuilt from Management state."},
+	{Name: tagAccounts, Description: "Local accounts: creation with initial access, enabling and disabling, for Platform administrators."},
+	{Name: tagPlatformAdministrators, Description: "Platform administrator grants: the instance-level grant, distinct from any workspace role."},
+	{Name: tagSecurityAudit, Description: "The append-only security audit log."},
+	{Name: tagRequestContext, Description: "The caller's Principal, Tenant, Workspace and permissions, and the selected workspace."},
+	{Name: tagPreferences, Description: "The caller's global preferences."},
+	{Name: tagOrganization, Description: "The Tenant, its workspaces, their memberships and roles, and the organization's members."},
 }
 
 type healthOutput struct {

@@ -97,10 +97,11 @@ type Session struct {
 // failed-attempt counting and lockout, security stamps and server-side sessions, each change
 // audited in its own transaction.
 //
-// Who may call what is the caller's concern: the Platform administrator rules for Disable
-// and Enable (the caller is a Platform administrator, does not disable itself, and does not
-// disable the last active administrator) are enforced by the administrator-grant layer before it
-// calls Disable; the Service changes the account as asked.
+// Who may call what is mostly the caller's concern. Disable and Enable change the account as
+// asked; SetLocalAccountStatus, GrantPlatformAdministrator and RevokePlatformAdministrator are
+// the administration entry points that also enforce the Platform administrator rules (the caller
+// is an active Platform administrator, does not disable or revoke itself, and does not disable or
+// revoke the last active administrator) in the transaction of the change.
 type Service struct {
 	Store *store.Store
 	// Clock is the time source; time.Now when nil. Tests inject it.
@@ -111,6 +112,15 @@ type Service struct {
 	MaxFailedAttempts int
 	LockoutDuration   time.Duration
 	SessionLifetime   time.Duration
+
+	// administration serializes, in this process, the mutations that the Platform administrator
+	// rules guard (grant, revoke, account status), as the spec asks; their transactions also take
+	// a database lock, for other processes on the same database (see lockFor).
+	administration sync.Mutex
+	// memberships serializes the membership mutations that the final-Owner rule guards.
+	memberships sync.Mutex
+	// externalMu serializes the link changes of this process (see UnlinkExternalIdentity).
+	externalMu sync.Mutex
 }
 
 // New returns a Service over s with the default policy and its Audit on the same store. A Service
@@ -204,23 +214,10 @@ func tokenDigest(token string) string {
 // CreateLocalAccount creates an active human Principal and its local account. actorID is the
 // Principal that creates it (empty during bootstrap). The password must meet ValidatePassword.
 func (s *Service) CreateLocalAccount(ctx context.Context, actorID string, in NewLocalAccount) (LocalAccount, Principal, error) {
-	normalized, err := NormalizeUsername(in.Username)
+	acct, p, normalized, hash, err := s.newLocalAccount(in)
 	if err != nil {
 		return LocalAccount{}, Principal{}, err
 	}
-	if err := ValidatePassword(in.Password); err != nil {
-		return LocalAccount{}, Principal{}, err
-	}
-	hash, err := HashPassword(in.Password)
-	if err != nil {
-		return LocalAccount{}, Principal{}, err
-	}
-	now := s.now()
-	p := Principal{ID: newID(), Kind: KindHuman, DisplayName: in.DisplayName, Email: in.Email, Status: StatusActive, CreatedAt: now}
-	if p.DisplayName == "" {
-		p.DisplayName = in.Username
-	}
-	acct := LocalAccount{AccountID: newID(), PrincipalID: p.ID, Username: in.Username, CreatedAt: now}
 	err = s.Store.InTx(ctx, func(tx *sql.Tx) error {
 		if err := s.insertLocalAccount(ctx, tx, p, acct, normalized, hash); err != nil {
 			return err
@@ -231,6 +228,27 @@ func (s *Service) CreateLocalAccount(ctx context.Context, actorID string, in New
 		return LocalAccount{}, Principal{}, fmt.Errorf("create local account: %w", err)
 	}
 	return acct, p, nil
+}
+
+// newLocalAccount checks in and prepares the rows of a new account: the account and its active
+// human Principal, the normalized username and the password hash.
+func (s *Service) newLocalAccount(in NewLocalAccount) (acct LocalAccount, p Principal, normalized, hash string, err error) {
+	if normalized, err = NormalizeUsername(in.Username); err != nil {
+		return
+	}
+	if err = ValidatePassword(in.Password); err != nil {
+		return
+	}
+	if hash, err = HashPassword(in.Password); err != nil {
+		return
+	}
+	now := s.now()
+	p = Principal{ID: newID(), Kind: KindHuman, DisplayName: in.DisplayName, Email: in.Email, Status: StatusActive, CreatedAt: now}
+	if p.DisplayName == "" {
+		p.DisplayName = in.Username
+	}
+	acct = LocalAccount{AccountID: newID(), PrincipalID: p.ID, Username: in.Username, CreatedAt: now}
+	return acct, p, normalized, hash, nil
 }
 
 // insertLocalAccount stores a new Principal and its local account in tx, refusing a taken
@@ -420,11 +438,15 @@ func (s *Service) openSession(ctx context.Context, tx *sql.Tx, acct accountRow, 
 
 // Principal reads a Principal by id.
 func (s *Service) Principal(ctx context.Context, id string) (Principal, error) {
+	return s.readPrincipal(ctx, s.Store.DB(), id)
+}
+
+func (s *Service) readPrincipal(ctx context.Context, db queryer, id string) (Principal, error) {
 	var (
 		p     Principal
 		email sql.NullString
 	)
-	err := s.Store.DB().QueryRowContext(ctx, s.q(`SELECT id, kind, display_name, email, status, created_at FROM principals WHERE id = ?`), id).
+	err := db.QueryRowContext(ctx, s.q(`SELECT id, kind, display_name, email, status, created_at FROM principals WHERE id = ?`), id).
 		Scan(&p.ID, &p.Kind, &p.DisplayName, &email, &p.Status, &p.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, ErrNotFound
@@ -433,11 +455,17 @@ func (s *Service) Principal(ctx context.Context, id string) (Principal, error) {
 	return p, err
 }
 
-// sessionRow is a stored session with its account.
+// sessionRow is a stored session with its credential: a local account or an external identity.
 type sessionRow struct {
 	digest, stamp       string
 	expiresAt, lastSeen time.Time
-	acct                accountRow
+	principalID         string
+	principalStatus     string
+	// local is set for the session of a local account, acct is that account.
+	local bool
+	acct  accountRow
+	// external is set for the session of an external identity still linked to the Principal.
+	external bool
 }
 
 func (s *Service) readSession(ctx context.Context, db queryer, token string) (sessionRow, error) {
@@ -446,22 +474,52 @@ func (s *Service) readSession(ctx context.Context, db queryer, token string) (se
 		return r, ErrUnauthenticated
 	}
 	r.digest = tokenDigest(token)
-	err := db.QueryRowContext(ctx, s.q(`SELECT s.security_stamp, s.expires_at, s.last_seen_at, `+accountColumns+`
-		JOIN sessions s ON s.account_id = a.account_id WHERE s.id = ?`), r.digest).
-		Scan(&r.stamp, &r.expiresAt, &r.lastSeen, &r.acct.accountID, &r.acct.principalID, &r.acct.passwordHash, &r.acct.stamp,
-			&r.acct.status, &r.acct.failedAttempts, &r.acct.lockoutEnd)
+	var (
+		accountID, passwordHash, accountStamp, externalID sql.NullString
+		failedAttempts                                    sql.NullInt64
+	)
+	err := db.QueryRowContext(ctx, s.q(`SELECT s.security_stamp, s.expires_at, s.last_seen_at, s.principal_id, p.status,
+		a.account_id, a.password_hash, a.security_stamp, a.failed_attempts, a.lockout_end, e.id
+		FROM sessions s JOIN principals p ON p.id = s.principal_id
+		LEFT JOIN local_accounts a ON a.account_id = s.account_id AND a.principal_id = s.principal_id
+		LEFT JOIN external_identities e ON e.id = s.external_identity_id AND e.principal_id = s.principal_id
+		WHERE s.id = ?`), r.digest).
+		Scan(&r.stamp, &r.expiresAt, &r.lastSeen, &r.principalID, &r.principalStatus,
+			&accountID, &passwordHash, &accountStamp, &failedAttempts, &r.acct.lockoutEnd, &externalID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, ErrUnauthenticated
 	}
+	r.local = accountID.Valid
+	if r.local {
+		r.acct.accountID, r.acct.principalID, r.acct.status = accountID.String, r.principalID, r.principalStatus
+		r.acct.passwordHash, r.acct.stamp, r.acct.failedAttempts = passwordHash.String, accountStamp.String, int(failedAttempts.Int64)
+	}
+	r.external = externalID.Valid
 	return r, err
 }
 
-// valid reports whether the session may be used at now: not expired, the account not disabled,
-// and the security stamp unchanged since the session was issued. A temporary lockout after
+// valid reports whether the session may be used at now: not expired, and for a local account the
+// account not disabled and the security stamp unchanged since the session was issued; for an
+// external identity the link still in place and the Principal active. A temporary lockout after
 // failed attempts does not end existing sessions: otherwise anyone who knows a username could
 // sign its owner out by typing wrong passwords.
 func (r sessionRow) valid(now time.Time) bool {
-	return now.Before(r.expiresAt) && !r.acct.disabled() && r.stamp == r.acct.stamp
+	if !now.Before(r.expiresAt) {
+		return false
+	}
+	switch {
+	case r.local:
+		return !r.acct.disabled() && r.stamp == r.acct.stamp
+	case r.external:
+		return r.principalStatus == StatusActive
+	}
+	return false
+}
+
+// ended reports whether the session can never become valid again (a disabled Principal may be
+// enabled again; an expired session, a rotated stamp or a removed link are final).
+func (r sessionRow) ended(now time.Time) bool {
+	return !now.Before(r.expiresAt) || (r.local && r.stamp != r.acct.stamp) || (!r.local && !r.external)
 }
 
 // Authenticate returns the Principal of the session whose token the client presented. It fails
@@ -474,8 +532,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 		return Principal{}, err
 	}
 	if !r.valid(now) {
-		if !now.Before(r.expiresAt) || r.stamp != r.acct.stamp {
-			// The session can never become valid again.
+		if r.ended(now) {
 			_, _ = s.Store.DB().ExecContext(ctx, s.q(`DELETE FROM sessions WHERE id = ?`), r.digest)
 		}
 		return Principal{}, ErrUnauthenticated
@@ -485,11 +542,12 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 			return Principal{}, err
 		}
 	}
-	return s.Principal(ctx, r.acct.principalID)
+	return s.Principal(ctx, r.principalID)
 }
 
 // Logout ends the session of token. Ending an unknown or already ended session is no error and
-// records nothing.
+// records nothing; neither does ending the session of an external identity, for which the spec
+// names no audit action.
 func (s *Service) Logout(ctx context.Context, token string) error {
 	return s.Store.InTx(ctx, func(tx *sql.Tx) error {
 		r, err := s.readSession(ctx, tx, token)
@@ -502,7 +560,10 @@ func (s *Service) Logout(ctx context.Context, token string) error {
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE id = ?`), r.digest); err != nil {
 			return err
 		}
-		return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountLogout, Outcome: OutcomeSuccess, ActorID: r.acct.principalID, TargetID: r.acct.principalID})
+		if !r.local {
+			return nil
+		}
+		return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountLogout, Outcome: OutcomeSuccess, ActorID: r.principalID, TargetID: r.principalID})
 	})
 }
 
@@ -604,25 +665,14 @@ func (s *Service) RevokeOtherSessions(ctx context.Context, accountID string) (Se
 
 // Disable locks the account indefinitely, rotates its security stamp (its sessions fail at once)
 // and marks its Principal Disabled. actorID is the Platform administrator who asks; the caller
-// has checked that it may (see Service).
+// has checked that it may (see Service; SetLocalAccountStatus checks it).
 func (s *Service) Disable(ctx context.Context, actorID, accountID string) error {
 	err := s.Store.InTx(ctx, func(tx *sql.Tx) error {
-		now := s.now()
 		cur, err := s.readAccount(ctx, tx, `a.account_id = ?`, accountID)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE local_accounts SET lockout_end = ?, failed_attempts = 0 WHERE account_id = ?`),
-			indefinitely, accountID); err != nil {
-			return err
-		}
-		if _, err := s.rotateStamp(ctx, tx, cur, now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE principals SET status = ? WHERE id = ?`), StatusDisabled, cur.principalID); err != nil {
-			return err
-		}
-		return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountDisabled, Outcome: OutcomeSuccess, ActorID: actorID, TargetID: cur.principalID})
+		return s.disableInTx(ctx, tx, actorID, cur)
 	})
 	if err != nil {
 		return fmt.Errorf("disable account: %w", err)
@@ -630,28 +680,47 @@ func (s *Service) Disable(ctx context.Context, actorID, accountID string) error 
 	return nil
 }
 
+func (s *Service) disableInTx(ctx context.Context, tx *sql.Tx, actorID string, cur accountRow) error {
+	now := s.now()
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE local_accounts SET lockout_end = ?, failed_attempts = 0 WHERE account_id = ?`),
+		indefinitely, cur.accountID); err != nil {
+		return err
+	}
+	if _, err := s.rotateStamp(ctx, tx, cur, now); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE principals SET status = ? WHERE id = ?`), StatusDisabled, cur.principalID); err != nil {
+		return err
+	}
+	return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountDisabled, Outcome: OutcomeSuccess, ActorID: actorID, TargetID: cur.principalID})
+}
+
 // Enable clears the lockout and the failed-attempt count of the account and marks its Principal
 // Active. Sessions ended by Disable stay ended.
 func (s *Service) Enable(ctx context.Context, actorID, accountID string) error {
 	err := s.Store.InTx(ctx, func(tx *sql.Tx) error {
-		now := s.now()
 		cur, err := s.readAccount(ctx, tx, `a.account_id = ?`, accountID)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE local_accounts SET lockout_end = NULL, failed_attempts = 0, updated_at = ? WHERE account_id = ?`),
-			now, accountID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE principals SET status = ? WHERE id = ?`), StatusActive, cur.principalID); err != nil {
-			return err
-		}
-		return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountEnabled, Outcome: OutcomeSuccess, ActorID: actorID, TargetID: cur.principalID})
+		return s.enableInTx(ctx, tx, actorID, cur)
 	})
 	if err != nil {
 		return fmt.Errorf("enable account: %w", err)
 	}
 	return nil
+}
+
+func (s *Service) enableInTx(ctx context.Context, tx *sql.Tx, actorID string, cur accountRow) error {
+	now := s.now()
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE local_accounts SET lockout_end = NULL, failed_attempts = 0, updated_at = ? WHERE account_id = ?`),
+		now, cur.accountID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE principals SET status = ? WHERE id = ?`), StatusActive, cur.principalID); err != nil {
+		return err
+	}
+	return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountEnabled, Outcome: OutcomeSuccess, ActorID: actorID, TargetID: cur.principalID})
 }
 
 // LocalAccountOf returns the local account of a Principal, for callers that hold the Principal

@@ -269,9 +269,9 @@ func scanPAT(row scanner, extra ...any) (PersonalAccessToken, error) {
 }
 
 // ListPATs returns the metadata of the Principal's tokens, revoked and expired ones included,
-// newest first. ErrNotFound when there is no such Principal.
+// newest first. ErrPrincipalNotFound when there is no such Principal.
 func (s *Service) ListPATs(ctx context.Context, principalID string) ([]PersonalAccessToken, error) {
-	if _, err := s.Principal(ctx, principalID); err != nil {
+	if err := s.principalExists(ctx, principalID); err != nil {
 		return nil, err
 	}
 	rows, err := s.Store.DB().QueryContext(ctx, s.q(`SELECT `+patColumns+patTables+` WHERE t.principal_id = ? ORDER BY t.created_at DESC, t.id`), principalID)
@@ -288,6 +288,14 @@ func (s *Service) ListPATs(ctx context.Context, principalID string) ([]PersonalA
 		tokens = append(tokens, t)
 	}
 	return tokens, rows.Err()
+}
+
+func (s *Service) principalExists(ctx context.Context, principalID string) error {
+	_, err := s.Principal(ctx, principalID)
+	if errors.Is(err, ErrNotFound) {
+		return ErrPrincipalNotFound
+	}
+	return err
 }
 
 // RevokePAT revokes the Principal's token tokenID; it fails at once. actorID is the owner or a
@@ -324,9 +332,9 @@ func (s *Service) RevokePAT(ctx context.Context, actorID, principalID, tokenID s
 }
 
 // RevokeAllPATs revokes every token of the Principal that is not revoked yet and returns how
-// many it revoked. ErrNotFound when there is no such Principal.
+// many it revoked. ErrPrincipalNotFound when there is no such Principal.
 func (s *Service) RevokeAllPATs(ctx context.Context, actorID, principalID string) (int, error) {
-	if _, err := s.Principal(ctx, principalID); err != nil {
+	if err := s.principalExists(ctx, principalID); err != nil {
 		return 0, err
 	}
 	var revoked int64

@@ -379,9 +379,9 @@ func TestRevokePATRevokesOnlyTheOwnersTokenAndRevokeAllRevokesEveryRemainingOne(
 		}
 		g.Expect(f.svc.AuthenticatePAT(ctx, adminSecret)).Error().NotTo(HaveOccurred(), "another Principal's tokens are untouched")
 		_, err = f.svc.RevokeAllPATs(ctx, f.admin.ID, "nobody")
-		g.Expect(err).To(MatchError(identity.ErrNotFound))
+		g.Expect(err).To(MatchError(identity.ErrPrincipalNotFound))
 		_, err = f.svc.ListPATs(ctx, "nobody")
-		g.Expect(err).To(MatchError(identity.ErrNotFound))
+		g.Expect(err).To(MatchError(identity.ErrPrincipalNotFound))
 
 		g.Expect(actions(t, f.svc)).To(HaveEach(Not(HavePrefix("personal-access-token.revoked failure"))))
 		var revocations int

@@ -2,7 +2,8 @@
 // PostgreSQL on a throwaway server started from Debian's binaries (package postgresql), one
 // server per test package, a fresh database per test.
 //
-// A package that uses it calls Main from its TestMain so that the server stops at the end:
+// A package that uses it calls Main (or Run) from its TestMain so that the server stops at the
+// end:
 //
 //	func TestMain(m *testing.M) { storetest.Main(m) }
 package storetest
@@ -41,8 +42,8 @@ var (
 // Main runs the tests of the package and stops the PostgreSQL server they started.
 func Main(m *testing.M) { os.Exit(Run(m)) }
 
-// Run is Main without the exit: it returns the exit code, for a TestMain that has more to stop
-// (a control plane) before it exits.
+// Run is Main for a TestMain that has more to stop after the tests: it returns the exit code
+// instead of exiting.
 func Run(m *testing.M) int {
 	mainCalled = true
 	code := m.Run()
