@@ -44,6 +44,8 @@ type pageData struct {
 	Values      map[string]string
 	// OIDCSignIn offers the OpenID Provider's sign-in next to the local one (mode Hybrid).
 	OIDCSignIn bool
+	// PAT is the content of /account/pat.
+	PAT *patPageData
 }
 
 type pages struct {
@@ -66,6 +68,7 @@ func (s *Server) registerPages(mux *http.ServeMux) {
 		mux.HandleFunc("GET /account/security", p.security)
 		mux.HandleFunc("POST /account/security/password", p.changePassword)
 		mux.HandleFunc("POST /account/security/sessions", p.revokeOtherSessions)
+		p.registerPATPages(mux)
 	} else {
 		// Mode Oidc: signing in is the OpenID Provider's, and there is no local account to manage.
 		mux.HandleFunc("GET /login", p.oidcLogin)

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"platform.dev/platform/apiserver/identity"
 )
 
 // browser is an HTTP client with a cookie jar that follows redirects, like a browser.
@@ -145,4 +148,41 @@ func TestAccessDeniedIsAPageWith403(t *testing.T) {
 	p := newBrowser(t, server.URL).get("/access-denied")
 	g.Expect(p.status).To(Equal(http.StatusForbidden))
 	g.Expect(p.html).To(ContainSubstring("Access denied"))
+}
+
+func TestThePATPageShowsANewTokenOnceAndRevokesIt(t *testing.T) {
+	g := NewWithT(t)
+	server, svc, _ := localServer(t, nil)
+	b := newBrowser(t, server.URL)
+	ws := uniqueWorkspace("patpage")
+	b.submit(b.get("/bootstrap"), "/bootstrap", url.Values{"username": {adminUser}, "password": {adminPassword},
+		"confirmPassword": {adminPassword}, "tenantName": {"Navy"}, "workspaceName": {ws}})
+
+	form := b.get("/account/pat")
+	g.Expect(form.status).To(Equal(http.StatusOK))
+	g.Expect(form.html).To(ContainSubstring("No tokens yet"))
+	workspaceID := regexp.MustCompile(`<option value="([^"]+)">` + ws + `<`).FindStringSubmatch(form.html)
+	g.Expect(workspaceID).NotTo(BeNil(), form.html)
+
+	refused := b.submit(form, "/account/pat", url.Values{"name": {"ci"}, "workspace": {workspaceID[1]}, "expiresInDays": {"400"},
+		"permissions": {"resources/read"}})
+	g.Expect(refused.status).To(Equal(http.StatusUnprocessableEntity))
+	g.Expect(refused.html).To(ContainSubstring("1 to 365 days"))
+
+	created := b.submit(form, "/account/pat", url.Values{"name": {"ci"}, "workspace": {workspaceID[1]}, "expiresInDays": {"30"},
+		"permissions": {"resources/read", "workspaces/read"}})
+	g.Expect(created.status).To(Equal(http.StatusCreated))
+	token := regexp.MustCompile(`<code id="new-token">(platform_pat_[A-Za-z0-9_-]+)</code>`).FindStringSubmatch(created.html)
+	g.Expect(token).NotTo(BeNil(), created.html)
+	_, err := svc.AuthenticatePAT(context.Background(), token[1])
+	g.Expect(err).NotTo(HaveOccurred(), "the token shown works")
+
+	again := b.get("/account/pat")
+	g.Expect(again.html).NotTo(ContainSubstring(token[1]), "the token is shown once")
+	g.Expect(again.html).To(ContainSubstring("Active"))
+
+	revoked := b.submit(again, "/account/pat/revoke", url.Values{})
+	g.Expect(revoked.url).To(Equal("/account/pat?done=revoked"))
+	_, err = svc.AuthenticatePAT(context.Background(), token[1])
+	g.Expect(err).To(MatchError(identity.ErrUnauthenticated))
 }
