@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,3 +102,11 @@ func (o *Options) kubeHostPort() (string, int, error) {
 
 func (o *Options) etcdDir() string { return filepath.Join(o.DataDir, "etcd") }
 func (o *Options) pkiDir() string  { return filepath.Join(o.DataDir, "pki") }
+
+// MakeDataDir creates the data directory (private to the user) when it is missing.
+func (o *Options) MakeDataDir() error {
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory %s: %w", o.DataDir, errors.Unwrap(err))
+	}
+	return nil
+}

@@ -86,8 +86,8 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory %s: %w", o.DataDir, errors.Unwrap(err))
+	if err := o.MakeDataDir(); err != nil {
+		return nil, err
 	}
 
 	// The port is taken first: a busy port fails in milliseconds and leaves no etcd data behind.
