@@ -15,6 +15,7 @@ import (
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/apiserver/testenv"
 	"platform.dev/platform/internal/config"
 )
@@ -32,7 +33,8 @@ func TestMain(m *testing.M) {
 	if kube, err = client.New(env.Config, client.Options{Scheme: platformscheme.Scheme}); err != nil {
 		panic(err)
 	}
-	code := m.Run()
+	// storetest.Run also stops the PostgreSQL server of the Work route tests.
+	code := storetest.Run(m)
 	env.Stop()
 	os.Exit(code)
 }

@@ -16,6 +16,7 @@ import (
 
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/internal/config"
 	"platform.dev/platform/internal/version"
 )
@@ -39,6 +40,11 @@ type Options struct {
 	// ProvisionWorkspace creates what a new workspace needs outside the identity store (its kube
 	// namespace). Required with Identity.
 	ProvisionWorkspace func(context.Context, identity.Workspace) error
+	// Work is the Work plane's store. Optional: without it the Work routes answer 503.
+	Work *work.Store
+	// Executor is woken when a run becomes runnable, so it starts without waiting for a poll.
+	// Optional.
+	Executor interface{ Wake() }
 }
 
 // Server is the service API.
@@ -51,6 +57,8 @@ type Server struct {
 	mode      string
 	identity  *identity.Service
 	provision func(context.Context, identity.Workspace) error
+	work      *work.Store
+	executor  interface{ Wake() }
 }
 
 // New builds the service API and checks its configuration.
@@ -79,7 +87,8 @@ func New(opts Options) (*Server, error) {
 	api := humago.New(mux, humaConfig)
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
-	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace}
+	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
+		work: opts.Work, executor: opts.Executor}
 	api.UseMiddleware(s.authenticate(api), s.authorize(api))
 
 	s.registerHealth()
@@ -90,6 +99,7 @@ func New(opts Options) (*Server, error) {
 	s.registerModels()
 	s.registerModelProfiles()
 	s.registerDeployments()
+	s.registerWork()
 	if opts.Config.IsDevelopmentOrTesting() {
 		swaggerui.Register(mux, "/swagger", OpenAPIPath+".json")
 	}
@@ -149,6 +159,7 @@ var tags = []*huma.Tag{
 	{Name: tagModels, Description: "Models: the inventory of models discovered at the model providers."},
 	{Name: tagModelProfiles, Description: "Model profiles: portable generation, reasoning and output intent over one model provider."},
 	{Name: tagDeployments, Description: "Deployments: the runtime view of agents, rebuilt from Management state."},
+	{Name: tagWork, Description: "Work: WorkItems, the FlowRuns that execute them, and the pending actions a run waits on."},
 }
 
 type healthOutput struct {

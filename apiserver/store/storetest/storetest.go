@@ -39,7 +39,11 @@ var (
 )
 
 // Main runs the tests of the package and stops the PostgreSQL server they started.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain that has more to stop after the tests: it returns the exit code
+// instead of exiting.
+func Run(m *testing.M) int {
 	mainCalled = true
 	code := m.Run()
 	if pgServer != nil {
@@ -47,7 +51,7 @@ func Main(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "storetest: stop PostgreSQL: %v\n", err)
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // ForEachDialect runs body as the subtests "sqlite" and "postgres", each on a fresh, migrated
