@@ -99,6 +99,8 @@ swagger-ui: ## Refresh the embedded API browser assets from the npm package swag
 		cp "$$tmp/package/$$f" $(SWAGGER_UI_ASSETS)/; \
 	done
 
+FUZZ_TIME ?= 3s
+
 ##@ Build
 
 .PHONY: build
@@ -106,16 +108,19 @@ build: ## Build the platform binary into bin/platform.
 	go build -o bin/platform .
 
 .PHONY: run
-run: ## Run `platform serve` from source with its data in DATA_DIR (default .data), in Development mode until local accounts exist.
-	PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development} \
-	Platform__Authentication__Mode=$${Platform__Authentication__Mode:-Development} \
-	go run . serve --data-dir $(DATA_DIR)
+run: ## Run `platform serve` from source with its data in DATA_DIR (default .data): Local accounts; open /bootstrap once to create the first administrator.
+	PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development} go run . serve --data-dir $(DATA_DIR)
 
 ##@ Test
 
 .PHONY: test
-test: verify-gen vet ## Verify generated files, vet, and run every test (tune with GO_TEST_FLAGS).
+test: verify-gen vet ## Verify generated files, vet, run every test (tune with GO_TEST_FLAGS), then every fuzz target briefly.
 	go test $(GO_TEST_FLAGS) $(GO_PACKAGES)
+	$(MAKE) fuzz
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZ_TIME (default 3s) each.
+	FUZZ_TIME=$(FUZZ_TIME) hack/fuzz.sh
 
 .PHONY: bench
 bench: ## Run every benchmark BENCH_COUNT times for BENCH_TIME each; results on stdout.

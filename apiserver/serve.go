@@ -20,6 +20,7 @@ import (
 	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/kubeauth"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
@@ -86,18 +87,24 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}
 	defer httpListener.Close()
 
-	server, err := controlplane.Start(ctx, opts)
-	if err != nil {
-		return err
-	}
-	defer server.Stop()
-	// The SQL store (identity and Work planes) opens, migrated, once the control plane is up and
-	// closes after everything that uses it has stopped (deferred before them, so run after).
+	// The SQL store (identity and Work planes) opens, migrated, before the control plane, whose
+	// authenticator and authorizer read it, and closes after everything that uses it has stopped
+	// (deferred first, so run last).
 	db, err := store.Open(ctx, store.Options{DataDir: opts.DataDir, DatabaseURL: databaseURL})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	ids := identity.New(db)
+	workspaces := &kubeauth.Authorizer{Identity: ids}
+	opts.Authorizers = append(opts.Authorizers, workspaces)
+	opts.NamespaceVisibility = workspaces.Visibility
+
+	server, err := controlplane.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer server.Stop()
 	kubeconfig, err := server.RecordAddress(opts.DataDir)
 	if err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
@@ -106,7 +113,6 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
-	ids := identity.New(db)
 	controllers.SetLogger()
 	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: kube}, ctrl.Log.WithName("executor")
 	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {

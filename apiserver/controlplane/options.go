@@ -13,6 +13,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"platform.dev/platform/apiserver/native"
 )
 
 // DefaultKubeAddr is where kubectl finds the embedded API unless told otherwise.
@@ -38,6 +40,9 @@ type Options struct {
 	// rejects (a revoked token), so that the caller gets 401 instead of being anonymous.
 	Authenticators []authenticator.Request
 	Authorizers    []authorizer.Authorizer
+	// NamespaceVisibility narrows namespace lists and watches to what the caller may see
+	// (optional: everyone authorized to list sees every namespace).
+	NamespaceVisibility native.NamespaceVisibility
 
 	// crds are the decoded CRDs, filled by Validate.
 	crds []*apiextensionsv1.CustomResourceDefinition

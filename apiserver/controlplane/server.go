@@ -300,7 +300,7 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files, listener ne
 	nativeStorage := recommended.Etcd.StorageConfig
 	nativeStorage.Codec = native.Codecs.LegacyCodec(native.Scheme.PrioritizedVersionsAllGroups()...)
 	nativeOptions := recommended.Etcd.CreateRESTOptionsGetter(&nativeStorageFactory{genericoptions.SimpleStorageFactory{StorageConfig: nativeStorage}}, config.ResourceTransformers)
-	if err := native.Install(generic, nativeOptions); err != nil {
+	if err := native.Install(generic, nativeOptions, o.NamespaceVisibility); err != nil {
 		return nil, err
 	}
 

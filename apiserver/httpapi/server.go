@@ -103,6 +103,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Config.IsDevelopmentOrTesting() {
 		swaggerui.Register(mux, "/swagger", OpenAPIPath+".json")
 	}
+	s.registerPages(mux)
 	mux.HandleFunc("/api/", notFoundHandler)
 	// Cross-site state-changing requests (by Sec-Fetch-Site, else Origin against Host) are
 	// refused: the session cookie must not act for another site's page.

@@ -294,3 +294,32 @@ func (s *Service) AccessibleWorkspace(ctx context.Context, principalID, routeNam
 	return s.scanWorkspace(s.Store.DB().QueryRowContext(ctx, s.q(`SELECT `+workspaceColumns+activeWorkspaces+
 		` AND w.route_name = ?`), routeName))
 }
+
+// AccessibleWorkspaces lists, in creation order, the active workspaces the Principal may select:
+// those it is a member of (directly or through their tenant), or every active one for a Platform
+// administrator. A disabled Principal has none.
+func (s *Service) AccessibleWorkspaces(ctx context.Context, principalID string) ([]Workspace, error) {
+	admin, err := s.IsPlatformAdministrator(ctx, principalID)
+	if err != nil {
+		return nil, err
+	}
+	query, args := `SELECT `+workspaceColumns+activeWorkspaces+memberOf, []any{principalID}
+	if admin {
+		query, args = `SELECT `+workspaceColumns+activeWorkspaces, nil
+	}
+	query += ` AND EXISTS (SELECT 1 FROM principals p WHERE p.id = ? AND p.status = 'Active') ORDER BY w.created_at, w.id`
+	rows, err := s.Store.DB().QueryContext(ctx, s.q(query), append(args, principalID)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Workspace
+	for rows.Next() {
+		var w Workspace
+		if err := rows.Scan(&w.ID, &w.TenantID, &w.RouteName, &w.DisplayName, &w.Status, &w.CreatedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}

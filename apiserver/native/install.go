@@ -20,8 +20,8 @@ import (
 )
 
 // Install adds the native groups to server: the legacy core group under /api and the named
-// groups under /apis.
-func Install(server *genericapiserver.GenericAPIServer, opts generic.RESTOptionsGetter) error {
+// groups under /apis. visibility, when not nil, narrows namespace lists and watches per caller.
+func Install(server *genericapiserver.GenericAPIServer, opts generic.RESTOptionsGetter, visibility NamespaceVisibility) error {
 	if server.Authorizer == nil {
 		return errors.New("native groups need the server's authorizer for access reviews")
 	}
@@ -29,6 +29,7 @@ func Install(server *genericapiserver.GenericAPIServer, opts generic.RESTOptions
 	if err != nil {
 		return err
 	}
+	namespaces.Visibility = visibility
 	coreEvents, err := NewEventStorage(opts, "events", "event", corev1.GroupName)
 	if err != nil {
 		return err

@@ -8,9 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -109,6 +113,62 @@ func (namespaceFinalizeStrategy) PrepareForUpdate(_ context.Context, obj, old ru
 // NamespaceREST serves namespaces with kube-apiserver's deletion lifecycle.
 type NamespaceREST struct {
 	*genericregistry.Store
+	// Visibility narrows lists and watches to the namespaces the caller may see (optional).
+	Visibility NamespaceVisibility
+}
+
+// NamespaceVisibility returns which namespaces the caller u may see in lists and watches; a nil
+// visible function means all of them. It exists because an authorizer decides a whole list
+// request, while a workspace member may list only the namespaces of their own workspaces (as
+// OpenShift's projects do).
+type NamespaceVisibility func(ctx context.Context, u user.Info) (visible func(name string) bool, err error)
+
+func (r *NamespaceREST) visible(ctx context.Context) (func(string) bool, error) {
+	if r.Visibility == nil {
+		return nil, nil
+	}
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return nil, apierrors.NewUnauthorized("no user")
+	}
+	return r.Visibility(ctx, u)
+}
+
+// List keeps the namespaces the caller may see.
+func (r *NamespaceREST) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
+	visible, err := r.visible(ctx)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := r.Store.List(ctx, options)
+	if err != nil || visible == nil {
+		return obj, err
+	}
+	list := obj.(*corev1.NamespaceList)
+	kept := list.Items[:0]
+	for _, ns := range list.Items {
+		if visible(ns.Name) {
+			kept = append(kept, ns)
+		}
+	}
+	list.Items = kept
+	return list, nil
+}
+
+// Watch passes on the events of namespaces the caller may see (and bookmarks and errors).
+func (r *NamespaceREST) Watch(ctx context.Context, options *metainternalversion.ListOptions) (watch.Interface, error) {
+	visible, err := r.visible(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w, err := r.Store.Watch(ctx, options)
+	if err != nil || visible == nil {
+		return w, err
+	}
+	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+		ns, ok := e.Object.(*corev1.Namespace)
+		return e, !ok || visible(ns.Name)
+	}), nil
 }
 
 // NewNamespaceStorage returns the namespaces resource and its status and finalize subresources.
@@ -134,7 +194,7 @@ func NewNamespaceStorage(opts generic.RESTOptionsGetter) (ns *NamespaceREST, sta
 	statusStore.ResetFieldsStrategy = namespaceStatusStrategy{nsStrategy}
 	finalizeStore := *store
 	finalizeStore.UpdateStrategy = namespaceFinalizeStrategy{nsStrategy}
-	return &NamespaceREST{store}, &subresourceREST{&statusStore}, &subresourceREST{&finalizeStore}, nil
+	return &NamespaceREST{Store: store}, &subresourceREST{&statusStore}, &subresourceREST{&finalizeStore}, nil
 }
 
 func (*NamespaceREST) ShortNames() []string { return []string{"ns"} }

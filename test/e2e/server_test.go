@@ -22,6 +22,8 @@ import (
 
 const (
 	readyLinePrefix = "kube API ready at https://"
+	// serviceLinePrefix starts the line that tells where the service API listens.
+	serviceLinePrefix = "service API ready at http://"
 	// readyTimeout bounds a start on a loaded 2-core machine; a normal start takes a few seconds.
 	readyTimeout = 90 * time.Second
 	// stopTimeout is how long a SIGTERMed server may take to exit cleanly.
@@ -33,6 +35,8 @@ type server struct {
 	DataDir string
 	// Address is the host:port printed on the ready line.
 	Address string
+	// serviceAddr is the host:port of the service API, printed after the ready line.
+	serviceAddr chan string
 
 	cmd      *exec.Cmd
 	stopping atomic.Bool // set by stop: an exit before that is a crash
@@ -72,6 +76,8 @@ func launchServer(dataDir string, extraArgs ...string) (*server, error) {
 		stdout:  &syncBuffer{},
 		stderr:  &syncBuffer{},
 		exited:  make(chan struct{}),
+
+		serviceAddr: make(chan string, 1),
 	}
 	s.cmd.Stderr = s.stderr
 	s.cmd.SysProcAttr = childProcAttr()
@@ -94,6 +100,13 @@ func launchServer(dataDir string, extraArgs ...string) (*server, error) {
 			if addr, ok := strings.CutPrefix(line, readyLinePrefix); ok {
 				select {
 				case ready <- addr:
+				default:
+				}
+			}
+			if rest, ok := strings.CutPrefix(line, serviceLinePrefix); ok {
+				addr, _, _ := strings.Cut(rest, " ")
+				select {
+				case s.serviceAddr <- addr:
 				default:
 				}
 			}
@@ -169,6 +182,19 @@ func (s *server) output() string {
 
 // Kubeconfig is the kubeconfig `platform serve` writes into its data directory.
 func (s *server) Kubeconfig() string { return filepath.Join(s.DataDir, "admin.kubeconfig") }
+
+// ServiceURL is the http URL of the service API.
+func (s *server) ServiceURL(t *testing.T) string {
+	t.Helper()
+	select {
+	case addr := <-s.serviceAddr:
+		s.serviceAddr <- addr
+		return "http://" + addr
+	case <-time.After(readyTimeout):
+		t.Fatalf("the service API address was not printed:\n%s", s.output())
+		return ""
+	}
+}
 
 // URL is the https URL of the kube API.
 func (s *server) URL() string { return "https://" + s.Address }
