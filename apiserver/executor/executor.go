@@ -264,6 +264,13 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		if err := apply(work.Transition{State: work.StateRunning}); err != nil {
 			return err
 		}
+	} else if run.StepStarted {
+		// The worker that started this step stopped before it persisted the outcome.
+		if err := apply(work.Transition{Events: []work.Event{{Type: work.EventStepRestarted, Step: run.CurrentStep, Attempt: run.Attempt,
+			Reason: "the worker executing the step stopped; it runs again under the same idempotency key"}}}); err != nil {
+			return err
+		}
+		log.Info("flow run step restarted after its worker stopped", "step", run.CurrentStep, "attempt", run.Attempt)
 	}
 	var def platformv1.FlowDefinition
 	if err := json.Unmarshal(run.Snapshot, &def); err != nil {

@@ -400,6 +400,9 @@ func TestAnAgentStepInterruptedMidCallIsRetriedUnderTheSameIdempotencyKey(t *tes
 		run = h.read(t, run.ID)
 		g.Expect(run.State).To(Equal(work.StateCompleted), run.Reason)
 		g.Expect(h.provider.keys).To(Equal([]string{run.ID + "/w/1"}), "the interrupted attempt is retried with its key, once")
+		events, err := h.work.Events(ctx, run.ID, 0)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(events).To(ContainElement(And(HaveField("Type", work.EventStepRestarted), HaveField("Step", "w"), HaveField("Attempt", 1))))
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // DeterministicProvider answers without a model: its answer is a pure function of the agent's
@@ -24,6 +25,7 @@ import (
 //	@requestChoice <prompt>       requestChoice, with one line per option:
 //	@option <value> [label]
 //	@transientFailures <n>        the first n attempts fail as a model endpoint 5xx would
+//	@latencyMs <n>                the answer takes n milliseconds, like a model call (at most 60000)
 //
 // In texts and prompts, {{input}} stands for the message. Without a text, respond and
 // showResult answer "Deterministic response <digest>: <message>", where digest is the first 12
@@ -42,6 +44,7 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		act       *Action
 		options   []Option
 		transient int
+		latency   time.Duration
 	)
 	for _, line := range strings.Split(req.Agent.Instructions, "\n") {
 		line = strings.TrimSpace(line)
@@ -58,6 +61,9 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 			}
 		case "transientFailures":
 			transient, _ = strconv.Atoi(arg)
+		case "latencyMs":
+			n, _ := strconv.Atoi(arg)
+			latency = time.Duration(min(max(n, 0), 60000)) * time.Millisecond
 		case ActionRespond, ActionShowResult, ActionShowError:
 			if act == nil {
 				act = &Action{Type: name, Text: arg}
@@ -70,6 +76,13 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 			if act == nil {
 				act = &Action{Type: name, Prompt: arg}
 			}
+		}
+	}
+	if latency > 0 {
+		select {
+		case <-ctx.Done():
+			return Action{}, ctx.Err()
+		case <-time.After(latency):
 		}
 	}
 	if req.Attempt <= transient {

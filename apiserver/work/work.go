@@ -54,11 +54,14 @@ const (
 
 // Event types of a run's history.
 const (
-	EventRunCreated            = "RunCreated"
-	EventRunStarted            = "RunStarted"
-	EventStepStarted           = "StepStarted"
-	EventStepCompleted         = "StepCompleted"
-	EventStepRetried           = "StepRetried"
+	EventRunCreated    = "RunCreated"
+	EventRunStarted    = "RunStarted"
+	EventStepStarted   = "StepStarted"
+	EventStepCompleted = "StepCompleted"
+	EventStepRetried   = "StepRetried"
+	// EventStepRestarted: a worker took over a step that a stopped worker had started; the step
+	// runs again under the same attempt (and so the same idempotency key).
+	EventStepRestarted         = "StepRestarted"
 	EventPendingActionCreated  = "PendingActionCreated"
 	EventPendingActionResolved = "PendingActionResolved"
 	EventPendingActionExpired  = "PendingActionExpired"
