@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -59,6 +60,10 @@ type Server struct {
 	provision func(context.Context, identity.Workspace) error
 	work      *work.Store
 	executor  interface{ Wake() }
+	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
+	// the shutdown up.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 }
 
 // New builds the service API and checks its configuration.
@@ -88,7 +93,7 @@ func New(opts Options) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
-		work: opts.Work, executor: opts.Executor}
+		work: opts.Work, executor: opts.Executor, stopping: make(chan struct{})}
 	api.UseMiddleware(s.authenticate(api), s.authorize(api))
 
 	s.registerHealth()
@@ -100,6 +105,7 @@ func New(opts Options) (*Server, error) {
 	s.registerModelProfiles()
 	s.registerDeployments()
 	s.registerWork()
+	s.registerRunStream()
 	if opts.Config.IsDevelopmentOrTesting() {
 		swaggerui.Register(mux, "/swagger", OpenAPIPath+".json")
 	}
@@ -131,6 +137,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.stoppingOnce.Do(func() { close(s.stopping) })
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := server.Shutdown(shutdownCtx); err != nil {

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -244,4 +245,82 @@ func TestWorkRoutesNeedAnAuthenticatedCaller(t *testing.T) {
 	r := call(t, server, http.MethodPost, "/api/work/workitems", `{"type":"x","title":"t","instruction":"i","flowReference":{"name":"f"}}`)
 	expectProblem(g, r, http.StatusUnauthorized)
 	g.Expect(strings.ToLower(fmt.Sprint(r.body))).To(ContainSubstring("authentication"))
+}
+
+// sseEvent is one server-sent event as a client reads it.
+type sseEvent struct{ id, event, data string }
+
+func readStream(t *testing.T, resp *http.Response) []sseEvent {
+	t.Helper()
+	defer resp.Body.Close()
+	var (
+		out []sseEvent
+		cur sseEvent
+	)
+	scanner := bufio.NewScanner(resp.Body)
+	for scanner.Scan() {
+		line := scanner.Text()
+		switch {
+		case line == "":
+			out = append(out, cur)
+			cur = sseEvent{}
+		case strings.HasPrefix(line, "id: "):
+			cur.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			cur.event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+	return out
+}
+
+func openStream(t *testing.T, server *httptest.Server, runID, lastEventID string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, server.URL+"/api/flowRuns/"+runID+"/stream", nil)
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	return resp
+}
+
+func TestTheRunStreamReplaysTheHistorySendsNewEventsAndResumesAfterLastEventID(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		server := workServer(t, s)
+		flow := reportFlowSetup(t, server)
+		submitted := submitWork(t, server, `{"name":"`+flow+`"}`)
+		runID := field(submitted.body, "flowRun", "id").(string)
+		actionID := field(submitted.body, "flowRun", "pendingAction", "id").(string)
+
+		// Opened while the run waits: the history so far, then what the answers cause.
+		live := openStream(t, server, runID, "")
+		first := call(t, server, http.MethodPost, "/api/flowRuns/"+runID+"/pending-actions/"+actionID+"/responses?waitSeconds=10",
+			`{"resumeToken":"`+submitted.body["resumeToken"].(string)+`","value":"brief"}`)
+		g.Expect(first.status).To(Equal(http.StatusOK), "%v", first.body)
+		second := call(t, server, http.MethodPost, "/api/flowRuns/"+runID+"/pending-actions/"+
+			field(first.body, "flowRun", "pendingAction", "id").(string)+"/responses",
+			`{"resumeToken":"`+first.body["resumeToken"].(string)+`","confirmed":false}`)
+		g.Expect(second.status).To(Equal(http.StatusOK), "%v", second.body)
+		events := readStream(t, live)
+		g.Expect(events).NotTo(BeEmpty())
+		g.Expect(events[0]).To(Equal(sseEvent{id: "1", event: "RunCreated", data: events[0].data}))
+		g.Expect(events[len(events)-1].event).To(Equal("RunCompleted"), "the stream ends with the run")
+		for i, e := range events {
+			g.Expect(e.id).To(Equal(fmt.Sprint(i+1)), "every event once, in order")
+		}
+
+		resumed := readStream(t, openStream(t, server, runID, "5"))
+		g.Expect(resumed).To(HaveLen(len(events) - 5))
+		g.Expect(resumed[0].id).To(Equal("6"))
+
+		expectProblem(g, call(t, server, http.MethodGet, "/api/flowRuns/unknown/stream", ""), http.StatusNotFound)
+	})
 }
