@@ -183,6 +183,7 @@ func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
 	if err != nil || run == nil {
 		return false, err
 	}
+	runsClaimed.Inc()
 	log := e.log.WithValues("flowRunId", run.ID, "workItemId", run.WorkItemID, "workspaceId", run.WorkspaceID)
 	if run.InteractionID != "" {
 		log = log.WithValues("interactionId", run.InteractionID)
@@ -236,6 +237,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 	}
 	fail := func(reason string) error {
 		log.Info("flow run failed", "step", run.CurrentStep, "reason", reason)
+		runsFinished.WithLabelValues(work.StateFailed).Inc()
 		return apply(work.Transition{State: work.StateFailed, Reason: reason,
 			Events: []work.Event{{Type: work.EventRunFailed, Step: run.CurrentStep, Reason: reason}}})
 	}
@@ -271,6 +273,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 			return err
 		}
 		log.Info("flow run step restarted after its worker stopped", "step", run.CurrentStep, "attempt", run.Attempt)
+		stepsRestarted.Inc()
 	}
 	var def platformv1.FlowDefinition
 	if err := json.Unmarshal(run.Snapshot, &def); err != nil {
@@ -308,7 +311,10 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 				return err
 			}
 		}
+		began := time.Now()
 		out := e.execute(ctx, run, g, step, data, agents)
+		stepDuration.WithLabelValues(string(step.Type)).Observe(time.Since(began).Seconds())
+		stepsExecuted.WithLabelValues(string(step.Type), out.kind()).Inc()
 		if ctx.Err() != nil {
 			// Paused, cancelled or taken over meanwhile: nothing of this try is kept.
 			return work.ErrLeaseLost
@@ -334,6 +340,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: []work.Event{done}})
 		case out.result != nil:
 			log.Info("flow run completed", "step", step.Name)
+			runsFinished.WithLabelValues(work.StateCompleted).Inc()
 			return apply(work.Transition{State: work.StateCompleted, Result: out.result,
 				Events: []work.Event{done, {Type: work.EventRunCompleted, Step: step.Name, State: work.StateCompleted}}})
 		default:

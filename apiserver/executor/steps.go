@@ -100,6 +100,21 @@ type outcome struct {
 	retry string
 }
 
+// kind names the outcome for metrics.
+func (o outcome) kind() string {
+	switch {
+	case o.failure != "":
+		return "failed"
+	case o.retry != "":
+		return "retried"
+	case o.suspend != nil:
+		return "suspended"
+	case o.result != nil:
+		return "ended"
+	}
+	return "completed"
+}
+
 func failed(format string, args ...any) outcome {
 	return outcome{failure: fmt.Sprintf(format, args...)}
 }

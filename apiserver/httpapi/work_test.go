@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -322,5 +323,29 @@ func TestTheRunStreamReplaysTheHistorySendsNewEventsAndResumesAfterLastEventID(t
 		g.Expect(resumed[0].id).To(Equal("6"))
 
 		expectProblem(g, call(t, server, http.MethodGet, "/api/flowRuns/unknown/stream", ""), http.StatusNotFound)
+	})
+}
+
+func TestMetricsCountRunsAndStepsInPrometheusFormat(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		server := workServer(t, s)
+		flow := reportFlowSetup(t, server)
+		submitted := submitWork(t, server, `{"name":"`+flow+`"}`)
+		runID := field(submitted.body, "flowRun", "id").(string)
+		g.Expect(field(submitted.body, "flowRun", "state")).To(Equal("ActionRequired"))
+		g.Expect(call(t, server, http.MethodPost, "/api/flowRuns/"+runID+"/cancel", "").status).To(Equal(http.StatusOK))
+
+		resp, err := http.Get(server.URL + "/metrics")
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		data, _ := io.ReadAll(resp.Body)
+		g.Expect(string(data)).To(And(
+			MatchRegexp(`platform_flow_run_steps_total\{outcome="suspended",type="Agent"\} [1-9]`),
+			MatchRegexp(`platform_flow_run_step_duration_seconds_count\{type="Input"\} [1-9]`),
+			MatchRegexp(`platform_flow_runs_claimed_total [1-9]`),
+		))
+		g.Expect(string(data)).NotTo(ContainSubstring(runID), "metrics never name runs")
 	})
 }
