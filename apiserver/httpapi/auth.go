@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -88,16 +89,32 @@ func authenticationMode(cfg *config.Config) (string, error) {
 }
 
 // authenticate attaches the caller's principal. Development mode makes every caller the
-// development principal. Local and Hybrid modes, when the server has local accounts, resolve the
-// session cookie to its Principal; an invalid or missing cookie leaves the
-// request unauthenticated (401 on protected operations). Other modes have no callers yet.
+// development principal. Otherwise a request with an Authorization: Bearer header is
+// authenticated by that token alone: in modes Oidc and Hybrid a JWT access token (see
+// authenticateJWT); personal access tokens are handled apart. Without one, the session cookie
+// is resolved to its Principal in modes Local, Oidc and Hybrid when the server has the identity
+// service. An invalid or missing credential leaves the request unauthenticated (401 on protected
+// operations).
 func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		ctx = huma.WithValue(ctx, tlsKey{}, ctx.TLS() != nil)
+		ctx = huma.WithValue(ctx, hostKey{}, ctx.Host())
+		token, bearer := bearerToken(ctx.Header("Authorization"))
 		switch {
 		case s.mode == ModeDevelopment:
 			ctx = huma.WithValue(ctx, callerKey{}, Caller{ID: DevelopmentPrincipal, Credential: CredentialDevelopment, DefaultWorkspace: DevelopmentWorkspace})
-		case s.localAccounts():
+		case bearer && !strings.HasPrefix(token, personalAccessTokenPrefix):
+			caller, ok, err := s.authenticateJWT(ctx.Context(), token)
+			if err != nil {
+				_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
+				return
+			}
+			if ok {
+				ctx = huma.WithValue(ctx, callerKey{}, caller)
+			}
+		case bearer:
+			// A personal access token: authenticated apart, never as a JWT or with the cookie.
+		case s.sessions():
 			cookie, err := huma.ReadCookie(ctx, SessionCookie)
 			if err != nil || cookie.Value == "" {
 				break
@@ -118,14 +135,32 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 	}
 }
 
+// bearerToken returns the token of an Authorization: Bearer header (the scheme is
+// case-insensitive).
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
 // localAccounts reports whether callers sign in with local accounts: mode Local or Hybrid on a
 // server that has the identity service.
 func (s *Server) localAccounts() bool {
 	return s.identity != nil && (s.mode == ModeLocal || s.mode == ModeHybrid)
 }
 
+// sessions reports whether session cookies authenticate: the server has the identity service and
+// callers sign in, locally or through the OpenID Provider.
+func (s *Server) sessions() bool {
+	return s.identity != nil && (s.mode == ModeLocal || s.mode == ModeOidc || s.mode == ModeHybrid)
+}
+
 type (
 	tlsKey     struct{}
+	hostKey    struct{}
 	sessionKey struct{}
 )
 

@@ -114,7 +114,8 @@ func (s *Server) registerAuth() {
 			"account all answer the same 401.",
 		Errors: []int{http.StatusUnauthorized},
 	}, func(ctx context.Context, in *loginInput) (*signedInOutput, error) {
-		if s.identity == nil {
+		// Mode Oidc signs in through the OpenID Provider only.
+		if s.identity == nil || s.mode == ModeOidc {
 			return nil, errNoLocalAccounts
 		}
 		sess, p, err := s.identity.Login(ctx, in.Body.Username, in.Body.Password)

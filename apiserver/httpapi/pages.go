@@ -43,6 +43,8 @@ type pageData struct {
 	Principal   *identity.Principal
 	Initialized bool
 	Values      map[string]string
+	// OIDCSignIn offers the OpenID Provider's sign-in next to the local one (mode Hybrid).
+	OIDCSignIn bool
 }
 
 type pages struct {
@@ -52,21 +54,26 @@ type pages struct {
 }
 
 func (s *Server) registerPages(mux *http.ServeMux) {
-	if s.identity == nil || !s.localAccounts() {
+	if s.identity == nil || !s.sessions() {
 		return
 	}
 	p := &pages{s: s, key: make([]byte, 32)}
 	_, _ = rand.Read(p.key)
-	mux.HandleFunc("GET /bootstrap", p.bootstrapForm)
-	mux.HandleFunc("POST /bootstrap", p.bootstrap)
-	mux.HandleFunc("GET /login", p.loginForm)
-	mux.HandleFunc("POST /login", p.login)
+	if s.localAccounts() {
+		mux.HandleFunc("GET /bootstrap", p.bootstrapForm)
+		mux.HandleFunc("POST /bootstrap", p.bootstrap)
+		mux.HandleFunc("GET /login", p.loginForm)
+		mux.HandleFunc("POST /login", p.login)
+		mux.HandleFunc("GET /account/security", p.security)
+		mux.HandleFunc("POST /account/security/password", p.changePassword)
+		mux.HandleFunc("POST /account/security/sessions", p.revokeOtherSessions)
+	} else {
+		// Mode Oidc: signing in is the OpenID Provider's, and there is no local account to manage.
+		mux.HandleFunc("GET /login", p.oidcLogin)
+	}
 	mux.HandleFunc("GET /logout", p.logoutForm)
 	mux.HandleFunc("POST /logout", p.logout)
 	mux.HandleFunc("GET /access-denied", p.accessDenied)
-	mux.HandleFunc("GET /account/security", p.security)
-	mux.HandleFunc("POST /account/security/password", p.changePassword)
-	mux.HandleFunc("POST /account/security/sessions", p.revokeOtherSessions)
 }
 
 // render writes the page template name with status.
@@ -215,7 +222,13 @@ func (p *pages) loginForm(w http.ResponseWriter, r *http.Request) {
 		p.internalError(w, r)
 		return
 	}
-	p.render(w, r, http.StatusOK, "login.html", pageData{Title: "Sign in", ReturnURL: returnURL, Initialized: done})
+	p.render(w, r, http.StatusOK, "login.html", pageData{Title: "Sign in", ReturnURL: returnURL, Initialized: done, OIDCSignIn: p.s.oidc != nil})
+}
+
+// oidcLogin starts the OpenID Provider's sign-in, coming back to the return URL.
+func (p *pages) oidcLogin(w http.ResponseWriter, r *http.Request) {
+	returnURL := LocalReturnURL(r.URL.Query().Get("returnUrl"), "/")
+	http.Redirect(w, r, "/api/auth/oidc/login?returnUrl="+url.QueryEscape(returnURL), http.StatusSeeOther)
 }
 
 func (p *pages) login(w http.ResponseWriter, r *http.Request) {
@@ -230,7 +243,7 @@ func (p *pages) login(w http.ResponseWriter, r *http.Request) {
 			status, message = http.StatusInternalServerError, "Sign-in failed: internal error. Try again later."
 		}
 		p.render(w, r, status, "login.html", pageData{Title: "Sign in", ReturnURL: returnURL, Initialized: true,
-			Values: map[string]string{"username": r.PostFormValue("username")}, Error: message})
+			Values: map[string]string{"username": r.PostFormValue("username")}, Error: message, OIDCSignIn: p.s.oidc != nil})
 		return
 	}
 	setSession(w, r, sess)

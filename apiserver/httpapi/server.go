@@ -19,6 +19,7 @@ import (
 
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/oidc"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/internal/config"
 	"platform.dev/platform/internal/version"
@@ -66,6 +67,11 @@ type Server struct {
 	// the shutdown up.
 	stopping     chan struct{}
 	stoppingOnce sync.Once
+
+	// oidc and tokens are the OpenID Provider and its bearer token verifier, in modes Oidc and
+	// Hybrid only.
+	oidc   *oidc.Provider
+	tokens *oidc.Verifier
 }
 
 // New builds the service API and checks its configuration.
@@ -96,10 +102,15 @@ func New(opts Options) (*Server, error) {
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
 		work: opts.Work, executor: opts.Executor, stopping: make(chan struct{})}
+	if err := s.configureOIDC(opts.Config); err != nil {
+		return nil, err
+	}
 	api.UseMiddleware(s.authenticate(api), s.authorize(api))
 
 	s.registerHealth()
 	s.registerAuth()
+	s.registerOIDC()
+	s.registerExternalIdentities()
 	s.registerAgents()
 	s.registerFlows()
 	s.registerModelProviders()
@@ -154,6 +165,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 const (
 	tagHealth         = "Health"
 	tagAuthentication = "Authentication"
+	tagIdentity       = "Identity"
 	tagAgents         = "Agents"
 	tagFlows          = "Flows"
 	tagModelProviders = "Model providers"
@@ -164,7 +176,8 @@ const (
 
 var tags = []*huma.Tag{
 	{Name: tagHealth, Description: "Liveness and readiness of the service."},
-	{Name: tagAuthentication, Description: "Bootstrap of the first administrator, local sign-in and sign-out."},
+	{Name: tagAuthentication, Description: "Bootstrap of the first administrator, local and OIDC sign-in, and sign-out."},
+	{Name: tagIdentity, Description: "Identity administration: the external identities linked to Principals."},
 	{Name: tagAgents, Description: "Agents: participants that Flows invoke, with their model profile and tools."},
 	{Name: tagFlows, Description: "Flows: how work is routed to agents; editable drafts and immutable published versions."},
 	{Name: tagModelProviders, Description: "Model providers: where models are served; reads never contact the provider."},

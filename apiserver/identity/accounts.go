@@ -111,6 +111,9 @@ type Service struct {
 	MaxFailedAttempts int
 	LockoutDuration   time.Duration
 	SessionLifetime   time.Duration
+
+	// externalMu serializes the link changes of this process (see UnlinkExternalIdentity).
+	externalMu sync.Mutex
 }
 
 // New returns a Service over s with the default policy and its Audit on the same store. A Service
@@ -433,11 +436,17 @@ func (s *Service) Principal(ctx context.Context, id string) (Principal, error) {
 	return p, err
 }
 
-// sessionRow is a stored session with its account.
+// sessionRow is a stored session with its credential: a local account or an external identity.
 type sessionRow struct {
 	digest, stamp       string
 	expiresAt, lastSeen time.Time
-	acct                accountRow
+	principalID         string
+	principalStatus     string
+	// local is set for the session of a local account, acct is that account.
+	local bool
+	acct  accountRow
+	// external is set for the session of an external identity still linked to the Principal.
+	external bool
 }
 
 func (s *Service) readSession(ctx context.Context, db queryer, token string) (sessionRow, error) {
@@ -446,22 +455,52 @@ func (s *Service) readSession(ctx context.Context, db queryer, token string) (se
 		return r, ErrUnauthenticated
 	}
 	r.digest = tokenDigest(token)
-	err := db.QueryRowContext(ctx, s.q(`SELECT s.security_stamp, s.expires_at, s.last_seen_at, `+accountColumns+`
-		JOIN sessions s ON s.account_id = a.account_id WHERE s.id = ?`), r.digest).
-		Scan(&r.stamp, &r.expiresAt, &r.lastSeen, &r.acct.accountID, &r.acct.principalID, &r.acct.passwordHash, &r.acct.stamp,
-			&r.acct.status, &r.acct.failedAttempts, &r.acct.lockoutEnd)
+	var (
+		accountID, passwordHash, accountStamp, externalID sql.NullString
+		failedAttempts                                    sql.NullInt64
+	)
+	err := db.QueryRowContext(ctx, s.q(`SELECT s.security_stamp, s.expires_at, s.last_seen_at, s.principal_id, p.status,
+		a.account_id, a.password_hash, a.security_stamp, a.failed_attempts, a.lockout_end, e.id
+		FROM sessions s JOIN principals p ON p.id = s.principal_id
+		LEFT JOIN local_accounts a ON a.account_id = s.account_id AND a.principal_id = s.principal_id
+		LEFT JOIN external_identities e ON e.id = s.external_identity_id AND e.principal_id = s.principal_id
+		WHERE s.id = ?`), r.digest).
+		Scan(&r.stamp, &r.expiresAt, &r.lastSeen, &r.principalID, &r.principalStatus,
+			&accountID, &passwordHash, &accountStamp, &failedAttempts, &r.acct.lockoutEnd, &externalID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, ErrUnauthenticated
 	}
+	r.local = accountID.Valid
+	if r.local {
+		r.acct.accountID, r.acct.principalID, r.acct.status = accountID.String, r.principalID, r.principalStatus
+		r.acct.passwordHash, r.acct.stamp, r.acct.failedAttempts = passwordHash.String, accountStamp.String, int(failedAttempts.Int64)
+	}
+	r.external = externalID.Valid
 	return r, err
 }
 
-// valid reports whether the session may be used at now: not expired, the account not disabled,
-// and the security stamp unchanged since the session was issued. A temporary lockout after
+// valid reports whether the session may be used at now: not expired, and for a local account the
+// account not disabled and the security stamp unchanged since the session was issued; for an
+// external identity the link still in place and the Principal active. A temporary lockout after
 // failed attempts does not end existing sessions: otherwise anyone who knows a username could
 // sign its owner out by typing wrong passwords.
 func (r sessionRow) valid(now time.Time) bool {
-	return now.Before(r.expiresAt) && !r.acct.disabled() && r.stamp == r.acct.stamp
+	if !now.Before(r.expiresAt) {
+		return false
+	}
+	switch {
+	case r.local:
+		return !r.acct.disabled() && r.stamp == r.acct.stamp
+	case r.external:
+		return r.principalStatus == StatusActive
+	}
+	return false
+}
+
+// ended reports whether the session can never become valid again (a disabled Principal may be
+// enabled again; an expired session, a rotated stamp or a removed link are final).
+func (r sessionRow) ended(now time.Time) bool {
+	return !now.Before(r.expiresAt) || (r.local && r.stamp != r.acct.stamp) || (!r.local && !r.external)
 }
 
 // Authenticate returns the Principal of the session whose token the client presented. It fails
@@ -474,8 +513,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 		return Principal{}, err
 	}
 	if !r.valid(now) {
-		if !now.Before(r.expiresAt) || r.stamp != r.acct.stamp {
-			// The session can never become valid again.
+		if r.ended(now) {
 			_, _ = s.Store.DB().ExecContext(ctx, s.q(`DELETE FROM sessions WHERE id = ?`), r.digest)
 		}
 		return Principal{}, ErrUnauthenticated
@@ -485,11 +523,12 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 			return Principal{}, err
 		}
 	}
-	return s.Principal(ctx, r.acct.principalID)
+	return s.Principal(ctx, r.principalID)
 }
 
 // Logout ends the session of token. Ending an unknown or already ended session is no error and
-// records nothing.
+// records nothing; neither does ending the session of an external identity, for which the spec
+// names no audit action.
 func (s *Service) Logout(ctx context.Context, token string) error {
 	return s.Store.InTx(ctx, func(tx *sql.Tx) error {
 		r, err := s.readSession(ctx, tx, token)
@@ -502,7 +541,10 @@ func (s *Service) Logout(ctx context.Context, token string) error {
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sessions WHERE id = ?`), r.digest); err != nil {
 			return err
 		}
-		return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountLogout, Outcome: OutcomeSuccess, ActorID: r.acct.principalID, TargetID: r.acct.principalID})
+		if !r.local {
+			return nil
+		}
+		return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountLogout, Outcome: OutcomeSuccess, ActorID: r.principalID, TargetID: r.principalID})
 	})
 }
 
