@@ -165,6 +165,11 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 		}
 		for ctx.Err() == nil {
 			worked, err := e.RunOnce(ctx, owner)
+			if err == nil {
+				var ran bool
+				ran, err = e.RunRuntimeOnce(ctx, owner)
+				worked = worked || ran
+			}
 			if err != nil && ctx.Err() == nil {
 				// A failing store or kube API: wait for the next poll instead of spinning.
 				e.log.Error(err, "executing a flow run")

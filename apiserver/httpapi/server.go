@@ -119,6 +119,7 @@ func New(opts Options) (*Server, error) {
 	s.registerDeployments()
 	s.registerWork()
 	s.registerRunStream()
+	s.registerRuntime()
 	if opts.Config.IsDevelopmentOrTesting() {
 		swaggerui.Register(mux, "/swagger", OpenAPIPath+".json")
 	}
@@ -184,6 +185,7 @@ var tags = []*huma.Tag{
 	{Name: tagModels, Description: "Models: the inventory of models discovered at the model providers."},
 	{Name: tagModelProfiles, Description: "Model profiles: portable generation, reasoning and output intent over one model provider."},
 	{Name: tagDeployments, Description: "Deployments: the runtime view of agents, rebuilt from Management state."},
+	{Name: tagRuntime, Description: "Runtime: durable, asynchronous runs of one agent."},
 	{Name: tagWork, Description: "Work: WorkItems, the FlowRuns that execute them, and the pending actions a run waits on."},
 }
 

@@ -150,7 +150,10 @@ type WaitInput struct {
 	WaitSeconds int `query:"waitSeconds" minimum:"0" maximum:"30" doc:"Wait up to this long for the run to suspend or end before answering"`
 }
 
-const tagWork = "Work"
+const (
+	tagWork    = "Work"
+	tagRuntime = "Runtime"
+)
 
 func (s *Server) registerWork() {
 	huma.Register(s.api, secured(huma.Operation{

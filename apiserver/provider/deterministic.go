@@ -103,5 +103,6 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		}
 		act.Options = options
 	}
+	act.ModelProvider, act.Model = Deterministic, "deterministic"
 	return *act, nil
 }

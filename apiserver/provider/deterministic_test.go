@@ -53,9 +53,12 @@ func TestTheDeterministicProviderChoosesItsActionFromDirectiveLines(t *testing.T
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.ModelProvider).To(Equal(provider.Deterministic))
+			got.ModelProvider, got.Model = "", ""
 			if tc.want.Type == provider.ActionRespond && tc.want.Text != "ok" {
 				g.Expect(got.Text).To(MatchRegexp(`^Deterministic response [0-9a-f]{12}: hello$`))
 				again, _ := provider.DeterministicProvider{}.Invoke(context.Background(), req)
+				again.ModelProvider, again.Model = "", ""
 				g.Expect(again).To(Equal(got), "a pure function of instructions and input")
 				return
 			}

@@ -72,6 +72,9 @@ type Action struct {
 	Options []Option
 	// Title of createTask.
 	Title string
+	// ModelProvider and Model say where the answer came from, for run status.
+	ModelProvider string
+	Model         string
 }
 
 // Provider invokes agents.
