@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	if kube, err = client.New(env.Config, client.Options{Scheme: platformscheme.Scheme}); err != nil {
 		panic(err)
 	}
-	// storetest.Run also stops the PostgreSQL server of the Work route tests.
+	// Run also stops the PostgreSQL server of the tests that run on both dialects.
 	code := storetest.Run(m)
 	env.Stop()
 	os.Exit(code)

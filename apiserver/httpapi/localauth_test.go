@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -247,4 +248,25 @@ func TestTheSessionCookieIsSecureOverTLS(t *testing.T) {
 	g.Expect(cookies).To(HaveLen(1))
 	g.Expect(cookies[0].Secure).To(BeTrue())
 	g.Expect(cookies[0].HttpOnly).To(BeTrue())
+}
+
+func TestProblemDetailsNeverEchoTheSubmittedValues(t *testing.T) {
+	g := NewWithT(t)
+	server, _, _ := localServer(t, nil)
+	secret := "Secret-" + strings.Repeat("x", 1100) + "-1!"
+	for _, body := range []string{
+		bootstrapBody(uniqueWorkspace("echo"), secret),    // longer than maxLength
+		`{"username":"a","password":"Secret-Not-JSON-1!"`, // malformed JSON
+		`{"username":"a","password":12345678901234}`,      // wrong type
+	} {
+		req, _ := http.NewRequest(http.MethodPost, server.URL+"/api/auth/bootstrap", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(BeNumerically(">=", 400))
+		g.Expect(string(raw)).NotTo(ContainSubstring("Secret-"), "the response must not echo the password")
+		g.Expect(string(raw)).NotTo(ContainSubstring("12345678901234"))
+	}
 }

@@ -11,12 +11,11 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"path"
-	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/internal/returnurl"
 )
 
 // The minimal server-rendered pages of sign-in and account security; the full Console comes
@@ -122,25 +121,15 @@ func (p *pages) verified(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// LocalReturnURL normalizes a return URL: only a local path (no scheme, host or backslash
-// tricks) is kept, cleaned of dot segments; anything else is def.
-func LocalReturnURL(raw, def string) string {
-	if raw == "" || !strings.HasPrefix(raw, "/") || strings.HasPrefix(raw, "//") || strings.ContainsAny(raw, "\\\r\n\t") {
+// localReturnURL is raw normalized to a local path (see returnurl), else def.
+func localReturnURL(raw, def string) string {
+	if raw == "" {
 		return def
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
-		return def
+	if u, err := returnurl.Normalize(raw); err == nil {
+		return u
 	}
-	clean := path.Clean(u.Path)
-	if !strings.HasPrefix(clean, "/") || strings.HasPrefix(clean, "//") {
-		return def
-	}
-	if strings.HasSuffix(u.Path, "/") && clean != "/" {
-		clean += "/"
-	}
-	out := &url.URL{Path: clean, RawQuery: u.RawQuery}
-	return out.String()
+	return def
 }
 
 const accountHome = "/account/security"
@@ -162,7 +151,7 @@ func (p *pages) signedIn(r *http.Request) (identity.Principal, string, bool) {
 func (p *pages) requireSession(w http.ResponseWriter, r *http.Request) (identity.Principal, string, bool) {
 	pr, token, ok := p.signedIn(r)
 	if !ok {
-		http.Redirect(w, r, "/login?returnUrl="+url.QueryEscape(LocalReturnURL(r.URL.RequestURI(), accountHome)), http.StatusSeeOther)
+		http.Redirect(w, r, "/login?returnUrl="+url.QueryEscape(localReturnURL(r.URL.RequestURI(), accountHome)), http.StatusSeeOther)
 	}
 	return pr, token, ok
 }
@@ -212,7 +201,7 @@ func (p *pages) bootstrap(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *pages) loginForm(w http.ResponseWriter, r *http.Request) {
-	returnURL := LocalReturnURL(r.URL.Query().Get("returnUrl"), accountHome)
+	returnURL := localReturnURL(r.URL.Query().Get("returnUrl"), accountHome)
 	if _, _, ok := p.signedIn(r); ok {
 		http.Redirect(w, r, returnURL, http.StatusSeeOther)
 		return
@@ -227,7 +216,7 @@ func (p *pages) loginForm(w http.ResponseWriter, r *http.Request) {
 
 // oidcLogin starts the OpenID Provider's sign-in, coming back to the return URL.
 func (p *pages) oidcLogin(w http.ResponseWriter, r *http.Request) {
-	returnURL := LocalReturnURL(r.URL.Query().Get("returnUrl"), "/")
+	returnURL := localReturnURL(r.URL.Query().Get("returnUrl"), "/")
 	http.Redirect(w, r, "/api/auth/oidc/login?returnUrl="+url.QueryEscape(returnURL), http.StatusSeeOther)
 }
 
@@ -235,7 +224,7 @@ func (p *pages) login(w http.ResponseWriter, r *http.Request) {
 	if !p.verified(w, r) {
 		return
 	}
-	returnURL := LocalReturnURL(r.PostFormValue("returnUrl"), accountHome)
+	returnURL := localReturnURL(r.PostFormValue("returnUrl"), accountHome)
 	sess, _, err := p.s.identity.Login(r.Context(), r.PostFormValue("username"), r.PostFormValue("password"))
 	if err != nil {
 		status, message := http.StatusUnauthorized, "Sign-in failed: invalid username or password."

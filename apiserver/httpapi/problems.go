@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/work"
 )
 
@@ -26,6 +27,9 @@ func problem(err error) error {
 	}
 	if workErr := workProblem(err); workErr != nil {
 		return workErr
+	}
+	if p := identityProblem(err); p != nil {
+		return p
 	}
 	var kube apierrors.APIStatus
 	if !errors.As(err, &kube) {
@@ -67,6 +71,69 @@ func workProblem(err error) error {
 		return huma.Error412PreconditionFailed(err.Error())
 	}
 	return nil
+}
+
+// identityProblem maps the errors of the identity service; nil for any other error. Messages
+// never repeat the input: no username, e-mail address or password reaches a Problem.
+func identityProblem(err error) error {
+	var weak *identity.PasswordError
+	switch {
+	case errors.As(err, &weak):
+		details := make([]error, 0, len(weak.Unmet))
+		for _, rule := range weak.Unmet {
+			details = append(details, &huma.ErrorDetail{Location: "body.password", Message: "the password needs " + rule})
+		}
+		return huma.Error422UnprocessableEntity("the password does not meet the rules", details...)
+	case errors.Is(err, identity.ErrInvalidUsername):
+		return bodyInvalid("username", "1 to 64 characters without control characters or surrounding spaces")
+	case errors.Is(err, identity.ErrUnknownRole):
+		return bodyInvalid("role", "Owner, Admin, Member or Viewer")
+	case errors.Is(err, identity.ErrInvalidWorkspaceName):
+		return bodyInvalid("name", "a DNS label (lowercase letters, digits and -, at most 63 characters) not starting with kube-")
+	case errors.Is(err, identity.ErrInvalidDisplayName):
+		return bodyInvalid("displayName", "1 to 128 characters without control characters or surrounding spaces")
+	case errors.Is(err, identity.ErrInvalidTheme):
+		return bodyInvalid("theme", "System, Light or Dark")
+	case errors.Is(err, identity.ErrInvalidStatus):
+		return bodyInvalid("status", "Active or Disabled")
+	case errors.Is(err, identity.ErrSelfRevocation):
+		return huma.Error422UnprocessableEntity("a Platform administrator cannot revoke its own grant; another administrator must")
+	case errors.Is(err, identity.ErrSelfDisable):
+		return huma.Error422UnprocessableEntity("a Platform administrator cannot disable its own account; another administrator must")
+	case errors.Is(err, identity.ErrLastAdministrator):
+		return huma.Error409Conflict("the last active Platform administrator cannot be revoked or disabled; grant a successor first")
+	case errors.Is(err, identity.ErrPrincipalDisabled):
+		return huma.Error409Conflict("the principal is disabled; enable it before granting")
+	case errors.Is(err, identity.ErrLastOwner):
+		return huma.Error409Conflict("the final effective Owner of the workspace cannot be demoted or removed; make another principal Owner first")
+	case errors.Is(err, identity.ErrUsernameTaken):
+		return huma.Error409Conflict("the username is taken")
+	case errors.Is(err, identity.ErrWorkspaceNameTaken):
+		return huma.Error409Conflict("a workspace of that name exists")
+	case errors.Is(err, identity.ErrNotPlatformAdministrator):
+		return huma.Error403Forbidden("not permitted: platform administrator required")
+	case errors.Is(err, identity.ErrRoleAboveCaller):
+		return huma.Error403Forbidden("not permitted: the caller may set, change or remove only roles whose permissions it holds in the workspace")
+	case errors.Is(err, identity.ErrProvisioningFailed):
+		return huma.Error503ServiceUnavailable("the workspace could not be provisioned; nothing was created, retry")
+	case errors.Is(err, identity.ErrNotFound):
+		return huma.Error404NotFound("account not found")
+	case errors.Is(err, identity.ErrPrincipalNotFound):
+		return huma.Error404NotFound("principal not found")
+	case errors.Is(err, identity.ErrGrantNotFound):
+		return huma.Error404NotFound("the principal holds no Platform administrator grant")
+	case errors.Is(err, identity.ErrMembershipNotFound):
+		return huma.Error404NotFound("the principal has no membership in the workspace")
+	case errors.Is(err, identity.ErrWorkspaceNotFound):
+		return huma.Error404NotFound("workspace not found")
+	case errors.Is(err, identity.ErrTenantNotFound):
+		return huma.Error404NotFound("tenant not found")
+	}
+	return nil
+}
+
+func bodyInvalid(field, rule string) error {
+	return huma.Error422UnprocessableEntity("the request body is invalid", &huma.ErrorDetail{Location: "body." + field, Message: rule})
 }
 
 // invalid keeps every field path the kube API reported, so a caller can point at the input.
@@ -117,4 +184,21 @@ func writeProblem(w http.ResponseWriter, status int, detail string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, `{"title":%q,"status":%d,"detail":%q}`, http.StatusText(status), status, detail)
+}
+
+// huma's validation errors echo the offending value, and a body that is not JSON whole; that
+// value can be a password or a token. Problem Details of this API name the field, never the value.
+func init() {
+	withValues := huma.NewError
+	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
+		err := withValues(status, msg, errs...)
+		if model, ok := err.(*huma.ErrorModel); ok {
+			for _, detail := range model.Errors {
+				if detail != nil {
+					detail.Value = nil
+				}
+			}
+		}
+		return err
+	}
 }

@@ -105,10 +105,10 @@ func (s *Server) registerRuntime() {
 			}
 		}
 		if agent == nil {
-			return nil, fieldErrors(field.ErrorList{field.NotFound(field.NewPath("agent", "resourceId"), in.Body.Agent.ResourceID)})
+			return nil, fieldErrors(field.ErrorList{field.NotFound(field.NewPath("agent", "resourceId"), field.OmitValueType{})})
 		}
 		if v := in.Body.Agent.Version; v != "" && v != strconv.FormatInt(agent.Generation, 10) {
-			return nil, fieldErrors(field.ErrorList{field.Invalid(field.NewPath("agent", "version"), v,
+			return nil, fieldErrors(field.ErrorList{field.Invalid(field.NewPath("agent", "version"), field.OmitValueType{},
 				"the agent is at version "+strconv.FormatInt(agent.Generation, 10)+"; earlier versions cannot run")})
 		}
 		exec := RuntimeExecution{Mode: "async"}

@@ -91,7 +91,7 @@ func New(opts Options) (*Server, error) {
 	humaConfig.OpenAPIPath = OpenAPIPath
 	// huma's own docs page loads its scripts from a CDN; the platform serves its own copy.
 	humaConfig.DocsPath = ""
-	humaConfig.Info.Description = "The service API of the work-delegation platform: Management resources, Flows, Work and Runtime."
+	humaConfig.Info.Description = "The service API of the work-delegation platform: Management resources, Flows, Work and Runtime, and identity administration."
 	humaConfig.Components.SecuritySchemes = securitySchemes()
 	humaConfig.Tags = tags
 	// The $schema links of huma's default transformers are not part of our contract.
@@ -120,6 +120,12 @@ func New(opts Options) (*Server, error) {
 	s.registerWork()
 	s.registerRunStream()
 	s.registerRuntime()
+	s.registerAccounts()
+	s.registerPlatformAdministrators()
+	s.registerSecurityAudit()
+	s.registerRequestContext()
+	s.registerPreferences()
+	s.registerOrganization()
 	if opts.Config.IsDevelopmentOrTesting() {
 		swaggerui.Register(mux, "/swagger", OpenAPIPath+".json")
 	}
@@ -173,6 +179,13 @@ const (
 	tagModels         = "Models"
 	tagModelProfiles  = "Model profiles"
 	tagDeployments    = "Deployments"
+
+	tagAccounts               = "Local accounts"
+	tagPlatformAdministrators = "Platform administrators"
+	tagSecurityAudit          = "Security audit"
+	tagRequestContext         = "Request context"
+	tagPreferences            = "Preferences"
+	tagOrganization           = "Organization"
 )
 
 var tags = []*huma.Tag{
@@ -187,6 +200,12 @@ var tags = []*huma.Tag{
 	{Name: tagDeployments, Description: "Deployments: the runtime view of agents, rebuilt from Management state."},
 	{Name: tagRuntime, Description: "Runtime: durable, asynchronous runs of one agent."},
 	{Name: tagWork, Description: "Work: WorkItems, the FlowRuns that execute them, and the pending actions a run waits on."},
+	{Name: tagAccounts, Description: "Local accounts: creation with initial access, enabling and disabling, for Platform administrators."},
+	{Name: tagPlatformAdministrators, Description: "Platform administrator grants: the instance-level grant, distinct from any workspace role."},
+	{Name: tagSecurityAudit, Description: "The append-only security audit log."},
+	{Name: tagRequestContext, Description: "The caller's Principal, Tenant, Workspace and permissions, and the selected workspace."},
+	{Name: tagPreferences, Description: "The caller's global preferences."},
+	{Name: tagOrganization, Description: "The Tenant, its workspaces, their memberships and roles, and the organization's members."},
 }
 
 type healthOutput struct {

@@ -180,13 +180,13 @@ func (s *Server) registerWork() {
 		}
 		if ref.Version != "" {
 			if err := checkVersion(ref.Version); err != nil {
-				return nil, fieldErrors(field.ErrorList{field.Invalid(field.NewPath("flowReference", "version"), ref.Version, err.Detail)})
+				return nil, fieldErrors(field.ErrorList{field.Invalid(field.NewPath("flowReference", "version"), field.OmitValueType{}, err.Detail)})
 			}
 		}
 		version, err := executor.KubeResolver{Client: s.kube}.ResolveReference(ctx, rc.Namespace, ref.Name, ref.Version)
 		switch {
 		case errors.Is(err, executor.ErrFlowNotFound):
-			return nil, fieldErrors(field.ErrorList{field.NotFound(field.NewPath("flowReference"), ref.Name+"@"+ref.Version)})
+			return nil, fieldErrors(field.ErrorList{field.NotFound(field.NewPath("flowReference"), field.OmitValueType{})})
 		case errors.Is(err, executor.ErrNoActiveVersion), errors.Is(err, executor.ErrFlowDisabled):
 			return nil, huma.Error409Conflict(err.Error())
 		case err != nil:

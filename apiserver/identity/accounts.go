@@ -97,10 +97,11 @@ type Session struct {
 // failed-attempt counting and lockout, security stamps and server-side sessions, each change
 // audited in its own transaction.
 //
-// Who may call what is the caller's concern: the Platform administrator rules for Disable
-// and Enable (the caller is a Platform administrator, does not disable itself, and does not
-// disable the last active administrator) are enforced by the administrator-grant layer before it
-// calls Disable; the Service changes the account as asked.
+// Who may call what is mostly the caller's concern. Disable and Enable change the account as
+// asked; SetLocalAccountStatus, GrantPlatformAdministrator and RevokePlatformAdministrator are
+// the administration entry points that also enforce the Platform administrator rules (the caller
+// is an active Platform administrator, does not disable or revoke itself, and does not disable or
+// revoke the last active administrator) in the transaction of the change.
 type Service struct {
 	Store *store.Store
 	// Clock is the time source; time.Now when nil. Tests inject it.
@@ -112,6 +113,12 @@ type Service struct {
 	LockoutDuration   time.Duration
 	SessionLifetime   time.Duration
 
+	// administration serializes, in this process, the mutations that the Platform administrator
+	// rules guard (grant, revoke, account status), as the spec asks; their transactions also take
+	// a database lock, for other processes on the same database (see lockFor).
+	administration sync.Mutex
+	// memberships serializes the membership mutations that the final-Owner rule guards.
+	memberships sync.Mutex
 	// externalMu serializes the link changes of this process (see UnlinkExternalIdentity).
 	externalMu sync.Mutex
 }
@@ -207,23 +214,10 @@ func tokenDigest(token string) string {
 // CreateLocalAccount creates an active human Principal and its local account. actorID is the
 // Principal that creates it (empty during bootstrap). The password must meet ValidatePassword.
 func (s *Service) CreateLocalAccount(ctx context.Context, actorID string, in NewLocalAccount) (LocalAccount, Principal, error) {
-	normalized, err := NormalizeUsername(in.Username)
+	acct, p, normalized, hash, err := s.newLocalAccount(in)
 	if err != nil {
 		return LocalAccount{}, Principal{}, err
 	}
-	if err := ValidatePassword(in.Password); err != nil {
-		return LocalAccount{}, Principal{}, err
-	}
-	hash, err := HashPassword(in.Password)
-	if err != nil {
-		return LocalAccount{}, Principal{}, err
-	}
-	now := s.now()
-	p := Principal{ID: newID(), Kind: KindHuman, DisplayName: in.DisplayName, Email: in.Email, Status: StatusActive, CreatedAt: now}
-	if p.DisplayName == "" {
-		p.DisplayName = in.Username
-	}
-	acct := LocalAccount{AccountID: newID(), PrincipalID: p.ID, Username: in.Username, CreatedAt: now}
 	err = s.Store.InTx(ctx, func(tx *sql.Tx) error {
 		if err := s.insertLocalAccount(ctx, tx, p, acct, normalized, hash); err != nil {
 			return err
@@ -234,6 +228,27 @@ func (s *Service) CreateLocalAccount(ctx context.Context, actorID string, in New
 		return LocalAccount{}, Principal{}, fmt.Errorf("create local account: %w", err)
 	}
 	return acct, p, nil
+}
+
+// newLocalAccount checks in and prepares the rows of a new account: the account and its active
+// human Principal, the normalized username and the password hash.
+func (s *Service) newLocalAccount(in NewLocalAccount) (acct LocalAccount, p Principal, normalized, hash string, err error) {
+	if normalized, err = NormalizeUsername(in.Username); err != nil {
+		return
+	}
+	if err = ValidatePassword(in.Password); err != nil {
+		return
+	}
+	if hash, err = HashPassword(in.Password); err != nil {
+		return
+	}
+	now := s.now()
+	p = Principal{ID: newID(), Kind: KindHuman, DisplayName: in.DisplayName, Email: in.Email, Status: StatusActive, CreatedAt: now}
+	if p.DisplayName == "" {
+		p.DisplayName = in.Username
+	}
+	acct = LocalAccount{AccountID: newID(), PrincipalID: p.ID, Username: in.Username, CreatedAt: now}
+	return acct, p, normalized, hash, nil
 }
 
 // insertLocalAccount stores a new Principal and its local account in tx, refusing a taken
@@ -423,11 +438,15 @@ func (s *Service) openSession(ctx context.Context, tx *sql.Tx, acct accountRow, 
 
 // Principal reads a Principal by id.
 func (s *Service) Principal(ctx context.Context, id string) (Principal, error) {
+	return s.readPrincipal(ctx, s.Store.DB(), id)
+}
+
+func (s *Service) readPrincipal(ctx context.Context, db queryer, id string) (Principal, error) {
 	var (
 		p     Principal
 		email sql.NullString
 	)
-	err := s.Store.DB().QueryRowContext(ctx, s.q(`SELECT id, kind, display_name, email, status, created_at FROM principals WHERE id = ?`), id).
+	err := db.QueryRowContext(ctx, s.q(`SELECT id, kind, display_name, email, status, created_at FROM principals WHERE id = ?`), id).
 		Scan(&p.ID, &p.Kind, &p.DisplayName, &email, &p.Status, &p.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, ErrNotFound
@@ -646,25 +665,14 @@ func (s *Service) RevokeOtherSessions(ctx context.Context, accountID string) (Se
 
 // Disable locks the account indefinitely, rotates its security stamp (its sessions fail at once)
 // and marks its Principal Disabled. actorID is the Platform administrator who asks; the caller
-// has checked that it may (see Service).
+// has checked that it may (see Service; SetLocalAccountStatus checks it).
 func (s *Service) Disable(ctx context.Context, actorID, accountID string) error {
 	err := s.Store.InTx(ctx, func(tx *sql.Tx) error {
-		now := s.now()
 		cur, err := s.readAccount(ctx, tx, `a.account_id = ?`, accountID)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE local_accounts SET lockout_end = ?, failed_attempts = 0 WHERE account_id = ?`),
-			indefinitely, accountID); err != nil {
-			return err
-		}
-		if _, err := s.rotateStamp(ctx, tx, cur, now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE principals SET status = ? WHERE id = ?`), StatusDisabled, cur.principalID); err != nil {
-			return err
-		}
-		return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountDisabled, Outcome: OutcomeSuccess, ActorID: actorID, TargetID: cur.principalID})
+		return s.disableInTx(ctx, tx, actorID, cur)
 	})
 	if err != nil {
 		return fmt.Errorf("disable account: %w", err)
@@ -672,28 +680,47 @@ func (s *Service) Disable(ctx context.Context, actorID, accountID string) error 
 	return nil
 }
 
+func (s *Service) disableInTx(ctx context.Context, tx *sql.Tx, actorID string, cur accountRow) error {
+	now := s.now()
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE local_accounts SET lockout_end = ?, failed_attempts = 0 WHERE account_id = ?`),
+		indefinitely, cur.accountID); err != nil {
+		return err
+	}
+	if _, err := s.rotateStamp(ctx, tx, cur, now); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE principals SET status = ? WHERE id = ?`), StatusDisabled, cur.principalID); err != nil {
+		return err
+	}
+	return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountDisabled, Outcome: OutcomeSuccess, ActorID: actorID, TargetID: cur.principalID})
+}
+
 // Enable clears the lockout and the failed-attempt count of the account and marks its Principal
 // Active. Sessions ended by Disable stay ended.
 func (s *Service) Enable(ctx context.Context, actorID, accountID string) error {
 	err := s.Store.InTx(ctx, func(tx *sql.Tx) error {
-		now := s.now()
 		cur, err := s.readAccount(ctx, tx, `a.account_id = ?`, accountID)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE local_accounts SET lockout_end = NULL, failed_attempts = 0, updated_at = ? WHERE account_id = ?`),
-			now, accountID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE principals SET status = ? WHERE id = ?`), StatusActive, cur.principalID); err != nil {
-			return err
-		}
-		return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountEnabled, Outcome: OutcomeSuccess, ActorID: actorID, TargetID: cur.principalID})
+		return s.enableInTx(ctx, tx, actorID, cur)
 	})
 	if err != nil {
 		return fmt.Errorf("enable account: %w", err)
 	}
 	return nil
+}
+
+func (s *Service) enableInTx(ctx context.Context, tx *sql.Tx, actorID string, cur accountRow) error {
+	now := s.now()
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE local_accounts SET lockout_end = NULL, failed_attempts = 0, updated_at = ? WHERE account_id = ?`),
+		now, cur.accountID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE principals SET status = ? WHERE id = ?`), StatusActive, cur.principalID); err != nil {
+		return err
+	}
+	return s.audit().Record(ctx, tx, Event{Action: ActionLocalAccountEnabled, Outcome: OutcomeSuccess, ActorID: actorID, TargetID: cur.principalID})
 }
 
 // LocalAccountOf returns the local account of a Principal, for callers that hold the Principal

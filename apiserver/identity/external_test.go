@@ -42,11 +42,12 @@ func TestLinkingIsIdempotentForTheSamePrincipalAndAConflictForAnother(t *testing
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
 		ctx := context.Background()
-		svc, _ := newService(s)
+		svc, clock := newService(s)
 		_, ada := createAccount(t, svc)
 		other := externalPrincipal(t, s, identity.KindHuman, identity.StatusActive)
 
 		link, created, err := svc.LinkExternalIdentity(ctx, "admin", ada.ID, issuer, subject)
+		clock.Advance(time.Second) // links are listed in the order they were made
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(created).To(BeTrue())
 		g.Expect(link).To(And(HaveField("Issuer", issuer), HaveField("Subject", subject), HaveField("PrincipalID", ada.ID)))

@@ -88,7 +88,8 @@ func (s *Service) initialized(ctx context.Context, db queryer) (bool, error) {
 
 // Bootstrap creates the first local account, its Human Principal, the first Platform
 // administrator grant (no membership and no role: the grant covers every active workspace), the
-// initial Tenant and Workspace, all in one transaction that also writes the bootstrap marker, so
+// initial Tenant and Workspace, and the administrator's declared default context (that Tenant and
+// Workspace, see DefaultWorkspace), all in one transaction that also writes the bootstrap marker, so
 // that of concurrent bootstraps exactly one commits. It then calls provision (which creates the
 // workspace's namespace); if that fails, everything created is deleted again as compensation, the
 // store is uninitialized again and the error is returned. On success it opens a session and
@@ -150,7 +151,10 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapRequest, provision 
 			tenant.ID, tenant.Name, tenant.Status, now); err != nil {
 			return err
 		}
-		return s.insertWorkspace(ctx, tx, ws)
+		if err := s.insertWorkspace(ctx, tx, ws); err != nil {
+			return err
+		}
+		return s.recordDefaultContext(ctx, tx, p.ID, ws, now)
 	})
 	if err != nil {
 		return fail(fmt.Errorf("bootstrap: %w", err))
@@ -195,6 +199,7 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapRequest, provision 
 func (s *Service) compensateBootstrap(ctx context.Context, p Principal, acct LocalAccount, tenant Tenant, ws Workspace) error {
 	return s.Store.InTx(ctx, func(tx *sql.Tx) error {
 		for _, d := range []struct{ query, arg string }{
+			{`DELETE FROM principal_default_contexts WHERE principal_id = ?`, p.ID},
 			{`DELETE FROM workspaces WHERE id = ?`, ws.ID},
 			{`DELETE FROM tenants WHERE id = ?`, tenant.ID},
 			{`DELETE FROM platform_administrators WHERE principal_id = ?`, p.ID},
@@ -234,11 +239,14 @@ func (s *Service) CreateWorkspace(ctx context.Context, tenantID, routeName, disp
 	return ws, nil
 }
 
-// IsPlatformAdministrator reports whether the Principal holds the instance grant.
+// IsPlatformAdministrator reports whether the Principal holds the instance grant and is active: a
+// disabled Principal keeps its grant, which applies again once it is enabled.
 func (s *Service) IsPlatformAdministrator(ctx context.Context, principalID string) (bool, error) {
-	var n int
-	err := s.Store.DB().QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM platform_administrators WHERE principal_id = ?`), principalID).Scan(&n)
-	return n > 0, err
+	err := s.requireActiveAdministrator(ctx, s.Store.DB(), principalID)
+	if errors.Is(err, ErrNotPlatformAdministrator) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 const workspaceColumns = `w.id, w.tenant_id, w.route_name, w.display_name, w.status, w.created_at`
@@ -260,18 +268,27 @@ func (s *Service) scanWorkspace(row *sql.Row) (Workspace, error) {
 	return w, err
 }
 
-// DefaultWorkspace is the workspace a Principal acts in when a request selects none: the first
-// active workspace it is a member of (directly or through its tenant), or, for a Platform
-// administrator without one, the first active workspace. ErrWorkspaceNotFound when there is none.
+// DefaultWorkspace is the workspace a Principal acts in when a request selects none. For a
+// Platform administrator: its declared default context (recorded by the bootstrap) while that
+// workspace is active, else the first active workspace it is a member of, else the first active
+// workspace. For others: the first active workspace they are a member of (directly or through
+// the tenant). ErrWorkspaceNotFound when there is none.
 func (s *Service) DefaultWorkspace(ctx context.Context, principalID string) (Workspace, error) {
+	admin, err := s.IsPlatformAdministrator(ctx, principalID)
+	if err != nil {
+		return Workspace{}, err
+	}
+	if admin {
+		w, err := s.scanWorkspace(s.Store.DB().QueryRowContext(ctx, s.q(`SELECT `+workspaceColumns+activeWorkspaces+
+			` AND w.id = (SELECT workspace_id FROM principal_default_contexts WHERE principal_id = ?)`), principalID))
+		if !errors.Is(err, ErrWorkspaceNotFound) {
+			return w, err
+		}
+	}
 	w, err := s.scanWorkspace(s.Store.DB().QueryRowContext(ctx, s.q(`SELECT `+workspaceColumns+activeWorkspaces+memberOf+
 		` ORDER BY w.created_at, w.id LIMIT 1`), principalID))
-	if !errors.Is(err, ErrWorkspaceNotFound) {
+	if !errors.Is(err, ErrWorkspaceNotFound) || !admin {
 		return w, err
-	}
-	admin, err := s.IsPlatformAdministrator(ctx, principalID)
-	if err != nil || !admin {
-		return Workspace{}, errors.Join(ErrWorkspaceNotFound, err)
 	}
 	return s.scanWorkspace(s.Store.DB().QueryRowContext(ctx, s.q(`SELECT `+workspaceColumns+activeWorkspaces+
 		` ORDER BY w.created_at, w.id LIMIT 1`)))
@@ -293,33 +310,4 @@ func (s *Service) AccessibleWorkspace(ctx context.Context, principalID, routeNam
 	}
 	return s.scanWorkspace(s.Store.DB().QueryRowContext(ctx, s.q(`SELECT `+workspaceColumns+activeWorkspaces+
 		` AND w.route_name = ?`), routeName))
-}
-
-// AccessibleWorkspaces lists, in creation order, the active workspaces the Principal may select:
-// those it is a member of (directly or through their tenant), or every active one for a Platform
-// administrator. A disabled Principal has none.
-func (s *Service) AccessibleWorkspaces(ctx context.Context, principalID string) ([]Workspace, error) {
-	admin, err := s.IsPlatformAdministrator(ctx, principalID)
-	if err != nil {
-		return nil, err
-	}
-	query, args := `SELECT `+workspaceColumns+activeWorkspaces+memberOf, []any{principalID}
-	if admin {
-		query, args = `SELECT `+workspaceColumns+activeWorkspaces, nil
-	}
-	query += ` AND EXISTS (SELECT 1 FROM principals p WHERE p.id = ? AND p.status = 'Active') ORDER BY w.created_at, w.id`
-	rows, err := s.Store.DB().QueryContext(ctx, s.q(query), append(args, principalID)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Workspace
-	for rows.Next() {
-		var w Workspace
-		if err := rows.Scan(&w.ID, &w.TenantID, &w.RouteName, &w.DisplayName, &w.Status, &w.CreatedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
 }

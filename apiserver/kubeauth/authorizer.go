@@ -180,7 +180,8 @@ func (z *Authorizer) Visibility(ctx context.Context, u user.Info) (func(string) 
 	if !ok {
 		return nil, nil
 	}
-	workspaces, err := z.Identity.AccessibleWorkspaces(ctx, c.principalID)
+	// Access below keeps the active ones that the Principal, while active, may read.
+	workspaces, err := z.Identity.ReadableWorkspaces(ctx, c.principalID, "")
 	if err != nil {
 		return nil, err
 	}

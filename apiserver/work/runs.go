@@ -280,7 +280,8 @@ func checkAnswer(a PendingAction, ans Answer) (any, error) {
 				return o.Value, nil
 			}
 		}
-		return nil, fmt.Errorf("%q is not one of the options of the choice: %w", *ans.Value, ErrInvalidInput)
+		// The answer is not repeated: Problem Details never echo submitted values.
+		return nil, fmt.Errorf("the value is not one of the options of the choice: %w", ErrInvalidInput)
 	case KindConfirmation:
 		if ans.Confirmed == nil {
 			return nil, fmt.Errorf("a confirmation is answered with confirmed true or false: %w", ErrInvalidInput)

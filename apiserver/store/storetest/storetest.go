@@ -2,7 +2,8 @@
 // PostgreSQL on a throwaway server started from Debian's binaries (package postgresql), one
 // server per test package, a fresh database per test.
 //
-// A package that uses it calls Main from its TestMain so that the server stops at the end:
+// A package that uses it calls Main (or Run) from its TestMain so that the server stops at the
+// end:
 //
 //	func TestMain(m *testing.M) { storetest.Main(m) }
 package storetest
