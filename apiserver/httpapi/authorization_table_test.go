@@ -276,6 +276,8 @@ func routeRoleTable() map[string]tableRow {
 		}
 		return tableRequest{method: http.MethodDelete, path: "/api/identity/workspaces/" + f.ws.ID + "/memberships/" + f.spareRemoved.PrincipalID}
 	}}
+
+	workRows(rows)
 	return rows
 }
 
