@@ -441,12 +441,16 @@ func (s *Server) waitForRun(ctx context.Context, workspaceID string, run work.Fl
 		return run, nil
 	}
 	deadline := time.Now().Add(time.Duration(min(seconds, maxWaitSeconds)) * time.Second)
+	// Short runs settle within milliseconds: the pause starts small and grows, so a quick answer
+	// is not held back and a long wait does not load the store.
+	pause := time.Millisecond
 	for (run.State == work.StatePending || run.State == work.StateRunning) && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return run, nil
-		case <-time.After(25 * time.Millisecond):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, 50*time.Millisecond)
 		next, err := s.work.Run(ctx, workspaceID, run.ID)
 		if err != nil {
 			return run, problem(err)

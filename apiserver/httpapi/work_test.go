@@ -25,7 +25,7 @@ import (
 )
 
 // workServer is a Development-mode service API with a Work store and a running executor.
-func workServer(t *testing.T, s *store.Store) *httptest.Server {
+func workServer(t testing.TB, s *store.Store) *httptest.Server {
 	t.Helper()
 	cfg := config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"})
 	store := work.New(s)
