@@ -14,6 +14,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/store/storetest"
 )
 
 // crashEnv runs the server offline in Development mode with short executor leases, so a run left
@@ -72,16 +75,18 @@ func (c serviceClient) must(status int, method, path, body string) map[string]an
 	return out
 }
 
-// crashServer is a `platform serve` on one data directory that the test kills and restarts.
+// crashServer is a `platform serve` on one data directory (and database) that the test kills
+// and restarts.
 type crashServer struct {
 	t       *testing.T
 	dataDir string
+	args    []string
 	current *server
 }
 
 func (cs *crashServer) start() serviceClient {
 	cs.t.Helper()
-	s, err := startServerEnv(cs.dataDir, crashEnv)
+	s, err := startServerEnv(cs.dataDir, crashEnv, cs.args...)
 	if err != nil {
 		cs.t.Fatal(err)
 	}
@@ -208,8 +213,17 @@ func expectEachStepCompletedOnce(g Gomega, c serviceClient, runID string) {
 }
 
 func TestAFlowRunSurvivesSIGKILLAndCompletesWithTheSameResultAsAnUninterruptedRun(t *testing.T) {
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		cs := &crashServer{t: t, dataDir: filepath.Join(t.TempDir(), "data")}
+		if opts.DatabaseURL != "" {
+			cs.args = []string{"--database-url", opts.DatabaseURL}
+		}
+		crashAndCompare(t, cs)
+	})
+}
+
+func crashAndCompare(t *testing.T, cs *crashServer) {
 	g := NewWithT(t)
-	cs := &crashServer{t: t, dataDir: filepath.Join(t.TempDir(), "data")}
 	c := cs.start()
 	t.Cleanup(cs.stop)
 	setupReportFlow(c)
