@@ -96,7 +96,17 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}
 	defer db.Close()
 	ids := identity.New(db)
+	// The kube API knows the same callers and applies the same roles as the service API.
+	tokens := &kubeauth.Authenticator{Identity: ids}
+	provider, err := httpapi.OIDCProvider(cfg)
+	if err != nil {
+		return err
+	}
+	if provider != nil {
+		tokens.JWT = provider.Verifier()
+	}
 	workspaces := &kubeauth.Authorizer{Identity: ids}
+	opts.Authenticators = append(opts.Authenticators, tokens.Request())
 	opts.Authorizers = append(opts.Authorizers, workspaces)
 	opts.NamespaceVisibility = workspaces.Visibility
 

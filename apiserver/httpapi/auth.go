@@ -90,9 +90,9 @@ func authenticationMode(cfg *config.Config) (string, error) {
 
 // authenticate attaches the caller's principal. Development mode makes every caller the
 // development principal. Otherwise a request with an Authorization: Bearer header is
-// authenticated by that token alone: in modes Oidc and Hybrid a JWT access token (see
-// authenticateJWT); personal access tokens are handled apart. Without one, the session cookie
-// is resolved to its Principal in modes Local, Oidc and Hybrid when the server has the identity
+// authenticated by that token alone: a personal access token (see authenticatePAT), or in modes
+// Oidc and Hybrid a JWT access token (see authenticateJWT). Without one, the session cookie is
+// resolved to its Principal in modes Local, Oidc and Hybrid when the server has the identity
 // service. An invalid or missing credential leaves the request unauthenticated (401 on protected
 // operations).
 func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context)) {
@@ -100,6 +100,7 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 		ctx = huma.WithValue(ctx, tlsKey{}, ctx.TLS() != nil)
 		ctx = huma.WithValue(ctx, hostKey{}, ctx.Host())
 		token, bearer := bearerToken(ctx.Header("Authorization"))
+		var err error
 		switch {
 		case s.mode == ModeDevelopment:
 			ctx = huma.WithValue(ctx, callerKey{}, Caller{ID: DevelopmentPrincipal, Credential: CredentialDevelopment, DefaultWorkspace: DevelopmentWorkspace})
@@ -113,7 +114,7 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 				ctx = huma.WithValue(ctx, callerKey{}, caller)
 			}
 		case bearer:
-			// A personal access token: authenticated apart, never as a JWT or with the cookie.
+			ctx, err = s.authenticatePAT(ctx, token)
 		case s.sessions():
 			cookie, err := huma.ReadCookie(ctx, SessionCookie)
 			if err != nil || cookie.Value == "" {
@@ -131,8 +132,35 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 			ctx = huma.WithValue(ctx, callerKey{}, Caller{ID: p.ID, Credential: CredentialSession})
 			ctx = huma.WithValue(ctx, sessionKey{}, cookie.Value)
 		}
+		if err != nil {
+			_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
+			return
+		}
 		next(ctx)
 	}
+}
+
+// authenticatePAT attaches the Principal of a valid personal access token, with the token's
+// workspace and allow-list, which authorization intersects with the live rights. An invalid,
+// revoked or expired token leaves the request unauthenticated, like a missing one: a presented
+// bearer token is the request's credential and the session cookie is not consulted. The error
+// is an internal one (the store failed).
+func (s *Server) authenticatePAT(ctx huma.Context, token string) (huma.Context, error) {
+	// Disabled mode has no callers; without the identity store there are no tokens.
+	if s.identity == nil || s.mode == ModeDisabled {
+		return ctx, nil
+	}
+	pat, err := s.identity.AuthenticatePAT(ctx.Context(), token)
+	if errors.Is(err, identity.ErrUnauthenticated) {
+		return ctx, nil
+	}
+	if err != nil {
+		return ctx, err
+	}
+	return huma.WithValue(ctx, callerKey{}, Caller{
+		ID: pat.PrincipalID, Credential: CredentialPAT,
+		PAT: &PATGrant{TokenID: pat.ID, WorkspaceID: pat.WorkspaceID, Allow: pat.Permissions},
+	}), nil
 }
 
 // bearerToken returns the token of an Authorization: Bearer header (the scheme is

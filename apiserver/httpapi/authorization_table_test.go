@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -275,6 +276,44 @@ func routeRoleTable() map[string]tableRow {
 			f.t.Fatal(err)
 		}
 		return tableRequest{method: http.MethodDelete, path: "/api/identity/workspaces/" + f.ws.ID + "/memberships/" + f.spareRemoved.PrincipalID}
+	}}
+
+	// Personal access tokens: managed with a session only (a token gets 403, see pat_test.go).
+	const patBody = `{"name":"table","permissions":["resources/read"],"expiresInDays":1}`
+	rows["list-personal-access-tokens"] = tableRow{httpapi.PolicyInteractiveUser, anyInteractiveUser(200), get("/api/identity/pat")}
+	// The token is for the workspace the header selects, which is not the non-member's.
+	rows["create-personal-access-token"] = tableRow{httpapi.PolicyInteractiveUser, statuses{401, 201, 201, 201, 201, 404, 201}, func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodPost, path: "/api/identity/pat", body: patBody}
+	}}
+	rows["revoke-personal-access-token"] = tableRow{httpapi.PolicyInteractiveUser, anyInteractiveUser(204), func(f *tableFixture, r role) tableRequest {
+		id := "no-such-token"
+		if r != anonymous {
+			// A token of the role's own, in its default workspace (no header).
+			resp := f.do(f.cookies[r], http.MethodPost, "/api/identity/pat", patBody)
+			if resp.status != http.StatusCreated {
+				f.t.Fatalf("create a token as %s: %d %v", r, resp.status, resp.body)
+			}
+			id = resp.body["id"].(string)
+		}
+		return tableRequest{method: http.MethodDelete, path: "/api/identity/pat/" + id}
+	}}
+	rows["revoke-all-personal-access-tokens"] = tableRow{httpapi.PolicyInteractiveUser, anyInteractiveUser(204), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodDelete, path: "/api/identity/pat"}
+	}}
+	sparePATs := func(f *tableFixture) string { return "/api/identity/principals/" + f.spareAccount.PrincipalID + "/pat" }
+	rows["list-principal-personal-access-tokens"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), func(f *tableFixture, _ role) tableRequest {
+		return tableRequest{method: http.MethodGet, path: sparePATs(f)}
+	}}
+	rows["revoke-principal-personal-access-token"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(204), func(f *tableFixture, _ role) tableRequest {
+		pat, _, err := f.svc.CreatePAT(context.Background(), f.spareAccount.PrincipalID, identity.NewPAT{PrincipalID: f.spareAccount.PrincipalID,
+			WorkspaceID: f.ws.ID, Name: "table", Permissions: identity.PATAllowed, ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		return tableRequest{method: http.MethodDelete, path: sparePATs(f) + "/" + pat.ID}
+	}}
+	rows["revoke-all-principal-personal-access-tokens"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(204), func(f *tableFixture, _ role) tableRequest {
+		return tableRequest{method: http.MethodDelete, path: sparePATs(f)}
 	}}
 
 	workRows(rows)

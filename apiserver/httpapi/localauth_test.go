@@ -46,7 +46,13 @@ func localServer(t *testing.T, provision func(context.Context, identity.Workspac
 
 func localHandler(t *testing.T, provision func(context.Context, identity.Workspace) error) (http.Handler, *identity.Service, *store.Store) {
 	t.Helper()
-	db, err := store.Open(context.Background(), store.Options{DataDir: t.TempDir()})
+	return localHandlerOn(t, store.Options{DataDir: t.TempDir()}, provision)
+}
+
+// localHandlerOn is localHandler over the store of opts (see storetest.ForEachDialectOptions).
+func localHandlerOn(t *testing.T, opts store.Options, provision func(context.Context, identity.Workspace) error) (http.Handler, *identity.Service, *store.Store) {
+	t.Helper()
+	db, err := store.Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

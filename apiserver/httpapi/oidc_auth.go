@@ -21,7 +21,7 @@ import (
 
 const (
 	// personalAccessTokenPrefix starts every personal access token; other bearer tokens are JWTs.
-	personalAccessTokenPrefix = "platform_pat_"
+	personalAccessTokenPrefix = identity.PATPrefix
 
 	// SignInCookie carries, between the start of an OIDC sign-in and its callback, what the
 	// callback checks: state, nonce, PKCE code verifier and the return URL. It is HttpOnly,
@@ -36,16 +36,28 @@ const (
 // configureOIDC reads the OpenID Provider settings in modes Oidc and Hybrid, where they are
 // required; startup fails on an incomplete or unsafe configuration.
 func (s *Server) configureOIDC(cfg *config.Config) error {
-	if s.mode != ModeOidc && s.mode != ModeHybrid {
-		return nil
+	provider, err := OIDCProvider(cfg)
+	if err != nil || provider == nil {
+		return err
+	}
+	s.oidc = provider
+	s.tokens = s.oidc.Verifier()
+	return nil
+}
+
+// OIDCProvider is the OpenID Provider of modes Oidc and Hybrid, nil in the other modes; an
+// incomplete or unsafe configuration is an error. The kube API verifies JWT bearer tokens with it
+// too.
+func OIDCProvider(cfg *config.Config) (*oidc.Provider, error) {
+	mode, err := authenticationMode(cfg)
+	if err != nil || (mode != ModeOidc && mode != ModeHybrid) {
+		return nil, err
 	}
 	oidcConfig, err := oidc.ConfigFrom(cfg)
 	if err != nil {
-		return fmt.Errorf("%s=%s: %w", authModeKey, s.mode, err)
+		return nil, fmt.Errorf("%s=%s: %w", authModeKey, mode, err)
 	}
-	s.oidc = oidc.NewProvider(oidcConfig)
-	s.tokens = s.oidc.Verifier()
-	return nil
+	return oidc.NewProvider(oidcConfig), nil
 }
 
 // authenticateJWT authenticates a JWT bearer token in modes Oidc and Hybrid: signature by the

@@ -111,6 +111,7 @@ func New(opts Options) (*Server, error) {
 	s.registerAuth()
 	s.registerOIDC()
 	s.registerExternalIdentities()
+	s.registerPATs()
 	s.registerAgents()
 	s.registerFlows()
 	s.registerModelProviders()
