@@ -12,14 +12,18 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/apiserver/controlplane"
+	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/kubeauth"
+	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/controllers"
 	"platform.dev/platform/crds"
 	"platform.dev/platform/internal/config"
@@ -69,6 +73,14 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err := opts.Validate(); err != nil {
 		return err
 	}
+	agents, err := provider.FromConfig(cfg)
+	if err != nil {
+		return err
+	}
+	execOpts, err := executor.OptionsFromConfig(cfg, executor.Options{Provider: agents})
+	if err != nil {
+		return err
+	}
 	httpListener, err := net.Listen("tcp", httpAddr)
 	if err != nil {
 		return fmt.Errorf("service API: %w", err)
@@ -114,19 +126,41 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
+	controllers.SetLogger()
+	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: kube}, ctrl.Log.WithName("executor")
+	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {
+		return err
+	}
+	flowExecutor, err := executor.New(execOpts)
+	if err != nil {
+		return err
+	}
 	api, err := httpapi.New(httpapi.Options{
 		Config: cfg, Kube: kube, Ready: server.Ready,
 		Identity:           ids,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
+		Work:               execOpts.Work,
+		Executor:           flowExecutor,
 	})
 	if err != nil {
 		return err
 	}
+	// The executor's workers take runnable runs (new ones, and those a killed process left
+	// behind once their lease expires) and stop before the store closes (deferred after it).
+	execCtx, stopExecutor := context.WithCancel(context.Background())
+	execStopped := make(chan struct{})
+	go func() {
+		defer close(execStopped)
+		flowExecutor.Run(execCtx)
+	}()
+	defer func() {
+		stopExecutor()
+		<-execStopped
+	}()
 
 	// The controllers run on the loopback identity once the kube API is ready, share the work
 	// with other replicas through a Lease in kube-system, and stop before the kube API does
 	// (deferred after server.Stop, so run before it) so that they never talk to a stopped server.
-	controllers.SetLogger()
 	mgr, err := controllers.NewManager(server.LoopbackConfig, ctrlOpts)
 	if err != nil {
 		return err

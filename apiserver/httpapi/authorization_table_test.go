@@ -315,6 +315,8 @@ func routeRoleTable() map[string]tableRow {
 	rows["revoke-all-principal-personal-access-tokens"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(204), func(f *tableFixture, _ role) tableRequest {
 		return tableRequest{method: http.MethodDelete, path: sparePATs(f)}
 	}}
+
+	workRows(rows)
 	return rows
 }
 

@@ -6,13 +6,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	. "github.com/onsi/gomega"
 
+	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/internal/config"
 )
 
@@ -34,13 +38,28 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	t.Helper()
 	g := NewWithT(t)
 	svc := identity.New(db)
+	cfg := config.FromMap(config.Production, nil)
+	// The Work routes run on the same store, with an executor that revalidates runs/execute
+	// against the identity service as platform serve's does.
+	workStore := work.New(db)
+	authorize, err := httpapi.RunAuthorizer(cfg, svc)
+	g.Expect(err).NotTo(HaveOccurred())
+	exec, err := executor.New(executor.Options{Work: workStore, Resolver: executor.KubeResolver{Client: kube},
+		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond})
+	g.Expect(err).NotTo(HaveOccurred())
+	execCtx, stopExec := context.WithCancel(context.Background())
+	execDone := make(chan struct{})
+	go func() { defer close(execDone); exec.Run(execCtx) }()
+	t.Cleanup(func() { stopExec(); <-execDone })
 	api, err := httpapi.New(httpapi.Options{
-		Config: config.FromMap(config.Production, nil),
+		Config: cfg,
 		Kube:   kube,
 		Ready:  func(ctx context.Context) error { return env.Server().Ready(ctx) },
 		// Identity and ProvisionWorkspace switch on local accounts (the default mode is Local).
 		Identity:           svc,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
+		Work:               workStore,
+		Executor:           exec,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewServer(api.Handler())

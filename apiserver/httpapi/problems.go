@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/work"
 )
 
 // problem turns an error from the kube API or the domain into Problem Details (RFC 9457); it is
@@ -23,6 +24,9 @@ func problem(err error) error {
 	var statusErr huma.StatusError
 	if errors.As(err, &statusErr) {
 		return err
+	}
+	if workErr := workProblem(err); workErr != nil {
+		return workErr
 	}
 	if p := identityProblem(err); p != nil {
 		return p
@@ -51,6 +55,22 @@ func problem(err error) error {
 		return huma.Error503ServiceUnavailable("the management store is busy; retry")
 	}
 	return huma.Error500InternalServerError("internal error")
+}
+
+// workProblem maps the Work store's errors; nil for any other error. Their messages are written
+// for people and hold no token, prompt or answer.
+func workProblem(err error) error {
+	switch {
+	case errors.Is(err, work.ErrNotFound):
+		return huma.Error404NotFound(err.Error())
+	case errors.Is(err, work.ErrInvalidToken), errors.Is(err, work.ErrInvalidInput):
+		return huma.Error400BadRequest(err.Error())
+	case errors.Is(err, work.ErrConflict):
+		return huma.Error409Conflict(err.Error())
+	case errors.Is(err, work.ErrStale):
+		return huma.Error412PreconditionFailed(err.Error())
+	}
+	return nil
 }
 
 // identityProblem maps the errors of the identity service; nil for any other error. Messages

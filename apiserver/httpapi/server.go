@@ -7,16 +7,20 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/oidc"
+	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/internal/config"
 	"platform.dev/platform/internal/version"
 )
@@ -40,6 +44,11 @@ type Options struct {
 	// ProvisionWorkspace creates what a new workspace needs outside the identity store (its kube
 	// namespace). Required with Identity.
 	ProvisionWorkspace func(context.Context, identity.Workspace) error
+	// Work is the Work plane's store. Optional: without it the Work routes answer 503.
+	Work *work.Store
+	// Executor is woken when a run becomes runnable, so it starts without waiting for a poll.
+	// Optional.
+	Executor interface{ Wake() }
 }
 
 // Server is the service API.
@@ -52,6 +61,12 @@ type Server struct {
 	mode      string
 	identity  *identity.Service
 	provision func(context.Context, identity.Workspace) error
+	work      *work.Store
+	executor  interface{ Wake() }
+	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
+	// the shutdown up.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 
 	// oidc and tokens are the OpenID Provider and its bearer token verifier, in modes Oidc and
 	// Hybrid only.
@@ -85,7 +100,8 @@ func New(opts Options) (*Server, error) {
 	api := humago.New(mux, humaConfig)
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
-	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace}
+	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
+		work: opts.Work, executor: opts.Executor, stopping: make(chan struct{})}
 	if err := s.configureOIDC(opts.Config); err != nil {
 		return nil, err
 	}
@@ -102,6 +118,9 @@ func New(opts Options) (*Server, error) {
 	s.registerModels()
 	s.registerModelProfiles()
 	s.registerDeployments()
+	s.registerWork()
+	s.registerRunStream()
+	s.registerRuntime()
 	s.registerAccounts()
 	s.registerPlatformAdministrators()
 	s.registerSecurityAudit()
@@ -112,6 +131,8 @@ func New(opts Options) (*Server, error) {
 		swaggerui.Register(mux, "/swagger", OpenAPIPath+".json")
 	}
 	s.registerPages(mux)
+	// Run, step and controller metrics for Prometheus; they hold counts by type and state only.
+	mux.Handle("GET /metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/api/", notFoundHandler)
 	// Cross-site state-changing requests (by Sec-Fetch-Site, else Origin against Host) are
 	// refused: the session cookie must not act for another site's page.
@@ -139,6 +160,7 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.stoppingOnce.Do(func() { close(s.stopping) })
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := server.Shutdown(shutdownCtx); err != nil {
@@ -177,6 +199,8 @@ var tags = []*huma.Tag{
 	{Name: tagModels, Description: "Models: the inventory of models discovered at the model providers."},
 	{Name: tagModelProfiles, Description: "Model profiles: portable generation, reasoning and output intent over one model provider."},
 	{Name: tagDeployments, Description: "Deployments: the runtime view of agents, rebuilt from Management state."},
+	{Name: tagRuntime, Description: "Runtime: durable, asynchronous runs of one agent."},
+	{Name: tagWork, Description: "Work: WorkItems, the FlowRuns that execute them, and the pending actions a run waits on."},
 	{Name: tagAccounts, Description: "Local accounts: creation with initial access, enabling and disabling, for Platform administrators."},
 	{Name: tagPlatformAdministrators, Description: "Platform administrator grants: the instance-level grant, distinct from any workspace role."},
 	{Name: tagSecurityAudit, Description: "The append-only security audit log."},

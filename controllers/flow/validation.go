@@ -348,3 +348,13 @@ func agentReferences(def *platformv1.FlowDefinition, path *field.Path) []agentRe
 	}
 	return refs
 }
+
+// ExpressionEnv is the CEL environment of flow expressions; the executor evaluates them in the
+// environment that validation type-checked them in.
+func ExpressionEnv() *cel.Env { return expressionEnv }
+
+// ValidateDefinition checks a definition as the Flow reconciler does, reporting each finding with
+// its field path under path; the executor refuses to run a snapshot that does not pass.
+func ValidateDefinition(def *platformv1.FlowDefinition, path *field.Path) field.ErrorList {
+	return validateDefinition(def, path)
+}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"platform.dev/platform/apiserver/store/storetest"
 )
 
 var (
@@ -51,7 +53,8 @@ func runTests(m *testing.M) int {
 	kubectlBinary, _ = exec.LookPath("kubectl")
 	kubeCacheDir = filepath.Join(workDir, "kube-cache")
 
-	code := m.Run()
+	// storetest.Run also stops the PostgreSQL server of the tests that run on both stores.
+	code := storetest.Run(m)
 	stopSharedServer()
 	return code
 }

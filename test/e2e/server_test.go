@@ -49,10 +49,15 @@ type server struct {
 // startServer runs `platform serve --data-dir dataDir` on a free loopback port and waits for its
 // ready line. A port that another process took between picking and binding is retried.
 func startServer(dataDir string, extraArgs ...string) (*server, error) {
+	return startServerEnv(dataDir, nil, extraArgs...)
+}
+
+// startServerEnv is startServer with env added to the server's environment.
+func startServerEnv(dataDir string, env []string, extraArgs ...string) (*server, error) {
 	var err error
 	for range 3 {
 		var s *server
-		s, err = launchServer(dataDir, extraArgs...)
+		s, err = launchServer(dataDir, env, extraArgs...)
 		if err == nil {
 			return s, nil
 		}
@@ -63,7 +68,7 @@ func startServer(dataDir string, extraArgs ...string) (*server, error) {
 	return nil, err
 }
 
-func launchServer(dataDir string, extraArgs ...string) (*server, error) {
+func launchServer(dataDir string, env []string, extraArgs ...string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -81,6 +86,9 @@ func launchServer(dataDir string, extraArgs ...string) (*server, error) {
 	}
 	s.cmd.Stderr = s.stderr
 	s.cmd.SysProcAttr = childProcAttr()
+	if env != nil {
+		s.cmd.Env = append(os.Environ(), env...)
+	}
 	pipe, err := s.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -81,8 +81,24 @@ func ForEachDialectOptions(t *testing.T, body func(t *testing.T, opts store.Opti
 	})
 }
 
+// ForEachDialectBench runs body as the sub-benchmarks "sqlite" and "postgres", each on a fresh,
+// migrated store that is closed when the sub-benchmark ends.
+func ForEachDialectBench(b *testing.B, body func(b *testing.B, s *store.Store)) {
+	b.Helper()
+	run := func(b *testing.B, opts store.Options) {
+		s, err := store.Open(context.Background(), opts)
+		if err != nil {
+			b.Fatalf("open store: %v", err)
+		}
+		b.Cleanup(func() { s.Close() })
+		body(b, s)
+	}
+	b.Run(store.SQLite, func(b *testing.B) { run(b, store.Options{DataDir: b.TempDir()}) })
+	b.Run(store.Postgres, func(b *testing.B) { run(b, store.Options{DatabaseURL: freshPostgresDatabase(b)}) })
+}
+
 // freshPostgresDatabase creates an empty database on the package's server and returns its URL.
-func freshPostgresDatabase(t *testing.T) string {
+func freshPostgresDatabase(t testing.TB) string {
 	t.Helper()
 	if !mainCalled {
 		t.Fatal("storetest: call storetest.Main(m) from the package's TestMain so the PostgreSQL server is stopped")

@@ -1,0 +1,425 @@
+// Package executor runs FlowRuns: workers claim runnable runs from the Work store under a lease,
+// execute their steps sequentially and persist every transition before acting on it, so a run
+// survives the death of its process and resumes from its last persisted transition.
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/provider"
+	"platform.dev/platform/apiserver/work"
+	flowvalidation "platform.dev/platform/controllers/flow"
+	"platform.dev/platform/internal/config"
+)
+
+// ErrNotPermitted is what an Authorize function returns when the run's Principal may no longer
+// execute runs in the run's workspace.
+var ErrNotPermitted = errors.New("runs/execute is not granted")
+
+// Options configure an Executor.
+type Options struct {
+	Work     *work.Store
+	Resolver Resolver
+	Provider provider.Provider
+	// Authorize revalidates that the Principal that submitted a run still holds runs/execute in
+	// its workspace (ErrNotPermitted otherwise); it is checked each time a worker takes the run.
+	Authorize func(ctx context.Context, c work.Context) error
+	// Workers is how many runs execute at once; 2 when zero.
+	Workers int
+	// Lease is how long a worker owns a run without renewing; 15 s when zero. A run left by a
+	// dead process is taken over once its lease expires.
+	Lease time.Duration
+	// Poll is how often an idle worker looks for runnable runs; 250 ms when zero.
+	Poll time.Duration
+	// RetryBackoff is the first pause before retrying a transient agent failure; it doubles.
+	RetryBackoff time.Duration
+	Log          logr.Logger
+}
+
+// OptionsFromConfig reads Platform:Executor:Workers and Platform:Executor:LeaseSeconds.
+func OptionsFromConfig(cfg *config.Config, opts Options) (Options, error) {
+	if v := cfg.Get("Platform:Executor:Workers"); v != "" {
+		if _, err := fmt.Sscan(v, &opts.Workers); err != nil || opts.Workers < 1 || opts.Workers > 256 {
+			return opts, fmt.Errorf("Platform:Executor:Workers=%q: must be a number from 1 to 256", v)
+		}
+	}
+	if v := cfg.Get("Platform:Executor:LeaseSeconds"); v != "" {
+		var seconds int
+		if _, err := fmt.Sscan(v, &seconds); err != nil || seconds < 1 || seconds > 3600 {
+			return opts, fmt.Errorf("Platform:Executor:LeaseSeconds=%q: must be a number from 1 to 3600", v)
+		}
+		opts.Lease = time.Duration(seconds) * time.Second
+	}
+	return opts, nil
+}
+
+// Executor is a pool of workers over the Work store.
+type Executor struct {
+	work      *work.Store
+	resolver  Resolver
+	provider  provider.Provider
+	authorize func(context.Context, work.Context) error
+	workers   int
+	lease     time.Duration
+	poll      time.Duration
+	backoff   time.Duration
+	log       logr.Logger
+	owner     string
+	wake      chan struct{}
+}
+
+// New checks opts and builds an Executor.
+func New(opts Options) (*Executor, error) {
+	if opts.Work == nil || opts.Resolver == nil || opts.Provider == nil || opts.Authorize == nil {
+		return nil, errors.New("executor: Work, Resolver, Provider and Authorize are required")
+	}
+	e := &Executor{work: opts.Work, resolver: opts.Resolver, provider: opts.Provider, authorize: opts.Authorize,
+		workers: opts.Workers, lease: opts.Lease, poll: opts.Poll, backoff: opts.RetryBackoff, log: opts.Log}
+	if e.workers <= 0 {
+		e.workers = 2
+	}
+	if e.lease <= 0 {
+		e.lease = 15 * time.Second
+	}
+	if e.poll <= 0 {
+		e.poll = 250 * time.Millisecond
+	}
+	if e.backoff <= 0 {
+		e.backoff = 200 * time.Millisecond
+	}
+	host, _ := os.Hostname()
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	// The owner names this process; a restarted process is another owner, so it never mistakes
+	// the lease of its dead predecessor for its own.
+	e.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(suffix))
+	e.wake = make(chan struct{}, e.workers)
+	return e, nil
+}
+
+// Wake tells idle workers that a run became runnable, so they do not wait for the next poll.
+func (e *Executor) Wake() {
+	for range e.workers {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+			return
+		}
+	}
+}
+
+// Run starts the workers and the expiry of PendingActions, and returns when ctx ends and every
+// worker has stopped. A run a worker was executing keeps its persisted state and is taken over
+// after its lease.
+func (e *Executor) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := range e.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.worker(ctx, fmt.Sprintf("%s/%d", e.owner, i))
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ticker := time.NewTicker(time.Second)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				if n, err := e.work.ExpirePendingActions(ctx); err != nil && ctx.Err() == nil {
+					e.log.Error(err, "expiring pending actions")
+				} else if n > 0 {
+					e.log.Info("pending actions expired", "count", n)
+				}
+			}
+		}
+	}()
+	wg.Wait()
+}
+
+func (e *Executor) worker(ctx context.Context, owner string) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-e.wake:
+		}
+		for ctx.Err() == nil {
+			worked, err := e.RunOnce(ctx, owner)
+			if err == nil {
+				var ran bool
+				ran, err = e.RunRuntimeOnce(ctx, owner)
+				worked = worked || ran
+			}
+			if err != nil && ctx.Err() == nil {
+				// A failing store or kube API: wait for the next poll instead of spinning.
+				e.log.Error(err, "executing a flow run")
+				break
+			}
+			if !worked {
+				break
+			}
+		}
+		timer.Reset(e.poll)
+	}
+}
+
+// RunOnce claims one runnable run for owner and executes it until it suspends, ends, or is
+// taken away; false when there was none to claim.
+func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
+	run, err := e.work.Claim(ctx, owner, e.lease)
+	if err != nil || run == nil {
+		return false, err
+	}
+	runsClaimed.Inc()
+	log := e.log.WithValues("flowRunId", run.ID, "workItemId", run.WorkItemID, "workspaceId", run.WorkspaceID)
+	if run.InteractionID != "" {
+		log = log.WithValues("interactionId", run.InteractionID)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The lease is renewed while the run executes; losing it (pause, cancel, or a takeover after
+	// a stall) stops the execution before its next transition.
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		ticker := time.NewTicker(e.lease / 3)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-ticker.C:
+				ok, err := e.work.RenewLease(runCtx, run.ID, owner, e.lease)
+				if err == nil && !ok {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	err = e.drive(logr.NewContext(runCtx, log), run, owner)
+	cancel()
+	<-renewed
+	if errors.Is(err, work.ErrLeaseLost) {
+		log.V(1).Info("flow run taken away from this worker")
+		return true, nil
+	}
+	if err != nil {
+		// The run is given back at once; its persisted state is where the next worker starts.
+		_ = e.work.ReleaseLease(context.WithoutCancel(ctx), run.ID, owner)
+		return true, fmt.Errorf("flow run %s: %w", run.ID, err)
+	}
+	return true, nil
+}
+
+// drive executes the run's steps, persisting each transition before acting on it.
+func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) error {
+	log := logr.FromContextOrDiscard(ctx)
+	apply := func(t work.Transition) error {
+		next, err := e.work.Apply(ctx, run.ID, owner, t)
+		if err == nil {
+			*run = next
+		}
+		return err
+	}
+	fail := func(reason string, before ...work.Event) error {
+		log.Info("flow run failed", "step", run.CurrentStep, "reason", reason)
+		runsFinished.WithLabelValues(work.StateFailed).Inc()
+		return apply(work.Transition{State: work.StateFailed, Reason: reason,
+			Events: append(before, work.Event{Type: work.EventRunFailed, Step: run.CurrentStep, Reason: reason})})
+	}
+
+	if err := e.authorize(ctx, run.Context); err != nil {
+		if errors.Is(err, ErrNotPermitted) {
+			return fail("the Principal that submitted the run no longer holds runs/execute in its workspace")
+		}
+		return err
+	}
+	if !run.Pinned() {
+		pin, input, reason, err := e.pin(ctx, run)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			return fail(reason)
+		}
+		started := false
+		if err := apply(work.Transition{Pin: pin, State: work.StateRunning, CurrentStep: &input, StepStarted: &started, Attempt: 1,
+			Events: []work.Event{{Type: work.EventRunStarted, Step: input, State: work.StateRunning}}}); err != nil {
+			return err
+		}
+		log.Info("flow run started", "flow", run.FlowName, "version", run.FlowVersion)
+	} else if run.State == work.StatePending {
+		if err := apply(work.Transition{State: work.StateRunning}); err != nil {
+			return err
+		}
+	} else if run.StepStarted {
+		// The worker that started this step stopped before it persisted the outcome.
+		if err := apply(work.Transition{Events: []work.Event{{Type: work.EventStepRestarted, Step: run.CurrentStep, Attempt: run.Attempt,
+			Reason: "the worker executing the step stopped; it runs again under the same idempotency key"}}}); err != nil {
+			return err
+		}
+		log.Info("flow run step restarted after its worker stopped", "step", run.CurrentStep, "attempt", run.Attempt)
+		stepsRestarted.Inc()
+	}
+	var def platformv1.FlowDefinition
+	if err := json.Unmarshal(run.Snapshot, &def); err != nil {
+		return fail(fmt.Sprintf("the pinned flow snapshot is unreadable: %v", err))
+	}
+	g, err := graphOf(def)
+	if err != nil {
+		return fail(err.Error())
+	}
+	agents := map[string]provider.Agent{}
+	if len(run.Agents) > 0 {
+		if err := json.Unmarshal(run.Agents, &agents); err != nil {
+			return fail(fmt.Sprintf("the pinned agents are unreadable: %v", err))
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return work.ErrLeaseLost
+		}
+		step, ok := g.steps[run.CurrentStep]
+		if !ok {
+			return fail(fmt.Sprintf("the flow has no step %q", run.CurrentStep))
+		}
+		data, err := run.DecodeData()
+		if err != nil {
+			return fail(err.Error())
+		}
+		if !run.StepStarted {
+			if _, answered := data.Answers[step.Name]; step.Suspend != nil && !answered {
+				return apply(work.Transition{Suspend: suspensionOf(step), Events: []work.Event{}})
+			}
+		}
+		// An Agent step's start is persisted before the call, the step's one effect outside the
+		// store. Any other step is a pure function of the persisted data: its start is written
+		// with its outcome, in one transaction, which halves its commits and changes nothing a
+		// crash could observe.
+		var startEvents []work.Event
+		if !run.StepStarted {
+			startEvents = []work.Event{{Type: work.EventStepStarted, Step: step.Name, Attempt: run.Attempt}}
+			if step.Type == platformv1.AgentStep {
+				started := true
+				if err := apply(work.Transition{StepStarted: &started, Events: startEvents}); err != nil {
+					return err
+				}
+				startEvents = nil
+			}
+		}
+		began := time.Now()
+		out := e.execute(ctx, run, g, step, data, agents)
+		stepDuration.WithLabelValues(string(step.Type)).Observe(time.Since(began).Seconds())
+		stepsExecuted.WithLabelValues(string(step.Type), out.kind()).Inc()
+		if ctx.Err() != nil {
+			// Paused, cancelled or taken over meanwhile: nothing of this try is kept.
+			return work.ErrLeaseLost
+		}
+		done := work.Event{Type: work.EventStepCompleted, Step: step.Name, Attempt: run.Attempt}
+		notStarted := false
+		events := func(e ...work.Event) []work.Event { return append(append([]work.Event{}, startEvents...), e...) }
+		switch {
+		case out.failure != "":
+			return fail(out.failure, startEvents...)
+		case out.retry != "":
+			pause := e.backoff << (run.Attempt - 1)
+			if err := apply(work.Transition{Attempt: run.Attempt + 1,
+				Events: events(work.Event{Type: work.EventStepRetried, Step: step.Name, Attempt: run.Attempt + 1, Reason: out.retry})}); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return work.ErrLeaseLost
+			case <-time.After(pause):
+			}
+		case out.suspend != nil:
+			log.Info("flow run waits for a pending action", "step", step.Name, "kind", out.suspend.Kind)
+			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events(done)})
+		case out.result != nil:
+			log.Info("flow run completed", "step", step.Name)
+			runsFinished.WithLabelValues(work.StateCompleted).Inc()
+			return apply(work.Transition{State: work.StateCompleted, Result: out.result,
+				Events: events(done, work.Event{Type: work.EventRunCompleted, Step: step.Name, State: work.StateCompleted})})
+		default:
+			data.Steps[step.Name], data.Current = out.output, out.output
+			if err := apply(work.Transition{CurrentStep: &out.next, StepStarted: &notStarted, Attempt: 1, Data: &data,
+				Events: events(done)}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func suspensionOf(step platformv1.FlowStep) *work.Suspension {
+	kinds := map[platformv1.SuspendKind]string{
+		platformv1.TextSuspend: work.KindText, platformv1.ChoiceSuspend: work.KindChoice,
+		platformv1.ConfirmationSuspend: work.KindConfirmation, platformv1.FileSuspend: work.KindFile,
+		platformv1.ApprovalSuspend: work.KindApproval,
+	}
+	sus := &work.Suspension{Step: step.Name, Kind: kinds[step.Suspend.Kind], Prompt: step.Suspend.Prompt, Continuation: step.Name}
+	for _, c := range step.Suspend.Choices {
+		sus.Options = append(sus.Options, work.Option{Value: c.Value, Label: c.Label})
+	}
+	return sus
+}
+
+// pin reads the exact Flow snapshot and the revisions of the agents it invokes. A reason is
+// returned (and no error) when the run cannot execute: the version or an agent is gone, or the
+// snapshot is invalid.
+func (e *Executor) pin(ctx context.Context, run *work.FlowRun) (*work.Pin, string, string, error) {
+	def, digest, err := e.resolver.FlowVersion(ctx, run.Namespace, run.FlowName, run.FlowVersion)
+	if errors.Is(err, ErrFlowNotFound) {
+		return nil, "", fmt.Sprintf("version %s of flow %q is not published in the workspace", run.FlowVersion, run.FlowName), nil
+	}
+	if err != nil {
+		return nil, "", "", err
+	}
+	if errs := flowvalidation.ValidateDefinition(&def, field.NewPath("definition")); len(errs) > 0 {
+		return nil, "", fmt.Sprintf("version %s of flow %q is invalid: %v", run.FlowVersion, run.FlowName, errs.ToAggregate()), nil
+	}
+	g, err := graphOf(def)
+	if err != nil {
+		return nil, "", err.Error(), nil
+	}
+	agents := map[string]provider.Agent{}
+	for _, name := range g.agentNames() {
+		a, err := e.resolver.Agent(ctx, run.Namespace, name)
+		if errors.Is(err, ErrAgentNotFound) {
+			return nil, "", fmt.Sprintf("flow %q invokes agent %q, which the workspace does not have", run.FlowName, name), nil
+		}
+		if err != nil {
+			return nil, "", "", err
+		}
+		agents[name] = a
+	}
+	snapshot, err := json.Marshal(def)
+	if err != nil {
+		return nil, "", "", err
+	}
+	pinnedAgents, err := json.Marshal(agents)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return &work.Pin{Digest: digest, Snapshot: snapshot, Agents: pinnedAgents}, g.input, "", nil
+}

@@ -1,0 +1,99 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/provider"
+)
+
+// Errors of flow reference resolution; the service API turns them into Problem Details.
+var (
+	ErrFlowNotFound    = errors.New("flow not found")
+	ErrNoActiveVersion = errors.New("flow has no active version")
+	ErrFlowDisabled    = errors.New("flow is disabled")
+	ErrAgentNotFound   = errors.New("agent not found")
+)
+
+// Resolver reads the Management objects a run pins.
+type Resolver interface {
+	// FlowVersion is the snapshot and digest of an exact published version.
+	FlowVersion(ctx context.Context, namespace, name, version string) (platformv1.FlowDefinition, string, error)
+	// Agent is the current revision of an agent.
+	Agent(ctx context.Context, namespace, name string) (provider.Agent, error)
+}
+
+// KubeResolver reads Flows, FlowVersions and Agents from the kube API.
+type KubeResolver struct{ Client client.Reader }
+
+// FlowVersion reads a published version of a Flow.
+func (r KubeResolver) FlowVersion(ctx context.Context, namespace, name, version string) (platformv1.FlowDefinition, string, error) {
+	objectName := name + "-" + strings.ToLower(strings.ReplaceAll(version, "+", "-"))
+	if len(validation.IsDNS1123Subdomain(objectName)) != 0 {
+		return platformv1.FlowDefinition{}, "", fmt.Errorf("version %s of flow %q: %w", version, name, ErrFlowNotFound)
+	}
+	v := &platformv1.FlowVersion{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: objectName}, v)
+	if apierrors.IsNotFound(err) || (err == nil && (string(v.Definition.FlowName) != name || string(v.Definition.Version) != version)) {
+		return platformv1.FlowDefinition{}, "", fmt.Errorf("version %s of flow %q: %w", version, name, ErrFlowNotFound)
+	}
+	if err != nil {
+		return platformv1.FlowDefinition{}, "", err
+	}
+	return v.Definition.Snapshot, string(v.Definition.Digest), nil
+}
+
+// Agent reads an agent's current revision.
+func (r KubeResolver) Agent(ctx context.Context, namespace, name string) (provider.Agent, error) {
+	a := &platformv1.Agent{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, a)
+	if apierrors.IsNotFound(err) {
+		return provider.Agent{}, fmt.Errorf("agent %q: %w", name, ErrAgentNotFound)
+	}
+	if err != nil {
+		return provider.Agent{}, err
+	}
+	out := provider.Agent{Name: a.Name, UID: string(a.UID), Revision: a.ResourceVersion, Generation: a.Generation,
+		Handler: a.Definition.Handler, Instructions: a.Definition.Instructions}
+	if p := a.Definition.ModelProfile; p != nil {
+		out.ModelProfile = p.Name
+		if out.ModelProfile == "" {
+			out.ModelProfile = p.ResourceID
+		}
+	}
+	return out, nil
+}
+
+// ResolveReference turns a Flow reference into the exact version a new run executes: version
+// itself when given (exact), else the Flow's active version. The Flow must exist and be enabled,
+// and the version must be published.
+func (r KubeResolver) ResolveReference(ctx context.Context, namespace, name, version string) (string, error) {
+	flow := &platformv1.Flow{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, flow)
+	if apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("flow %q: %w", name, ErrFlowNotFound)
+	}
+	if err != nil {
+		return "", err
+	}
+	if flow.Definition.Enabled != nil && !*flow.Definition.Enabled {
+		return "", fmt.Errorf("flow %q refuses new runs: %w", name, ErrFlowDisabled)
+	}
+	if version == "" {
+		version = string(flow.Status.ActiveVersion)
+		if version == "" {
+			return "", fmt.Errorf("flow %q: publish a version with activate, or name an exact version: %w", name, ErrNoActiveVersion)
+		}
+	}
+	if _, _, err := r.FlowVersion(ctx, namespace, name, version); err != nil {
+		return "", err
+	}
+	return version, nil
+}

@@ -1,0 +1,141 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"platform.dev/platform/apiserver/provider"
+	"platform.dev/platform/apiserver/work"
+)
+
+// defaultRuntimeTimeout bounds one agent call of a Runtime Run that sets no timeoutSeconds.
+const defaultRuntimeTimeout = 60 * time.Second
+
+// RunRuntimeOnce claims one runnable Runtime Run for owner and executes it; false when there was
+// none. A timeout or transient provider failure is retried with backoff up to the attempt limit.
+func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, error) {
+	r, err := e.work.ClaimRuntimeRun(ctx, owner, e.lease)
+	if err != nil || r == nil {
+		return false, err
+	}
+	log := e.log.WithValues("runtimeRunId", r.ID, "workspaceId", r.WorkspaceID)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		ticker := time.NewTicker(e.lease / 3)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-ticker.C:
+				if ok, err := e.work.RenewRuntimeLease(runCtx, r.ID, owner, e.lease); err == nil && !ok {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	defer func() { cancel(); <-renewed }()
+	finish := func(o work.RuntimeOutcome) error {
+		if o.Status == work.RuntimeFailed {
+			log.Info("runtime run failed", "reason", o.Error)
+		}
+		return e.work.FinishRuntimeRun(context.WithoutCancel(ctx), r.ID, owner, o)
+	}
+	if err := e.authorize(runCtx, r.Context); err != nil {
+		if errors.Is(err, ErrNotPermitted) {
+			return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed,
+				Error: "the Principal that created the run no longer holds runs/execute in its workspace"})
+		}
+		return true, err
+	}
+	agent, err := e.resolver.Agent(runCtx, r.Namespace, r.AgentName)
+	switch {
+	case errors.Is(err, ErrAgentNotFound) || (err == nil && agent.UID != r.AgentUID):
+		return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: fmt.Sprintf("agent %s no longer exists", r.AgentUID)})
+	case err != nil:
+		return true, err
+	case r.AgentVersion != "" && r.AgentVersion != strconv.FormatInt(agent.Generation, 10):
+		return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed,
+			Error: fmt.Sprintf("agent %q is at version %d, not %s", agent.Name, agent.Generation, r.AgentVersion)})
+	}
+	for {
+		timeout := defaultRuntimeTimeout
+		if r.TimeoutSeconds > 0 {
+			timeout = time.Duration(r.TimeoutSeconds) * time.Second
+		}
+		callCtx, cancelCall := context.WithTimeout(runCtx, timeout)
+		act, err := e.provider.Invoke(callCtx, provider.Request{IdempotencyKey: fmt.Sprintf("%s/%d", r.ID, r.Attempt), Attempt: r.Attempt,
+			Agent: agent, Message: runtimeMessage(r.Messages)})
+		timedOut := errors.Is(callCtx.Err(), context.DeadlineExceeded)
+		cancelCall()
+		if runCtx.Err() != nil {
+			return true, nil // stopping or taken away: the next worker starts over from the persisted run
+		}
+		switch {
+		case err != nil && (timedOut || provider.IsTransient(err)):
+			reason := err.Error()
+			if timedOut {
+				reason = fmt.Sprintf("the agent did not answer within %s", timeout)
+			}
+			if r.Attempt >= maxAgentAttempts {
+				return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: fmt.Sprintf("failed %d times: %s", r.Attempt, reason)})
+			}
+			if err := finish(work.RuntimeOutcome{Retry: true, Error: reason}); err != nil {
+				return true, err
+			}
+			select {
+			case <-runCtx.Done():
+				return true, nil
+			case <-time.After(e.backoff << (r.Attempt - 1)):
+			}
+			r.Attempt++
+			continue
+		case err != nil:
+			return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: err.Error()})
+		case act.Type == provider.ActionShowError:
+			return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: act.Text,
+				ModelProvider: act.ModelProvider, ResolvedModel: act.Model})
+		}
+		response := map[string]any{"action": act.Type}
+		switch {
+		case act.Prompt != "":
+			response["content"] = act.Prompt
+		case act.Title != "" && act.Text == "":
+			response["content"] = act.Title
+		default:
+			response["content"] = act.Text
+		}
+		if len(act.Options) > 0 {
+			response["options"] = act.Options
+		}
+		data, err := json.Marshal(response)
+		if err != nil {
+			return true, err
+		}
+		log.Info("runtime run completed")
+		return true, finish(work.RuntimeOutcome{Status: work.RuntimeCompleted, Response: data,
+			ModelProvider: act.ModelProvider, ResolvedModel: act.Model})
+	}
+}
+
+// runtimeMessage is what the agent reads of the input messages: the content of a single
+// message, or each message on its own line prefixed by its role.
+func runtimeMessage(messages []work.Message) string {
+	if len(messages) == 1 {
+		return messages[0].Content
+	}
+	lines := make([]string, 0, len(messages))
+	for _, m := range messages {
+		lines = append(lines, m.Role+": "+m.Content)
+	}
+	return strings.Join(lines, "\n")
+}

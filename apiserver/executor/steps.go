@@ -1,0 +1,344 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/provider"
+	"platform.dev/platform/apiserver/work"
+	flowvalidation "platform.dev/platform/controllers/flow"
+)
+
+// celCostLimit bounds the work of one expression evaluation, so that a pathological expression
+// fails its run instead of holding a worker.
+const celCostLimit = 1_000_000
+
+// Step names of the graph a Direct flow runs as.
+const (
+	directInput  = "input"
+	directAgent  = "agent"
+	directOutput = "output"
+)
+
+// graph is the executable form of a pinned definition.
+type graph struct {
+	steps map[string]platformv1.FlowStep
+	edges []platformv1.FlowEdge
+	input string
+}
+
+// graphOf builds the graph of a definition; a Direct flow runs as Input -> Agent -> Output.
+func graphOf(def platformv1.FlowDefinition) (*graph, error) {
+	if def.FlowKind == platformv1.DirectFlow {
+		if def.Target == nil {
+			return nil, fmt.Errorf("the Direct flow has no target")
+		}
+		def.Steps = []platformv1.FlowStep{
+			{Name: directInput, Type: platformv1.InputStep},
+			{Name: directAgent, Type: platformv1.AgentStep, Agent: &platformv1.LocalObjectReference{Name: def.Target.ID}},
+			{Name: directOutput, Type: platformv1.OutputStep},
+		}
+		def.Edges = []platformv1.FlowEdge{{From: directInput, To: directAgent}, {From: directAgent, To: directOutput}}
+	}
+	g := &graph{steps: map[string]platformv1.FlowStep{}, edges: def.Edges}
+	for _, s := range def.Steps {
+		g.steps[s.Name] = s
+		if s.Type == platformv1.InputStep {
+			g.input = s.Name
+		}
+	}
+	if g.input == "" {
+		return nil, fmt.Errorf("the flow has no Input step")
+	}
+	return g, nil
+}
+
+// next is the step after from by the edge labelled when ("" for an unlabelled edge).
+func (g *graph) next(from, when string) (string, bool) {
+	for _, e := range g.edges {
+		if e.From == from && e.When == when {
+			return e.To, true
+		}
+	}
+	return "", false
+}
+
+// agentNames lists the agents the graph invokes.
+func (g *graph) agentNames() []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, s := range g.steps {
+		if s.Type == platformv1.AgentStep && s.Agent != nil && !seen[string(s.Agent.Name)] {
+			seen[string(s.Agent.Name)] = true
+			names = append(names, string(s.Agent.Name))
+		}
+	}
+	return names
+}
+
+// outcome is what executing a step decided; exactly one of its shapes is set.
+type outcome struct {
+	// next: the step completed with output and the run continues at next.
+	next   string
+	output any
+	// suspend: the step asks a person; the run waits.
+	suspend *work.Suspension
+	// result: an Output step ended the run successfully.
+	result json.RawMessage
+	// failure: the run fails with this reason.
+	failure string
+	// retry: a transient failure of an Agent step; tried again after a pause.
+	retry string
+}
+
+// kind names the outcome for metrics.
+func (o outcome) kind() string {
+	switch {
+	case o.failure != "":
+		return "failed"
+	case o.retry != "":
+		return "retried"
+	case o.suspend != nil:
+		return "suspended"
+	case o.result != nil:
+		return "ended"
+	}
+	return "completed"
+}
+
+func failed(format string, args ...any) outcome {
+	return outcome{failure: fmt.Sprintf(format, args...)}
+}
+
+// maxAgentAttempts bounds the tries of an Agent step that fails transiently.
+const maxAgentAttempts = 3
+
+// execute runs one step of a run and says what happened. It has no effect other than the
+// provider call of an Agent step, which is idempotent under the run's key for this attempt.
+func (e *Executor) execute(ctx context.Context, run *work.FlowRun, g *graph, step platformv1.FlowStep, data work.RunData, agents map[string]provider.Agent) outcome {
+	vars := map[string]any{"input": data.Input, "steps": data.Steps}
+	if answer, ok := data.Answers[step.Name]; ok {
+		// A step that asked before it runs sees the answer as steps.<name>.answer.
+		steps := make(map[string]any, len(data.Steps)+1)
+		for k, v := range data.Steps {
+			steps[k] = v
+		}
+		steps[step.Name] = map[string]any{"answer": answer}
+		vars["steps"] = steps
+	}
+	in := data.Current
+	if step.Input != "" {
+		v, err := evaluate(ctx, step.Input, vars)
+		if err != nil {
+			return failed("step %q: its input expression failed: %v", step.Name, err)
+		}
+		in = v
+	}
+	continueWith := func(output any) outcome {
+		next, ok := g.next(step.Name, "")
+		if !ok {
+			return failed("step %q: no edge leaves it", step.Name)
+		}
+		return outcome{next: next, output: output}
+	}
+	switch step.Type {
+	case platformv1.InputStep:
+		return continueWith(in)
+	case platformv1.TransformStep:
+		v, err := evaluate(ctx, step.Expression, vars)
+		if err != nil {
+			return failed("Transform step %q: its expression failed: %v", step.Name, err)
+		}
+		return continueWith(v)
+	case platformv1.ConditionStep:
+		v, err := evaluate(ctx, step.Expression, vars)
+		if err != nil {
+			return failed("Condition step %q: its expression failed: %v", step.Name, err)
+		}
+		b, ok := v.(bool)
+		if !ok {
+			return failed("Condition step %q: its expression yielded %s, not a bool", step.Name, describe(v))
+		}
+		next, _ := g.next(step.Name, fmt.Sprint(b))
+		return outcome{next: next, output: in}
+	case platformv1.RouterStep:
+		label := in
+		if step.Expression != "" {
+			v, err := evaluate(ctx, step.Expression, vars)
+			if err != nil {
+				return failed("Router step %q: its expression failed: %v", step.Name, err)
+			}
+			label = v
+		}
+		s, ok := label.(string)
+		if !ok {
+			return failed("Router step %q: it yielded %s, not a string label", step.Name, describe(label))
+		}
+		next, ok := g.next(step.Name, s)
+		if !ok {
+			return failed("Router step %q: no edge leaves it labelled %q", step.Name, s)
+		}
+		return outcome{next: next, output: in}
+	case platformv1.OutputStep:
+		result := map[string]any{"output": in}
+		if step.Message != "" {
+			result["message"] = step.Message
+		}
+		b, err := json.Marshal(result)
+		if err != nil {
+			return failed("Output step %q: its result is not JSON: %v", step.Name, err)
+		}
+		return outcome{result: b}
+	case platformv1.FailureStep:
+		if step.Message != "" {
+			return failed("%s", step.Message)
+		}
+		return failed("the flow ended in Failure step %q", step.Name)
+	case platformv1.AgentStep:
+		return e.invokeAgent(ctx, run, g, step, in, agents)
+	}
+	return failed("step %q has the unknown type %q", step.Name, step.Type)
+}
+
+func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph, step platformv1.FlowStep, in any, agents map[string]provider.Agent) outcome {
+	agent, ok := agents[string(step.Agent.Name)]
+	if !ok {
+		return failed("Agent step %q: agent %q was not pinned", step.Name, step.Agent.Name)
+	}
+	req := provider.Request{
+		IdempotencyKey: fmt.Sprintf("%s/%s/%d", run.ID, step.Name, run.Attempt),
+		Attempt:        run.Attempt,
+		Agent:          agent,
+		Message:        render(step.Prompt, in),
+	}
+	act, err := e.provider.Invoke(ctx, req)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return outcome{retry: "interrupted"}
+	case err != nil && provider.IsTransient(err):
+		if run.Attempt >= maxAgentAttempts {
+			return failed("Agent step %q: agent %q failed %d times: %v", step.Name, agent.Name, run.Attempt, err)
+		}
+		return outcome{retry: err.Error()}
+	case err != nil:
+		return failed("Agent step %q: agent %q failed: %v", step.Name, agent.Name, err)
+	}
+	next, hasNext := g.next(step.Name, "")
+	if !hasNext {
+		return failed("step %q: no edge leaves it", step.Name)
+	}
+	suspend := func(kind string) outcome {
+		sus := &work.Suspension{Step: step.Name, Kind: kind, Prompt: act.Prompt, Continuation: next}
+		for _, o := range act.Options {
+			sus.Options = append(sus.Options, work.Option{Value: o.Value, Label: o.Label})
+		}
+		return outcome{suspend: sus}
+	}
+	switch act.Type {
+	case provider.ActionRequestChoice:
+		return suspend(work.KindChoice)
+	case provider.ActionRequestConfirmation:
+		return suspend(work.KindConfirmation)
+	case provider.ActionRequestInput:
+		return suspend(work.KindText)
+	case provider.ActionShowError:
+		return failed("Agent step %q: agent %q reported an error: %s", step.Name, agent.Name, act.Text)
+	case provider.ActionCreateTask:
+		return outcome{next: next, output: map[string]any{"action": act.Type, "title": act.Title, "text": act.Text}}
+	case provider.ActionRespond, provider.ActionShowResult:
+		return outcome{next: next, output: map[string]any{"action": act.Type, "text": act.Text}}
+	}
+	return failed("Agent step %q: agent %q answered with the unknown action %q", step.Name, agent.Name, act.Type)
+}
+
+// render builds an Agent step's message: the prompt with {{ input }} replaced by the step input
+// and {{ field }} by a field of it; without a prompt, the input itself.
+func render(prompt string, in any) string {
+	if prompt == "" {
+		return text(in)
+	}
+	var b strings.Builder
+	for {
+		start := strings.Index(prompt, "{{")
+		if start < 0 {
+			b.WriteString(prompt)
+			return b.String()
+		}
+		end := strings.Index(prompt[start:], "}}")
+		if end < 0 {
+			b.WriteString(prompt)
+			return b.String()
+		}
+		b.WriteString(prompt[:start])
+		name := strings.TrimSpace(prompt[start+2 : start+end])
+		switch m, _ := in.(map[string]any); {
+		case name == "input":
+			b.WriteString(text(in))
+		case m != nil:
+			b.WriteString(text(m[name]))
+		}
+		prompt = prompt[start+end+2:]
+	}
+}
+
+// text is a value as an agent reads it: a string as is, anything else as JSON.
+func text(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return t
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func describe(v any) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%T %s", v, text(v))
+}
+
+// evaluate compiles and runs a flow expression in the environment validation checked it in, and
+// returns its value as JSON data (maps, lists, strings, float64, bools, nil).
+func evaluate(ctx context.Context, expr string, vars map[string]any) (any, error) {
+	env := flowvalidation.ExpressionEnv()
+	ast, issues := env.Compile(expr)
+	if issues.Err() != nil {
+		return nil, issues.Err()
+	}
+	prg, err := env.Program(ast, cel.CostLimit(celCostLimit), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, err
+	}
+	val, _, err := prg.ContextEval(ctx, vars)
+	if err != nil {
+		return nil, err
+	}
+	if val.Type() == types.BoolType {
+		return val.Value().(bool), nil
+	}
+	native, err := val.ConvertToNative(reflect.TypeFor[*structpb.Value]())
+	if err != nil {
+		return nil, fmt.Errorf("its value %v is not JSON data: %w", val, err)
+	}
+	b, err := protojson.Marshal(native.(*structpb.Value))
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(b, &out)
+}

@@ -1,0 +1,546 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"platform.dev/platform/apiserver/executor"
+	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/provider"
+	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/internal/config"
+)
+
+// maxWaitSeconds bounds how long a submission or a response waits for its run to settle.
+const maxWaitSeconds = 30
+
+// FlowReference selects the Flow a WorkItem runs: an exact version, or the active one.
+type FlowReference struct {
+	Name    string `json:"name" minLength:"1" maxLength:"253" doc:"Name of the Flow in the workspace"`
+	Version string `json:"version,omitempty" maxLength:"128" doc:"Exact published version; omitted selects the Flow's active version"`
+}
+
+// WorkItemSubmission is the body of POST /api/work/workitems.
+type WorkItemSubmission struct {
+	Type          string         `json:"type" minLength:"1" maxLength:"256" doc:"Kind of work, for people and routing"`
+	Title         string         `json:"title" maxLength:"1024" doc:"Short title of the work"`
+	Instruction   string         `json:"instruction" maxLength:"65536" doc:"What must be done; the run's input"`
+	FlowReference *FlowReference `json:"flowReference,omitempty" doc:"The Flow that says how: {name, version} exact or {name} active. Required until embedded definitions are supported."`
+}
+
+// WorkItem is a submitted WorkItem and where its run stands.
+type WorkItem struct {
+	ID            string         `json:"id"`
+	Type          string         `json:"type"`
+	Title         string         `json:"title"`
+	Instruction   string         `json:"instruction"`
+	Status        string         `json:"status" enum:"Pending,Running,ActionRequired,Paused,Completed,Failed,Cancelled" doc:"The state of its FlowRun"`
+	Reason        string         `json:"reason,omitempty" doc:"Why it failed or was cancelled"`
+	FlowReference FlowReference  `json:"flowReference" doc:"The exact Flow version it runs"`
+	FlowRunID     string         `json:"flowRunId"`
+	PendingAction *PendingAction `json:"pendingAction,omitempty" doc:"The question its run waits on, when ActionRequired"`
+	CreatedAt     time.Time      `json:"createdAt"`
+	UpdatedAt     time.Time      `json:"updatedAt"`
+}
+
+// WorkItemResult is the result of a WorkItem.
+type WorkItemResult struct {
+	WorkItemID string `json:"workItemId"`
+	Status     string `json:"status" doc:"Completed when result is set"`
+	Result     any    `json:"result,omitempty" doc:"The result of the Flow's Output step: output and, when set, message"`
+	Reason     string `json:"reason,omitempty" doc:"Why there is no result: the run failed or was cancelled"`
+}
+
+// PendingAction is a question a suspended run waits on. Its resume token is never part of it.
+type PendingAction struct {
+	ID               string          `json:"id"`
+	Step             string          `json:"step" doc:"The step that asked"`
+	Kind             string          `json:"kind" enum:"text,choice,confirmation,file,approval"`
+	Prompt           string          `json:"prompt"`
+	Options          []work.Option   `json:"options,omitempty" doc:"The answers a choice offers"`
+	Status           string          `json:"status" enum:"created,completed,expired,cancelled"`
+	ExpiresAt        time.Time       `json:"expiresAt"`
+	ContinuationStep string          `json:"continuationStep" doc:"The step the run resumes at once answered"`
+	Version          int64           `json:"version" doc:"Optimistic version of the action"`
+	AnsweredBy       string          `json:"answeredBy,omitempty" doc:"The Principal who answered"`
+	Answer           json.RawMessage `json:"answer,omitempty" doc:"The recorded answer"`
+}
+
+// FlowRun is one durable execution of a Flow version.
+type FlowRun struct {
+	ID              string         `json:"id"`
+	WorkItemID      string         `json:"workItemId"`
+	ParentFlowRunID string         `json:"parentFlowRunId,omitempty"`
+	State           string         `json:"state" enum:"Pending,Running,ActionRequired,Paused,Completed,Failed,Cancelled"`
+	Reason          string         `json:"reason,omitempty"`
+	Flow            FlowRunFlow    `json:"flow"`
+	Agents          []PinnedAgent  `json:"agents,omitempty" doc:"The agent revisions pinned at first execution"`
+	CurrentStep     string         `json:"currentStep,omitempty"`
+	Attempt         int            `json:"attempt" doc:"Try of the current step"`
+	Result          any            `json:"result,omitempty"`
+	PendingAction   *PendingAction `json:"pendingAction,omitempty"`
+	Version         int64          `json:"version" doc:"Changes with every transition; the ETag"`
+	CreatedAt       time.Time      `json:"createdAt"`
+	UpdatedAt       time.Time      `json:"updatedAt"`
+}
+
+// FlowRunFlow is the Flow version a run executes.
+type FlowRunFlow struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Digest  string `json:"digest,omitempty" doc:"Digest of the pinned snapshot, once pinned"`
+}
+
+// PinnedAgent is an agent revision a run pinned.
+type PinnedAgent struct {
+	Name     string `json:"name"`
+	Revision string `json:"revision"`
+}
+
+// FlowRunEvent is one transition of a run's history.
+type FlowRunEvent struct {
+	Seq       int64     `json:"seq"`
+	Type      string    `json:"type"`
+	Step      string    `json:"step,omitempty"`
+	Attempt   int       `json:"attempt,omitempty"`
+	State     string    `json:"state"`
+	Reason    string    `json:"reason,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// PendingActionResponse is the body of a response to a PendingAction.
+type PendingActionResponse struct {
+	ResumeToken string  `json:"resumeToken" minLength:"1" maxLength:"256" doc:"The single-use token returned when the run was submitted or last answered"`
+	Value       *string `json:"value,omitempty" maxLength:"65536" doc:"The answer of a text action, or the value of the chosen option"`
+	Confirmed   *bool   `json:"confirmed,omitempty" doc:"The answer of a confirmation"`
+}
+
+type workItemSubmitted struct {
+	Status int
+	ETag   string `header:"ETag"`
+	Body   struct {
+		WorkItem    WorkItem `json:"workItem"`
+		FlowRun     FlowRun  `json:"flowRun"`
+		ResumeToken string   `json:"resumeToken" doc:"Single-use token that answers the run's next pending action; returned only here and never stored"`
+	}
+}
+
+type flowRunOutput struct {
+	ETag string `header:"ETag"`
+	Body FlowRun
+}
+
+// FlowRunInput is embedded by the input of every operation on one FlowRun (exported: huma reads
+// the fields of exported embedded structs only).
+type FlowRunInput struct {
+	WorkspaceInput
+	RunID string `path:"runId" maxLength:"64" doc:"Id of the FlowRun"`
+}
+
+// WaitInput lets a caller wait for the run to settle before the answer.
+type WaitInput struct {
+	WaitSeconds int `query:"waitSeconds" minimum:"0" maximum:"30" doc:"Wait up to this long for the run to suspend or end before answering"`
+}
+
+const (
+	tagWork    = "Work"
+	tagRuntime = "Runtime"
+)
+
+func (s *Server) registerWork() {
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "submit-work-item", Method: http.MethodPost, Path: "/api/work/workitems", Tags: []string{tagWork},
+		Summary: "Submit a WorkItem", DefaultStatus: http.StatusAccepted,
+		Description: "Creates the WorkItem and the FlowRun that executes it (202); the run proceeds asynchronously. The Flow " +
+			"reference is exact ({name, version}) or active ({name}); an unknown Flow or version is 422, a disabled Flow or one " +
+			"without an active version 409. The response carries the single-use resumeToken for the run's next pending action. " +
+			"With waitSeconds, the answer waits for the run to suspend or end.",
+		Errors: []int{http.StatusConflict, http.StatusUnprocessableEntity},
+	}, PolicyRunsExecute), func(ctx context.Context, in *struct {
+		WorkspaceInput
+		WaitInput
+		Body WorkItemSubmission
+	}) (*workItemSubmitted, error) {
+		rc, err := s.workContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ref := in.Body.FlowReference
+		if ref == nil {
+			return nil, fieldErrors(field.ErrorList{field.Required(field.NewPath("flowReference"),
+				"a WorkItem names the Flow that executes it; embedded definitions are not supported")})
+		}
+		if ref.Version != "" {
+			if err := checkVersion(ref.Version); err != nil {
+				return nil, fieldErrors(field.ErrorList{field.Invalid(field.NewPath("flowReference", "version"), field.OmitValueType{}, err.Detail)})
+			}
+		}
+		version, err := executor.KubeResolver{Client: s.kube}.ResolveReference(ctx, rc.Namespace, ref.Name, ref.Version)
+		switch {
+		case errors.Is(err, executor.ErrFlowNotFound):
+			return nil, fieldErrors(field.ErrorList{field.NotFound(field.NewPath("flowReference"), field.OmitValueType{})})
+		case errors.Is(err, executor.ErrNoActiveVersion), errors.Is(err, executor.ErrFlowDisabled):
+			return nil, huma.Error409Conflict(err.Error())
+		case err != nil:
+			return nil, problem(err)
+		}
+		item, run, token, err := s.work.Submit(ctx, work.Submission{
+			Context: rc, Type: in.Body.Type, Title: in.Body.Title, Instruction: in.Body.Instruction,
+			FlowName: ref.Name, FlowVersion: version,
+			Input: map[string]any{"type": in.Body.Type, "title": in.Body.Title, "instruction": in.Body.Instruction},
+		})
+		if err != nil {
+			return nil, problem(err)
+		}
+		s.wakeExecutor()
+		run, err = s.waitForRun(ctx, rc.WorkspaceID, run, in.WaitSeconds)
+		if err != nil {
+			return nil, err
+		}
+		out := &workItemSubmitted{Status: http.StatusAccepted, ETag: runETag(run)}
+		if out.Body.FlowRun, err = s.flowRunOf(ctx, run); err != nil {
+			return nil, err
+		}
+		item.Status, item.Reason, item.Result = run.State, run.Reason, run.Result
+		out.Body.WorkItem = workItemOf(item, out.Body.FlowRun.PendingAction)
+		out.Body.ResumeToken = token
+		return out, nil
+	})
+
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "get-work-item", Method: http.MethodGet, Path: "/api/work/workitems/{id}", Tags: []string{tagWork},
+		Summary: "Read a WorkItem", Description: "With the question its run waits on, when there is one. Another workspace's WorkItem is 404.",
+	}, PolicyRunsRead), func(ctx context.Context, in *struct {
+		WorkspaceInput
+		ID string `path:"id" maxLength:"64"`
+	}) (*struct{ Body WorkItem }, error) {
+		rc, err := s.workContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		item, err := s.work.WorkItem(ctx, rc.WorkspaceID, in.ID)
+		if err != nil {
+			return nil, problem(err)
+		}
+		var pending *PendingAction
+		if item.Status == work.StateActionRequired || item.Status == work.StatePaused {
+			action, err := s.work.OpenPendingAction(ctx, item.FlowRunID)
+			if err != nil {
+				return nil, problem(err)
+			}
+			pending = pendingActionOf(action)
+		}
+		return &struct{ Body WorkItem }{Body: workItemOf(item, pending)}, nil
+	})
+
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "get-work-item-result", Method: http.MethodGet, Path: "/api/work/workitems/{id}/result", Tags: []string{tagWork},
+		Summary: "Read the result of a WorkItem", Description: "result is set once the WorkItem is Completed; reason says why a Failed or Cancelled one has none.",
+	}, PolicyRunsRead), func(ctx context.Context, in *struct {
+		WorkspaceInput
+		ID string `path:"id" maxLength:"64"`
+	}) (*struct{ Body WorkItemResult }, error) {
+		rc, err := s.workContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		item, err := s.work.WorkItem(ctx, rc.WorkspaceID, in.ID)
+		if err != nil {
+			return nil, problem(err)
+		}
+		return &struct{ Body WorkItemResult }{Body: WorkItemResult{WorkItemID: item.ID, Status: item.Status,
+			Result: decoded(item.Result), Reason: item.Reason}}, nil
+	})
+
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "get-flow-run", Method: http.MethodGet, Path: "/api/flowRuns/{runId}", Tags: []string{tagWork},
+		Summary: "Read a FlowRun", Description: "With its open pending action (never its resume token). The ETag is the run's version. Another workspace's run is 404.",
+	}, PolicyRunsRead), func(ctx context.Context, in *FlowRunInput) (*flowRunOutput, error) {
+		rc, err := s.workContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		run, err := s.work.Run(ctx, rc.WorkspaceID, in.RunID)
+		if err != nil {
+			return nil, problem(err)
+		}
+		return s.flowRunOutput(ctx, run)
+	})
+
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "list-flow-run-events", Method: http.MethodGet, Path: "/api/flowRuns/{runId}/events", Tags: []string{tagWork},
+		Summary: "Read the history of a FlowRun", Description: "Every persisted transition, oldest first, after the sequence number `after`.",
+	}, PolicyRunsRead), func(ctx context.Context, in *struct {
+		FlowRunInput
+		After int64 `query:"after" minimum:"0" doc:"Only events with a greater sequence number"`
+	}) (*struct{ Body items[FlowRunEvent] }, error) {
+		rc, err := s.workContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.work.Run(ctx, rc.WorkspaceID, in.RunID); err != nil {
+			return nil, problem(err)
+		}
+		events, err := s.work.Events(ctx, in.RunID, in.After)
+		if err != nil {
+			return nil, problem(err)
+		}
+		out := make([]FlowRunEvent, 0, len(events))
+		for _, e := range events {
+			out = append(out, FlowRunEvent{Seq: e.Seq, Type: e.Type, Step: e.Step, Attempt: e.Attempt, State: e.State, Reason: e.Reason, CreatedAt: e.CreatedAt})
+		}
+		return &struct{ Body items[FlowRunEvent] }{Body: itemsOf(out)}, nil
+	})
+
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "respond-to-pending-action", Method: http.MethodPost, Path: "/api/flowRuns/{runId}/pending-actions/{actionId}/responses",
+		Tags: []string{tagWork}, Summary: "Answer a pending action and resume the run",
+		Description: "The workspace, run, action and resume token must all match. A wrong token is 400, an answer that does not fit " +
+			"the action (a value that is not an option, a confirmation without confirmed) 400, an expired or already resolved " +
+			"action 409. The action is completed atomically, records who answered, and the run resumes at its continuation " +
+			"step. The response carries a new single-use resumeToken for the run's next pending action.",
+		Errors: []int{http.StatusBadRequest, http.StatusConflict},
+	}, PolicyRunsExecute), func(ctx context.Context, in *struct {
+		FlowRunInput
+		WaitInput
+		ActionID string `path:"actionId" maxLength:"64"`
+		Body     PendingActionResponse
+	}) (*struct {
+		ETag string `header:"ETag"`
+		Body struct {
+			PendingAction PendingAction `json:"pendingAction"`
+			FlowRun       FlowRun       `json:"flowRun"`
+			ResumeToken   string        `json:"resumeToken" doc:"Single-use token that answers the run's next pending action"`
+		}
+	}, error) {
+		rc, err := s.workContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		action, run, token, err := s.work.Respond(ctx, work.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
+			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: work.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed}})
+		if err != nil {
+			return nil, problem(err)
+		}
+		s.wakeExecutor()
+		if run, err = s.waitForRun(ctx, rc.WorkspaceID, run, in.WaitSeconds); err != nil {
+			return nil, err
+		}
+		out := &struct {
+			ETag string `header:"ETag"`
+			Body struct {
+				PendingAction PendingAction `json:"pendingAction"`
+				FlowRun       FlowRun       `json:"flowRun"`
+				ResumeToken   string        `json:"resumeToken" doc:"Single-use token that answers the run's next pending action"`
+			}
+		}{ETag: runETag(run)}
+		out.Body.PendingAction = *pendingActionOf(&action)
+		if out.Body.FlowRun, err = s.flowRunOf(ctx, run); err != nil {
+			return nil, err
+		}
+		out.Body.ResumeToken = token
+		return out, nil
+	})
+
+	for _, op := range []struct {
+		id, verb, summary, description string
+		change                         func(ctx context.Context, rc work.Context, runID string) (work.FlowRun, error)
+	}{
+		{"pause-flow-run", "pause", "Pause a FlowRun", "A Pending, Running or ActionRequired run stops until resumed; its pending action stays answerable. Otherwise 409.",
+			func(ctx context.Context, rc work.Context, id string) (work.FlowRun, error) {
+				return s.work.Pause(ctx, rc.WorkspaceID, id)
+			}},
+		{"resume-flow-run", "resume", "Resume a paused FlowRun", "The run continues where it stopped. A run that is not Paused is 409.",
+			func(ctx context.Context, rc work.Context, id string) (work.FlowRun, error) {
+				return s.work.Resume(ctx, rc.WorkspaceID, id)
+			}},
+		{"cancel-flow-run", "cancel", "Cancel a FlowRun", "A run that is not terminal ends as Cancelled with its pending action. A terminal run is 409.",
+			func(ctx context.Context, rc work.Context, id string) (work.FlowRun, error) {
+				return s.work.Cancel(ctx, rc.WorkspaceID, id, "cancelled by "+rc.PrincipalID)
+			}},
+	} {
+		huma.Register(s.api, secured(huma.Operation{
+			OperationID: op.id, Method: http.MethodPost, Path: "/api/flowRuns/{runId}/" + op.verb, Tags: []string{tagWork},
+			Summary: op.summary, Description: op.description, Errors: []int{http.StatusConflict},
+		}, PolicyRunsExecute), func(ctx context.Context, in *FlowRunInput) (*flowRunOutput, error) {
+			rc, err := s.workContext(ctx)
+			if err != nil {
+				return nil, err
+			}
+			run, err := op.change(ctx, rc, in.RunID)
+			if err != nil {
+				return nil, problem(err)
+			}
+			s.wakeExecutor()
+			return s.flowRunOutput(ctx, run)
+		})
+	}
+
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "delete-flow-run", Method: http.MethodDelete, Path: "/api/flowRuns/{runId}", Tags: []string{tagWork},
+		Summary: "Delete a terminal FlowRun with its history", DefaultStatus: http.StatusNoContent,
+		Description: "Only Completed, Failed and Cancelled runs (409 otherwise), with the current ETag in If-Match (428 without, " +
+			"412 when stale). The run, its events and its pending actions are removed atomically; the WorkItem and its result stay.",
+		Errors: []int{http.StatusConflict, http.StatusPreconditionFailed, http.StatusPreconditionRequired},
+	}, PolicyRunsDelete), func(ctx context.Context, in *struct {
+		FlowRunInput
+		IfMatchInput
+	}) (*struct{}, error) {
+		rc, err := s.workContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		resourceVersion, err := in.requiredResourceVersion()
+		if err != nil {
+			return nil, err
+		}
+		version, err := strconv.ParseInt(resourceVersion, 10, 64)
+		if err != nil {
+			return nil, staleETag("flow run", in.RunID)
+		}
+		if err := s.work.Delete(ctx, rc.WorkspaceID, in.RunID, version); err != nil {
+			if errors.Is(err, work.ErrStale) {
+				return nil, staleETag("flow run", in.RunID)
+			}
+			return nil, problem(err)
+		}
+		return &struct{}{}, nil
+	})
+}
+
+// workContext is the request's resolved management context. A Work operation without one (no
+// Principal or no workspace) is refused before anything is written.
+func (s *Server) workContext(ctx context.Context) (work.Context, error) {
+	if s.work == nil {
+		return work.Context{}, huma.Error503ServiceUnavailable("the Work store is not configured on this server")
+	}
+	rc, ok := requestContextFrom(ctx)
+	if !ok || rc.PrincipalID == "" || rc.WorkspaceID == "" || rc.Namespace == "" {
+		return work.Context{}, huma.Error403Forbidden("no resolved management context: the request has no Principal or workspace")
+	}
+	return work.Context{TenantID: rc.TenantID, WorkspaceID: rc.WorkspaceID, Namespace: rc.Namespace, PrincipalID: rc.PrincipalID}, nil
+}
+
+func (s *Server) wakeExecutor() {
+	if s.executor != nil {
+		s.executor.Wake()
+	}
+}
+
+// waitForRun polls the run until it is no longer Pending or Running, for up to seconds.
+func (s *Server) waitForRun(ctx context.Context, workspaceID string, run work.FlowRun, seconds int) (work.FlowRun, error) {
+	if seconds <= 0 {
+		return run, nil
+	}
+	deadline := time.Now().Add(time.Duration(min(seconds, maxWaitSeconds)) * time.Second)
+	// Short runs settle within milliseconds: the pause starts small and grows, so a quick answer
+	// is not held back and a long wait does not load the store.
+	pause := time.Millisecond
+	for (run.State == work.StatePending || run.State == work.StateRunning) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return run, nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+		next, err := s.work.Run(ctx, workspaceID, run.ID)
+		if err != nil {
+			return run, problem(err)
+		}
+		run = next
+	}
+	return run, nil
+}
+
+func (s *Server) flowRunOutput(ctx context.Context, run work.FlowRun) (*flowRunOutput, error) {
+	body, err := s.flowRunOf(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	return &flowRunOutput{ETag: runETag(run), Body: body}, nil
+}
+
+func runETag(run work.FlowRun) string { return etag(strconv.FormatInt(run.Version, 10)) }
+
+func (s *Server) flowRunOf(ctx context.Context, run work.FlowRun) (FlowRun, error) {
+	out := FlowRun{ID: run.ID, WorkItemID: run.WorkItemID, ParentFlowRunID: run.ParentFlowRunID, State: run.State, Reason: run.Reason,
+		Flow: FlowRunFlow{Name: run.FlowName, Version: run.FlowVersion, Digest: run.FlowDigest}, CurrentStep: run.CurrentStep,
+		Attempt: run.Attempt, Result: decoded(run.Result), Version: run.Version, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
+	if len(run.Agents) > 0 {
+		var agents map[string]provider.Agent
+		if err := json.Unmarshal(run.Agents, &agents); err == nil {
+			for _, a := range agents {
+				out.Agents = append(out.Agents, PinnedAgent{Name: a.Name, Revision: a.Revision})
+			}
+		}
+	}
+	if run.State == work.StateActionRequired || run.State == work.StatePaused {
+		action, err := s.work.OpenPendingAction(ctx, run.ID)
+		if err != nil {
+			return out, problem(err)
+		}
+		out.PendingAction = pendingActionOf(action)
+	}
+	return out, nil
+}
+
+func workItemOf(w work.WorkItem, pending *PendingAction) WorkItem {
+	return WorkItem{ID: w.ID, Type: w.Type, Title: w.Title, Instruction: w.Instruction, Status: w.Status, Reason: w.Reason,
+		FlowReference: FlowReference{Name: w.FlowName, Version: w.FlowVersion}, FlowRunID: w.FlowRunID, PendingAction: pending,
+		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+}
+
+func pendingActionOf(a *work.PendingAction) *PendingAction {
+	if a == nil {
+		return nil
+	}
+	return &PendingAction{ID: a.ID, Step: a.Step, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: a.Status,
+		ExpiresAt: a.ExpiresAt, ContinuationStep: a.ContinuationStep, Version: a.Version, AnsweredBy: a.AnsweredBy, Answer: a.Answer}
+}
+
+func decoded(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil
+	}
+	return v
+}
+
+// RunAuthorizer revalidates, for the executor, that a run's Principal still holds runs/execute
+// in the run's workspace. In Development mode the development Principal holds every permission.
+func RunAuthorizer(cfg *config.Config, ids *identity.Service) (func(context.Context, work.Context) error, error) {
+	mode, err := authenticationMode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, c work.Context) error {
+		if mode == ModeDevelopment && c.PrincipalID == DevelopmentPrincipal {
+			return nil
+		}
+		if ids == nil {
+			return executor.ErrNotPermitted
+		}
+		access, err := ids.Access(ctx, c.PrincipalID, c.WorkspaceID)
+		if errors.Is(err, identity.ErrWorkspaceNotFound) {
+			return fmt.Errorf("workspace %s: %w", c.WorkspaceID, executor.ErrNotPermitted)
+		}
+		if err != nil {
+			return err
+		}
+		if !access.Permissions.Has(identity.PermRunsExecute) {
+			return executor.ErrNotPermitted
+		}
+		return nil
+	}, nil
+}

@@ -1,0 +1,120 @@
+// Package provider is how the flow executor invokes an Agent: one interface, with the offline
+// Deterministic provider (AI__Provider=Deterministic) for tests and diagnostics. Managed mode
+// (the OpenAI-compatible provider resolved from the agent's ModelProfile and ModelProvider)
+// plugs in behind the same interface.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"platform.dev/platform/internal/config"
+)
+
+// The functional actions an agent's answer can carry.
+const (
+	ActionRespond             = "respond"
+	ActionRequestInput        = "requestInput"
+	ActionRequestConfirmation = "requestConfirmation"
+	ActionRequestChoice       = "requestChoice"
+	ActionCreateTask          = "createTask"
+	ActionShowResult          = "showResult"
+	ActionShowError           = "showError"
+)
+
+// Names of AI:Provider.
+const (
+	Deterministic = "Deterministic"
+	Managed       = "Managed"
+
+	providerKey = "AI:Provider"
+)
+
+// Agent is the pinned revision of the agent a step invokes.
+type Agent struct {
+	Name         string `json:"name"`
+	UID          string `json:"uid,omitempty"`
+	Revision     string `json:"revision,omitempty"`
+	Generation   int64  `json:"generation,omitempty"`
+	Handler      string `json:"handler,omitempty"`
+	Instructions string `json:"instructions,omitempty"`
+	ModelProfile string `json:"modelProfile,omitempty"`
+}
+
+// Request is one invocation of an agent.
+type Request struct {
+	// IdempotencyKey is the same for every try of one step attempt (run id, step, attempt), so a
+	// call interrupted by a crash is retried as the same call.
+	IdempotencyKey string
+	// Attempt numbers the tries of the step, from 1.
+	Attempt int
+	Agent   Agent
+	// Message is the text sent to the agent.
+	Message string
+}
+
+// Option is one answer offered by requestChoice.
+type Option struct {
+	Value string `json:"value"`
+	Label string `json:"label,omitempty"`
+}
+
+// Action is an agent's answer: one functional action.
+type Action struct {
+	Type string
+	// Text of respond, showResult and showError.
+	Text string
+	// Prompt of requestInput, requestConfirmation and requestChoice.
+	Prompt string
+	// Options of requestChoice.
+	Options []Option
+	// Title of createTask.
+	Title string
+	// ModelProvider and Model say where the answer came from, for run status.
+	ModelProvider string
+	Model         string
+}
+
+// Provider invokes agents.
+type Provider interface {
+	// Name is the value of AI:Provider that selects it.
+	Name() string
+	// Invoke runs the agent once. A TransientError is retried with backoff.
+	Invoke(ctx context.Context, req Request) (Action, error)
+}
+
+// TransientError is a failure worth retrying: a timeout or a 5xx of the model endpoint.
+type TransientError struct{ Err error }
+
+func (e *TransientError) Error() string { return e.Err.Error() }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// IsTransient reports whether err is worth retrying.
+func IsTransient(err error) bool {
+	var t *TransientError
+	return errors.As(err, &t)
+}
+
+// FromConfig returns the provider AI:Provider selects; Managed when unset.
+func FromConfig(cfg *config.Config) (Provider, error) {
+	switch name := cfg.GetOr(providerKey, Managed); {
+	case strings.EqualFold(name, Deterministic):
+		return DeterministicProvider{}, nil
+	case strings.EqualFold(name, Managed):
+		return unavailable{}, nil
+	default:
+		return nil, fmt.Errorf("%s=%q: must be %s or %s", providerKey, name, Deterministic, Managed)
+	}
+}
+
+// unavailable stands for Managed mode until the OpenAI-compatible provider lands: every agent
+// step fails with a reason that says how to run offline.
+type unavailable struct{}
+
+func (unavailable) Name() string { return Managed }
+
+func (unavailable) Invoke(context.Context, Request) (Action, error) {
+	return Action{}, errors.New("the Managed model provider is not available in this build; set AI__Provider=Deterministic to run agents offline")
+}

@@ -1,0 +1,549 @@
+package work
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"platform.dev/platform/apiserver/store"
+)
+
+// Claim leases one runnable run to owner for lease and returns it, or nil when there is none.
+// Runnable: Pending or Running, and no live lease (a Running run whose lease expired was left by
+// a worker that stopped or died). On PostgreSQL, FOR UPDATE SKIP LOCKED lets the workers of
+// several replicas claim different runs at once; SQLite has one writer, so the single UPDATE is
+// enough.
+func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*FlowRun, error) {
+	now := s.now()
+	lock := ""
+	if s.db.Dialect() == store.Postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	var id string
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, s.q(`UPDATE flow_runs SET lease_owner = ?, lease_expires_at = ?
+			WHERE id = (SELECT id FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?
+				ORDER BY updated_at LIMIT 1`+lock+`)
+			RETURNING id`), owner, ms(now.Add(lease)), ms(now)).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			id = ""
+			return nil
+		}
+		return err
+	})
+	if err != nil || id == "" {
+		return nil, err
+	}
+	run, err := s.RunByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &run, nil
+}
+
+// RenewLease extends owner's lease on a run; false when the run is no longer runnable by owner
+// (paused, cancelled, suspended, or claimed by another worker after the lease expired).
+func (s *Store) RenewLease(ctx context.Context, runID, owner string, lease time.Duration) (bool, error) {
+	var n int64
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET lease_expires_at = ?
+			WHERE id = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`), ms(s.now().Add(lease)), runID, owner)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n == 1, err
+}
+
+// ReleaseLease gives a run back so that any worker may claim it at once.
+func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
+	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET lease_owner = '', lease_expires_at = 0
+			WHERE id = ? AND lease_owner = ?`), runID, owner)
+		return err
+	})
+}
+
+// Pin is what a run fixes at its first execution.
+type Pin struct {
+	Digest   string
+	Snapshot json.RawMessage
+	Agents   json.RawMessage
+}
+
+// Suspension creates a PendingAction and moves the run to ActionRequired.
+type Suspension struct {
+	// Step is the step that asks.
+	Step string
+	Kind string
+	// Prompt is the question shown to the person.
+	Prompt  string
+	Options []Option
+	// Continuation is the step the run resumes at once the action is completed.
+	Continuation string
+	// TTL is how long the action can be answered; DefaultActionTTL when zero.
+	TTL time.Duration
+}
+
+// Transition is one persisted change of a leased run. Zero fields keep their value.
+type Transition struct {
+	Events      []Event
+	Pin         *Pin
+	State       string
+	CurrentStep *string
+	StepStarted *bool
+	Attempt     int
+	Data        *RunData
+	Result      json.RawMessage
+	Reason      string
+	Suspend     *Suspension
+}
+
+// Apply persists a transition of a run that owner holds, with its events, in one transaction.
+// ErrLeaseLost when the run is no longer Pending or Running under owner's lease (it was paused,
+// cancelled or claimed by another worker): the caller must drop the run without acting.
+func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (FlowRun, error) {
+	var out FlowRun
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		run, err := s.lockRun(ctx, tx, runID, "")
+		if err != nil {
+			return err
+		}
+		if run.LeaseOwner != owner || (run.State != StatePending && run.State != StateRunning) {
+			return fmt.Errorf("run %s is %s under lease %q: %w", runID, run.State, run.LeaseOwner, ErrLeaseLost)
+		}
+		next := run
+		now := s.now()
+		if t.Pin != nil {
+			next.FlowDigest, next.Snapshot, next.Agents = t.Pin.Digest, t.Pin.Snapshot, t.Pin.Agents
+		}
+		if t.State != "" {
+			next.State = t.State
+		}
+		if t.CurrentStep != nil {
+			next.CurrentStep = *t.CurrentStep
+		}
+		if t.StepStarted != nil {
+			next.StepStarted = *t.StepStarted
+		}
+		if t.Attempt != 0 {
+			next.Attempt = t.Attempt
+		}
+		if t.Data != nil {
+			data, err := json.Marshal(t.Data)
+			if err != nil {
+				return fmt.Errorf("run data: %w", err)
+			}
+			next.Data = data
+		}
+		if t.Result != nil {
+			next.Result = t.Result
+		}
+		if t.Reason != "" {
+			next.Reason = t.Reason
+		}
+		events := t.Events
+		if t.Suspend != nil {
+			next.State = StateActionRequired
+			id, err := s.createAction(ctx, tx, run, *t.Suspend, now)
+			if err != nil {
+				return err
+			}
+			events = append(events, Event{Type: EventPendingActionCreated, Step: t.Suspend.Step, Reason: "pending action " + id})
+		}
+		if next.State != StatePending && next.State != StateRunning {
+			next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+		}
+		if out, err = s.saveRun(ctx, tx, run, next, now); err != nil {
+			return err
+		}
+		return s.appendEvents(ctx, tx, runID, next.State, now, events...)
+	})
+	return out, err
+}
+
+func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspension, now time.Time) (string, error) {
+	var hash string
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT resume_token_hash FROM flow_runs WHERE id = ?`), run.ID).Scan(&hash); err != nil {
+		return "", err
+	}
+	ttl := sus.TTL
+	if ttl <= 0 {
+		ttl = DefaultActionTTL
+	}
+	var options sql.NullString
+	if len(sus.Options) > 0 {
+		b, err := json.Marshal(sus.Options)
+		if err != nil {
+			return "", err
+		}
+		options = sql.NullString{String: string(b), Valid: true}
+	}
+	id := newID()
+	// The action takes the digest of the token handed to whoever submitted or last answered the
+	// run: the raw token exists only in that response.
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO pending_actions (id, workspace_id, interaction_id, run_id, step, kind, prompt,
+		options, status, expires_at, continuation_step, version, token_hash, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`),
+		id, run.WorkspaceID, nullString(run.InteractionID), run.ID, sus.Step, sus.Kind, sus.Prompt, options, ActionCreated,
+		ms(now.Add(ttl)), sus.Continuation, hash, ms(now))
+	return id, err
+}
+
+// lockRun reads a run for update (row lock on PostgreSQL; SQLite transactions are already
+// exclusive). With workspaceID set, a run of another workspace is not found.
+func (s *Store) lockRun(ctx context.Context, tx *sql.Tx, runID, workspaceID string) (FlowRun, error) {
+	query := `SELECT ` + runColumns + ` FROM flow_runs WHERE id = ?`
+	args := []any{runID}
+	if workspaceID != "" {
+		query += ` AND workspace_id = ?`
+		args = append(args, workspaceID)
+	}
+	if s.db.Dialect() == store.Postgres {
+		query += ` FOR UPDATE`
+	}
+	return scanRun(tx.QueryRowContext(ctx, s.q(query), args...))
+}
+
+// saveRun writes next over old (the version read in the same transaction), bumps the version and
+// keeps the WorkItem's status, result and reason in step with the run.
+func (s *Store) saveRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time) (FlowRun, error) {
+	next.Version = old.Version + 1
+	next.UpdatedAt = now.UTC().Truncate(time.Millisecond)
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET flow_digest = ?, flow_snapshot = ?, agents = ?, state = ?,
+		paused_from = ?, current_step = ?, step_started = ?, attempt = ?, data = ?, result = ?, reason = ?, lease_owner = ?,
+		lease_expires_at = ?, version = ?, updated_at = ? WHERE id = ? AND version = ?`),
+		next.FlowDigest, nullJSON(next.Snapshot), nullJSON(next.Agents), next.State, next.PausedFrom, next.CurrentStep,
+		boolInt(next.StepStarted), next.Attempt, string(next.Data), nullJSON(next.Result), next.Reason, next.LeaseOwner,
+		ms(next.LeaseExpiresAt), next.Version, ms(now), old.ID, old.Version)
+	if err != nil {
+		return next, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return next, errors.Join(err, fmt.Errorf("run %s changed concurrently: %w", old.ID, ErrStale))
+	}
+	if old.State != next.State || next.Result != nil || next.Reason != old.Reason {
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE work_items SET status = ?, result = ?, reason = ?, updated_at = ? WHERE id = ?`),
+			workItemStatus(next), nullJSON(next.Result), next.Reason, ms(now), next.WorkItemID)
+	}
+	return next, err
+}
+
+// workItemStatus mirrors the run's state; a paused run's WorkItem is Paused.
+func workItemStatus(r FlowRun) string { return r.State }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Answer is a person's response to a PendingAction: Value for text and choice, Confirmed for
+// confirmation.
+type Answer struct {
+	Value     *string
+	Confirmed *bool
+}
+
+// Response answers a PendingAction. Every id must match: the action of that run in that
+// workspace, and the token of that action.
+type Response struct {
+	WorkspaceID string
+	RunID       string
+	ActionID    string
+	Token       string
+	// PrincipalID is who answered; it is recorded on the action.
+	PrincipalID string
+	Answer      Answer
+}
+
+// checkAnswer validates an answer against the action and returns the value recorded.
+func checkAnswer(a PendingAction, ans Answer) (any, error) {
+	switch a.Kind {
+	case KindText:
+		if ans.Value == nil || *ans.Value == "" {
+			return nil, fmt.Errorf("a text action is answered with a non-empty value: %w", ErrInvalidInput)
+		}
+		return *ans.Value, nil
+	case KindChoice:
+		if ans.Value == nil {
+			return nil, fmt.Errorf("a choice is answered with the value of one of its options: %w", ErrInvalidInput)
+		}
+		for _, o := range a.Options {
+			if o.Value == *ans.Value {
+				return o.Value, nil
+			}
+		}
+		// The answer is not repeated: Problem Details never echo submitted values.
+		return nil, fmt.Errorf("the value is not one of the options of the choice: %w", ErrInvalidInput)
+	case KindConfirmation:
+		if ans.Confirmed == nil {
+			return nil, fmt.Errorf("a confirmation is answered with confirmed true or false: %w", ErrInvalidInput)
+		}
+		return *ans.Confirmed, nil
+	}
+	return nil, fmt.Errorf("%s actions cannot be answered yet: %w", a.Kind, ErrInvalidInput)
+}
+
+// Respond completes a PendingAction atomically and resumes its run at the continuation step. A
+// wrong token is ErrInvalidToken; an action already resolved or expired is ErrConflict; an
+// answer that does not fit the action is ErrInvalidInput. It returns the completed action, the
+// resumed run and a fresh resume token for the run's next PendingAction.
+func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun, string, error) {
+	var (
+		action PendingAction
+		run    FlowRun
+		token  string
+	)
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		old, err := s.lockRun(ctx, tx, r.RunID, r.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		a, hash, err := scanAction(tx.QueryRowContext(ctx, s.q(`SELECT `+actionColumns+`, token_hash FROM pending_actions
+			WHERE id = ? AND run_id = ? AND workspace_id = ?`), r.ActionID, r.RunID, r.WorkspaceID))
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		switch {
+		case !tokenMatches(r.Token, hash):
+			return fmt.Errorf("the resume token does not match the pending action: %w", ErrInvalidToken)
+		case a.Status != ActionCreated:
+			return fmt.Errorf("the pending action is already %s: %w", a.Status, ErrConflict)
+		case !now.Before(a.ExpiresAt):
+			return fmt.Errorf("the pending action expired at %s: %w", a.ExpiresAt.Format(time.RFC3339), ErrConflict)
+		}
+		value, err := checkAnswer(a, r.Answer)
+		if err != nil {
+			return err
+		}
+		answer, err := json.Marshal(value)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE pending_actions SET status = ?, version = version + 1, answered_by = ?,
+			answer = ?, answered_at = ? WHERE id = ? AND version = ? AND status = ?`),
+			ActionCompleted, r.PrincipalID, string(answer), ms(now), a.ID, a.Version, ActionCreated)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return errors.Join(err, fmt.Errorf("the pending action was resolved concurrently: %w", ErrConflict))
+		}
+		a.Status, a.Version, a.AnsweredBy, a.Answer, a.AnsweredAt = ActionCompleted, a.Version+1, r.PrincipalID, answer, fromMS(ms(now))
+
+		data, err := old.DecodeData()
+		if err != nil {
+			return err
+		}
+		if a.ContinuationStep == a.Step {
+			// A step that asked before it runs sees the answer when it runs.
+			if data.Answers == nil {
+				data.Answers = map[string]any{}
+			}
+			data.Answers[a.Step] = value
+		} else {
+			// An Agent that requested input completes with the answer as its output.
+			output := map[string]any{"action": actionOfKind(a.Kind), "answer": value}
+			data.Steps[a.Step], data.Current = output, output
+		}
+		next := old
+		if next.Data, err = json.Marshal(data); err != nil {
+			return err
+		}
+		next.CurrentStep, next.StepStarted, next.Attempt = a.ContinuationStep, false, 1
+		events := []Event{{Type: EventPendingActionResolved, Step: a.Step, Reason: "pending action " + a.ID}}
+		switch old.State {
+		case StateActionRequired:
+			next.State = StateRunning
+			events = append(events, Event{Type: EventRunResumed, Step: a.ContinuationStep, State: StateRunning})
+		case StatePaused:
+			next.PausedFrom = StateRunning
+		}
+		var newHash string
+		token, newHash = NewResumeToken()
+		if run, err = s.saveRun(ctx, tx, old, next, now); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET resume_token_hash = ? WHERE id = ?`), newHash, old.ID); err != nil {
+			return err
+		}
+		action = a
+		return s.appendEvents(ctx, tx, old.ID, next.State, now, events...)
+	})
+	return action, run, token, err
+}
+
+// actionOfKind is the functional action that asks for input of kind.
+func actionOfKind(kind string) string {
+	switch kind {
+	case KindChoice:
+		return "requestChoice"
+	case KindConfirmation:
+		return "requestConfirmation"
+	}
+	return "requestInput"
+}
+
+// Pause stops a Pending, Running or ActionRequired run until Resume. A worker executing it
+// notices at its next transition and drops it; a PendingAction stays answerable.
+func (s *Store) Pause(ctx context.Context, workspaceID, runID string) (FlowRun, error) {
+	return s.change(ctx, workspaceID, runID, func(old FlowRun, next *FlowRun) ([]Event, error) {
+		switch old.State {
+		case StatePending, StateRunning, StateActionRequired:
+		default:
+			return nil, fmt.Errorf("a %s run cannot be paused: %w", old.State, ErrConflict)
+		}
+		next.State, next.PausedFrom = StatePaused, old.State
+		if old.State == StatePending {
+			next.PausedFrom = StateRunning
+		}
+		next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+		return []Event{{Type: EventRunPaused, Step: old.CurrentStep}}, nil
+	})
+}
+
+// Resume continues a paused run where it stopped.
+func (s *Store) Resume(ctx context.Context, workspaceID, runID string) (FlowRun, error) {
+	return s.change(ctx, workspaceID, runID, func(old FlowRun, next *FlowRun) ([]Event, error) {
+		if old.State != StatePaused {
+			return nil, fmt.Errorf("a %s run cannot be resumed; only a Paused one: %w", old.State, ErrConflict)
+		}
+		next.State, next.PausedFrom = old.PausedFrom, ""
+		if next.State == "" {
+			next.State = StateRunning
+		}
+		return []Event{{Type: EventRunResumed, Step: old.CurrentStep}}, nil
+	})
+}
+
+// Cancel ends a run that is not terminal; its open PendingAction is cancelled with it.
+func (s *Store) Cancel(ctx context.Context, workspaceID, runID, reason string) (FlowRun, error) {
+	return s.change(ctx, workspaceID, runID, func(old FlowRun, next *FlowRun) ([]Event, error) {
+		if Terminal(old.State) {
+			return nil, fmt.Errorf("the run is already %s: %w", old.State, ErrConflict)
+		}
+		next.State, next.PausedFrom, next.Reason = StateCancelled, "", reason
+		next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+		return []Event{{Type: EventRunCancelled, Step: old.CurrentStep, Reason: reason}}, nil
+	})
+}
+
+// change applies a transition that a caller (not a worker) makes, in one transaction.
+func (s *Store) change(ctx context.Context, workspaceID, runID string, fn func(old FlowRun, next *FlowRun) ([]Event, error)) (FlowRun, error) {
+	var out FlowRun
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		old, err := s.lockRun(ctx, tx, runID, workspaceID)
+		if err != nil {
+			return err
+		}
+		next := old
+		events, err := fn(old, &next)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		if Terminal(next.State) {
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE pending_actions SET status = ?, version = version + 1
+				WHERE run_id = ? AND status = ?`), ActionCancelled, runID, ActionCreated); err != nil {
+				return err
+			}
+		}
+		if out, err = s.saveRun(ctx, tx, old, next, now); err != nil {
+			return err
+		}
+		return s.appendEvents(ctx, tx, runID, next.State, now, events...)
+	})
+	return out, err
+}
+
+// Delete removes a terminal run with its history and PendingActions, atomically, when version is
+// its current version. A run that is not terminal is ErrConflict; another version ErrStale.
+func (s *Store) Delete(ctx context.Context, workspaceID, runID string, version int64) error {
+	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+		run, err := s.lockRun(ctx, tx, runID, workspaceID)
+		if err != nil {
+			return err
+		}
+		if run.Version != version {
+			return fmt.Errorf("the run is at version %d: %w", run.Version, ErrStale)
+		}
+		if !Terminal(run.State) {
+			return fmt.Errorf("a %s run cannot be deleted; only Completed, Failed or Cancelled ones: %w", run.State, ErrConflict)
+		}
+		// Events and actions go with the run (ON DELETE CASCADE); deleting them first keeps the
+		// statement order explicit on both dialects.
+		for _, q := range []string{`DELETE FROM pending_actions WHERE run_id = ?`, `DELETE FROM flow_run_events WHERE run_id = ?`,
+			`DELETE FROM flow_runs WHERE id = ?`} {
+			if _, err := tx.ExecContext(ctx, s.q(q), runID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ExpirePendingActions marks open actions past their expiry as expired and fails their runs
+// (a run cannot wait for an answer that can no longer come). It returns how many expired.
+func (s *Store) ExpirePendingActions(ctx context.Context) (int, error) {
+	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT id, run_id FROM pending_actions WHERE status = ? AND expires_at <= ?`),
+		ActionCreated, ms(s.now()))
+	if err != nil {
+		return 0, err
+	}
+	type due struct{ id, run string }
+	var list []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.id, &d.run); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		list = append(list, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	expired := 0
+	for _, d := range list {
+		err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, s.q(`UPDATE pending_actions SET status = ?, version = version + 1
+				WHERE id = ? AND status = ? AND expires_at <= ?`), ActionExpired, d.id, ActionCreated, ms(s.now()))
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				return err // answered or cancelled meanwhile
+			}
+			old, err := s.lockRun(ctx, tx, d.run, "")
+			if err != nil {
+				return err
+			}
+			expired++
+			if Terminal(old.State) {
+				return nil
+			}
+			next := old
+			next.State, next.PausedFrom, next.Reason = StateFailed, "", "the pending action expired before it was answered"
+			now := s.now()
+			if _, err := s.saveRun(ctx, tx, old, next, now); err != nil {
+				return err
+			}
+			return s.appendEvents(ctx, tx, d.run, StateFailed, now,
+				Event{Type: EventPendingActionExpired, Step: old.CurrentStep, Reason: "pending action " + d.id},
+				Event{Type: EventRunFailed, Step: old.CurrentStep, Reason: next.Reason})
+		})
+		if err != nil {
+			return expired, err
+		}
+	}
+	return expired, nil
+}

@@ -1,0 +1,514 @@
+package work
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"platform.dev/platform/apiserver/store"
+)
+
+// States of a FlowRun. Completed, Failed and Cancelled are terminal.
+const (
+	StatePending        = "Pending"
+	StateRunning        = "Running"
+	StateActionRequired = "ActionRequired"
+	StatePaused         = "Paused"
+	StateCompleted      = "Completed"
+	StateFailed         = "Failed"
+	StateCancelled      = "Cancelled"
+)
+
+// Terminal reports whether a run in state can no longer change.
+func Terminal(state string) bool {
+	return state == StateCompleted || state == StateFailed || state == StateCancelled
+}
+
+// Kinds of PendingAction. File and approval are reserved: the model holds them, no step creates
+// them yet.
+const (
+	KindText         = "text"
+	KindChoice       = "choice"
+	KindConfirmation = "confirmation"
+	KindFile         = "file"
+	KindApproval     = "approval"
+)
+
+// Statuses of a PendingAction.
+const (
+	ActionCreated   = "created"
+	ActionCompleted = "completed"
+	ActionExpired   = "expired"
+	ActionCancelled = "cancelled"
+)
+
+// Event types of a run's history.
+const (
+	EventRunCreated    = "RunCreated"
+	EventRunStarted    = "RunStarted"
+	EventStepStarted   = "StepStarted"
+	EventStepCompleted = "StepCompleted"
+	EventStepRetried   = "StepRetried"
+	// EventStepRestarted: a worker took over a step that a stopped worker had started; the step
+	// runs again under the same attempt (and so the same idempotency key).
+	EventStepRestarted         = "StepRestarted"
+	EventPendingActionCreated  = "PendingActionCreated"
+	EventPendingActionResolved = "PendingActionResolved"
+	EventPendingActionExpired  = "PendingActionExpired"
+	EventRunPaused             = "RunPaused"
+	EventRunResumed            = "RunResumed"
+	EventRunCompleted          = "RunCompleted"
+	EventRunFailed             = "RunFailed"
+	EventRunCancelled          = "RunCancelled"
+)
+
+// Errors; callers test them with errors.Is. The wrapping error's message is for people.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrConflict     = errors.New("conflict")
+	ErrStale        = errors.New("stale version")
+	ErrInvalidToken = errors.New("invalid resume token")
+	ErrInvalidInput = errors.New("invalid input")
+	ErrLeaseLost    = errors.New("lease lost")
+)
+
+// DefaultActionTTL is how long a PendingAction can be answered when the step sets no expiry.
+const DefaultActionTTL = 24 * time.Hour
+
+// Context is the resolved management context a run executes in.
+type Context struct {
+	TenantID    string
+	WorkspaceID string
+	// Namespace is the workspace's kube namespace, where its Flows and Agents live.
+	Namespace   string
+	PrincipalID string
+}
+
+// WorkItem is a submitted piece of work and the state of the run that executes it.
+type WorkItem struct {
+	ID string
+	Context
+	InteractionID string
+	Type          string
+	Title         string
+	Instruction   string
+	FlowName      string
+	FlowVersion   string
+	FlowRunID     string
+	Status        string
+	Result        json.RawMessage
+	Reason        string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// FlowRun is one durable execution of a Flow version.
+type FlowRun struct {
+	ID         string
+	WorkItemID string
+	Context
+	InteractionID   string
+	ParentFlowRunID string
+	FlowName        string
+	FlowVersion     string
+	FlowDigest      string
+	// Snapshot is the pinned Flow definition (JSON), nil before the first execution.
+	Snapshot json.RawMessage
+	// Agents are the pinned agent revisions (JSON), nil before the first execution.
+	Agents      json.RawMessage
+	State       string
+	PausedFrom  string
+	CurrentStep string
+	StepStarted bool
+	Attempt     int
+	// Data is the run's working data (RunData as JSON).
+	Data           json.RawMessage
+	Result         json.RawMessage
+	Reason         string
+	LeaseOwner     string
+	LeaseExpiresAt time.Time
+	Version        int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Pinned reports whether the run has pinned its Flow snapshot and agents.
+func (r *FlowRun) Pinned() bool { return len(r.Snapshot) > 0 }
+
+// RunData is what flows through a run: the submitted input, each completed step's output, the
+// current data, and the answers of step suspensions.
+type RunData struct {
+	Input   any            `json:"input"`
+	Steps   map[string]any `json:"steps"`
+	Current any            `json:"current"`
+	Answers map[string]any `json:"answers,omitempty"`
+}
+
+// DecodeData reads the run's working data.
+func (r *FlowRun) DecodeData() (RunData, error) {
+	var d RunData
+	if err := json.Unmarshal(r.Data, &d); err != nil {
+		return d, fmt.Errorf("run %s data: %w", r.ID, err)
+	}
+	if d.Steps == nil {
+		d.Steps = map[string]any{}
+	}
+	return d, nil
+}
+
+// Event is one entry of a run's history. It says what happened; it never holds inputs, outputs,
+// prompts or tokens.
+type Event struct {
+	RunID     string
+	Seq       int64
+	Type      string
+	Step      string
+	Attempt   int
+	State     string
+	Reason    string
+	CreatedAt time.Time
+}
+
+// Option is one answer a choice offers.
+type Option struct {
+	Value string `json:"value"`
+	Label string `json:"label,omitempty"`
+}
+
+// PendingAction is a durable suspension of a run waiting for a person.
+type PendingAction struct {
+	ID               string
+	WorkspaceID      string
+	InteractionID    string
+	RunID            string
+	Step             string
+	Kind             string
+	Prompt           string
+	Options          []Option
+	Status           string
+	ExpiresAt        time.Time
+	ContinuationStep string
+	Version          int64
+	AnsweredBy       string
+	Answer           json.RawMessage
+	AnsweredAt       time.Time
+	CreatedAt        time.Time
+}
+
+// Store reads and writes the Work plane.
+type Store struct {
+	db *store.Store
+	// Clock is the time source; time.Now when nil. Tests inject it.
+	Clock func() time.Time
+}
+
+// New returns the Work store over s.
+func New(s *store.Store) *Store { return &Store{db: s} }
+
+func (s *Store) now() time.Time {
+	if s.Clock != nil {
+		return s.Clock()
+	}
+	return time.Now()
+}
+
+func (s *Store) q(query string) string { return s.db.Rebind(query) }
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+func newID() string { return uuid.NewString() }
+
+// NewResumeToken returns a fresh single-use resume token and the SHA-256 digest that is stored
+// in its place.
+func NewResumeToken() (token, hash string) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	token = "prt_" + base64.RawURLEncoding.EncodeToString(b)
+	return token, hashToken(token)
+}
+
+func hashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+func tokenMatches(token, hash string) bool {
+	return subtle.ConstantTimeCompare([]byte(hashToken(token)), []byte(hash)) == 1
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+func nullJSON(b json.RawMessage) sql.NullString {
+	return sql.NullString{String: string(b), Valid: len(b) > 0}
+}
+
+// Submission is a WorkItem to create with the FlowRun that executes it.
+type Submission struct {
+	Context
+	InteractionID   string
+	ParentFlowRunID string
+	Type            string
+	Title           string
+	Instruction     string
+	// FlowName and FlowVersion are the exact Flow version the run executes.
+	FlowName    string
+	FlowVersion string
+	// Input is the run's submitted input.
+	Input any
+}
+
+// Submit creates the WorkItem and its Pending FlowRun in one transaction. The returned resume
+// token answers the run's first PendingAction; only its digest is stored.
+func (s *Store) Submit(ctx context.Context, sub Submission) (WorkItem, FlowRun, string, error) {
+	if sub.WorkspaceID == "" || sub.PrincipalID == "" || sub.Namespace == "" {
+		return WorkItem{}, FlowRun{}, "", errors.New("work: a submission needs a resolved workspace and principal")
+	}
+	data, err := json.Marshal(RunData{Input: sub.Input, Steps: map[string]any{}, Current: sub.Input})
+	if err != nil {
+		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submitted input: %w", err)
+	}
+	now := s.now().UTC().Truncate(time.Millisecond)
+	token, hash := NewResumeToken()
+	item := WorkItem{
+		ID: newID(), Context: sub.Context, InteractionID: sub.InteractionID, Type: sub.Type, Title: sub.Title,
+		Instruction: sub.Instruction, FlowName: sub.FlowName, FlowVersion: sub.FlowVersion, Status: StatePending,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	run := FlowRun{
+		ID: newID(), WorkItemID: item.ID, Context: sub.Context, InteractionID: sub.InteractionID, ParentFlowRunID: sub.ParentFlowRunID,
+		FlowName: sub.FlowName, FlowVersion: sub.FlowVersion, State: StatePending, Attempt: 1, Data: data,
+		Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	item.FlowRunID = run.ID
+	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id,
+			interaction_id, type, title, instruction, flow_name, flow_version, flow_run_id, status, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			item.ID, item.TenantID, item.WorkspaceID, item.Namespace, item.PrincipalID, nullString(item.InteractionID),
+			item.Type, item.Title, item.Instruction, item.FlowName, item.FlowVersion, item.FlowRunID, item.Status, ms(now), ms(now)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_runs (id, work_item_id, tenant_id, workspace_id, namespace,
+			principal_id, interaction_id, parent_flow_run_id, flow_name, flow_version, state, data, resume_token_hash,
+			version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			run.ID, run.WorkItemID, run.TenantID, run.WorkspaceID, run.Namespace, run.PrincipalID, nullString(run.InteractionID),
+			nullString(run.ParentFlowRunID), run.FlowName, run.FlowVersion, run.State, string(run.Data), hash, run.Version,
+			ms(now), ms(now)); err != nil {
+			return err
+		}
+		return s.appendEvents(ctx, tx, run.ID, run.State, now, Event{Type: EventRunCreated})
+	})
+	if err != nil {
+		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
+	}
+	return item, run, token, nil
+}
+
+// appendEvents numbers events after the run's last one. Callers update the run's row first in
+// the same transaction, which serializes writers of one run.
+func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, runID, state string, now time.Time, events ...Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	var last int64
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) FROM flow_run_events WHERE run_id = ?`), runID).Scan(&last); err != nil {
+		return err
+	}
+	for _, e := range events {
+		last++
+		if e.State == "" {
+			e.State = state
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_run_events (run_id, seq, type, step, attempt, state, reason, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), runID, last, e.Type, e.Step, e.Attempt, e.State, e.Reason, ms(now)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const workItemColumns = `id, tenant_id, workspace_id, namespace, principal_id, interaction_id, type, title, instruction,
+	flow_name, flow_version, flow_run_id, status, result, reason, created_at, updated_at`
+
+type scanner interface{ Scan(...any) error }
+
+func scanWorkItem(row scanner) (WorkItem, error) {
+	var (
+		w                    WorkItem
+		interaction, result  sql.NullString
+		createdAt, updatedAt int64
+	)
+	err := row.Scan(&w.ID, &w.TenantID, &w.WorkspaceID, &w.Namespace, &w.PrincipalID, &interaction, &w.Type, &w.Title,
+		&w.Instruction, &w.FlowName, &w.FlowVersion, &w.FlowRunID, &w.Status, &result, &w.Reason, &createdAt, &updatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return w, fmt.Errorf("work item: %w", ErrNotFound)
+	}
+	w.InteractionID = interaction.String
+	if result.Valid {
+		w.Result = json.RawMessage(result.String)
+	}
+	w.CreatedAt, w.UpdatedAt = fromMS(createdAt), fromMS(updatedAt)
+	return w, err
+}
+
+// WorkItem reads a WorkItem of the workspace; another workspace's is not found.
+func (s *Store) WorkItem(ctx context.Context, workspaceID, id string) (WorkItem, error) {
+	return scanWorkItem(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+workItemColumns+` FROM work_items WHERE id = ? AND workspace_id = ?`), id, workspaceID))
+}
+
+const runColumns = `id, work_item_id, tenant_id, workspace_id, namespace, principal_id, interaction_id, parent_flow_run_id,
+	flow_name, flow_version, flow_digest, flow_snapshot, agents, state, paused_from, current_step, step_started, attempt,
+	data, result, reason, lease_owner, lease_expires_at, version, created_at, updated_at`
+
+func scanRun(row scanner) (FlowRun, error) {
+	var (
+		r                                             FlowRun
+		interaction, parent, snapshot, agents, result sql.NullString
+		stepStarted                                   int64
+		data                                          string
+		lease, createdAt, updatedAt                   int64
+	)
+	err := row.Scan(&r.ID, &r.WorkItemID, &r.TenantID, &r.WorkspaceID, &r.Namespace, &r.PrincipalID, &interaction, &parent,
+		&r.FlowName, &r.FlowVersion, &r.FlowDigest, &snapshot, &agents, &r.State, &r.PausedFrom, &r.CurrentStep, &stepStarted,
+		&r.Attempt, &data, &result, &r.Reason, &r.LeaseOwner, &lease, &r.Version, &createdAt, &updatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("flow run: %w", ErrNotFound)
+	}
+	r.InteractionID, r.ParentFlowRunID = interaction.String, parent.String
+	if snapshot.Valid {
+		r.Snapshot = json.RawMessage(snapshot.String)
+	}
+	if agents.Valid {
+		r.Agents = json.RawMessage(agents.String)
+	}
+	if result.Valid {
+		r.Result = json.RawMessage(result.String)
+	}
+	r.Data = json.RawMessage(data)
+	r.StepStarted = stepStarted != 0
+	r.LeaseExpiresAt, r.CreatedAt, r.UpdatedAt = fromMS(lease), fromMS(createdAt), fromMS(updatedAt)
+	return r, err
+}
+
+// Run reads a FlowRun of the workspace; another workspace's is not found.
+func (s *Store) Run(ctx context.Context, workspaceID, id string) (FlowRun, error) {
+	return scanRun(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+runColumns+` FROM flow_runs WHERE id = ? AND workspace_id = ?`), id, workspaceID))
+}
+
+// RunByID reads a FlowRun whatever its workspace, for the executor.
+func (s *Store) RunByID(ctx context.Context, id string) (FlowRun, error) {
+	return scanRun(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+runColumns+` FROM flow_runs WHERE id = ?`), id))
+}
+
+// Events lists a run's history after seq (0 for all), oldest first.
+func (s *Store) Events(ctx context.Context, runID string, afterSeq int64) ([]Event, error) {
+	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT run_id, seq, type, step, attempt, state, reason, created_at
+		FROM flow_run_events WHERE run_id = ? AND seq > ? ORDER BY seq`), runID, afterSeq)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var (
+			e  Event
+			at int64
+		)
+		if err := rows.Scan(&e.RunID, &e.Seq, &e.Type, &e.Step, &e.Attempt, &e.State, &e.Reason, &at); err != nil {
+			return nil, err
+		}
+		e.CreatedAt = fromMS(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+const actionColumns = `id, workspace_id, interaction_id, run_id, step, kind, prompt, options, status, expires_at,
+	continuation_step, version, answered_by, answer, answered_at, created_at`
+
+func scanAction(row scanner) (PendingAction, string, error) {
+	var (
+		a                                PendingAction
+		interaction, options, answer     sql.NullString
+		expiresAt, answeredAt, createdAt int64
+		tokenHash                        string
+	)
+	err := row.Scan(&a.ID, &a.WorkspaceID, &interaction, &a.RunID, &a.Step, &a.Kind, &a.Prompt, &options, &a.Status,
+		&expiresAt, &a.ContinuationStep, &a.Version, &a.AnsweredBy, &answer, &answeredAt, &createdAt, &tokenHash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, "", fmt.Errorf("pending action: %w", ErrNotFound)
+	}
+	if err != nil {
+		return a, "", err
+	}
+	a.InteractionID = interaction.String
+	if options.Valid {
+		if err := json.Unmarshal([]byte(options.String), &a.Options); err != nil {
+			return a, "", err
+		}
+	}
+	if answer.Valid {
+		a.Answer = json.RawMessage(answer.String)
+	}
+	a.ExpiresAt, a.AnsweredAt, a.CreatedAt = fromMS(expiresAt), fromMS(answeredAt), fromMS(createdAt)
+	return a, tokenHash, nil
+}
+
+// PendingActions lists a run's actions, newest first.
+func (s *Store) PendingActions(ctx context.Context, runID string) ([]PendingAction, error) {
+	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT `+actionColumns+`, token_hash FROM pending_actions
+		WHERE run_id = ? ORDER BY created_at DESC, id`), runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []PendingAction
+	for rows.Next() {
+		a, _, err := scanAction(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// OpenPendingAction is the run's action waiting for an answer, or nil.
+func (s *Store) OpenPendingAction(ctx context.Context, runID string) (*PendingAction, error) {
+	a, _, err := scanAction(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+actionColumns+`, token_hash FROM pending_actions
+		WHERE run_id = ? AND status = ?`), runID, ActionCreated))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// Dialect is the SQL dialect of the store (for diagnostics and tests).
+func (s *Store) Dialect() string { return s.db.Dialect() }
