@@ -101,12 +101,12 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	ids := identity.New(db)
 	// The kube API knows the same callers and applies the same roles as the service API.
 	tokens := &kubeauth.Authenticator{Identity: ids}
-	provider, err := httpapi.OIDCProvider(cfg)
+	oidcProvider, err := httpapi.OIDCProvider(cfg)
 	if err != nil {
 		return err
 	}
-	if provider != nil {
-		tokens.JWT = provider.Verifier()
+	if oidcProvider != nil {
+		tokens.JWT = oidcProvider.Verifier()
 	}
 	workspaces := &kubeauth.Authorizer{Identity: ids}
 	opts.Authenticators = append(opts.Authenticators, tokens.Request())
@@ -128,6 +128,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}
 	controllers.SetLogger()
 	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: kube}, ctrl.Log.WithName("executor")
+	if managed, ok := agents.(*provider.ManagedProvider); ok {
+		managed.Client = kube
+	}
 	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, erro
 		}
 		callCtx, cancelCall := context.WithTimeout(runCtx, timeout)
 		act, err := e.provider.Invoke(callCtx, provider.Request{IdempotencyKey: fmt.Sprintf("%s/%d", r.ID, r.Attempt), Attempt: r.Attempt,
-			Agent: agent, Message: runtimeMessage(r.Messages)})
+			Agent: agent, Namespace: r.Namespace, Message: runtimeMessage(r.Messages)})
 		timedOut := errors.Is(callCtx.Err(), context.DeadlineExceeded)
 		cancelCall()
 		if runCtx.Err() != nil {

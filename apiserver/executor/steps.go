@@ -218,6 +218,7 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 		IdempotencyKey: fmt.Sprintf("%s/%s/%d", run.ID, step.Name, run.Attempt),
 		Attempt:        run.Attempt,
 		Agent:          agent,
+		Namespace:      run.Namespace,
 		Message:        render(step.Prompt, in),
 	}
 	act, err := e.provider.Invoke(ctx, req)

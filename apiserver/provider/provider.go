@@ -51,8 +51,19 @@ type Request struct {
 	// Attempt numbers the tries of the step, from 1.
 	Attempt int
 	Agent   Agent
+	// Namespace is the workspace's namespace, where Managed mode resolves the agent's
+	// ModelProfile and ModelProvider.
+	Namespace string
 	// Message is the text sent to the agent.
 	Message string
+	// Overrides are the run's overrides of the profile's generation settings.
+	Overrides Overrides
+}
+
+// Overrides are the only generation settings a run may override.
+type Overrides struct {
+	Temperature     *float64 `json:"temperature,omitempty"`
+	MaxOutputTokens *int64   `json:"maxOutputTokens,omitempty"`
 }
 
 // Option is one answer offered by requestChoice.
@@ -97,24 +108,16 @@ func IsTransient(err error) bool {
 	return errors.As(err, &t)
 }
 
-// FromConfig returns the provider AI:Provider selects; Managed when unset.
+// FromConfig returns the provider AI:Provider selects; Managed when unset. A Managed provider
+// resolves nothing until its Client is set (the kube API starts after the configuration is
+// checked).
 func FromConfig(cfg *config.Config) (Provider, error) {
 	switch name := cfg.GetOr(providerKey, Managed); {
 	case strings.EqualFold(name, Deterministic):
 		return DeterministicProvider{}, nil
 	case strings.EqualFold(name, Managed):
-		return unavailable{}, nil
+		return &ManagedProvider{Config: cfg}, nil
 	default:
 		return nil, fmt.Errorf("%s=%q: must be %s or %s", providerKey, name, Deterministic, Managed)
 	}
-}
-
-// unavailable stands for Managed mode until the OpenAI-compatible provider lands: every agent
-// step fails with a reason that says how to run offline.
-type unavailable struct{}
-
-func (unavailable) Name() string { return Managed }
-
-func (unavailable) Invoke(context.Context, Request) (Action, error) {
-	return Action{}, errors.New("the Managed model provider is not available in this build; set AI__Provider=Deterministic to run agents offline")
 }
