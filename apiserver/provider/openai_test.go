@@ -125,7 +125,7 @@ func TestManagedModeResolvesEndpointModelAndSettingsFromProfileAndProvider(t *te
 		wantTemperature float64
 		wantMaxTokens   int64
 	}{
-		"the profile's generation settings apply": {profileRef: "default", wantTemperature: 0.7, wantMaxTokens: 5},
+		"the profile's generation settings apply":    {profileRef: "default", wantTemperature: 0.7, wantMaxTokens: 5},
 		"a profile selected by resource id resolves": {profileRef: "profile-uid", wantTemperature: 0.7, wantMaxTokens: 5},
 		"run overrides replace temperature and maxOutputTokens": {profileRef: "default", wantTemperature: 1.5, wantMaxTokens: 9,
 			overrides: provider.Overrides{Temperature: new(1.5), MaxOutputTokens: new(int64(9))}},
