@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/provider/openaitest"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/internal/config"
@@ -50,6 +52,10 @@ func platformAdminOnly(ok int) statuses {
 	return statuses{401, 403, 403, 403, 403, 403, ok}
 }
 func anyInteractiveUser(ok int) statuses { return statuses{401, ok, ok, ok, ok, ok, ok} }
+
+// tableModelEndpoint is the model endpoint of the table's discovery rows; it lives as long as
+// the test binary.
+var tableModelEndpoint = sync.OnceValue(openaitest.New)
 
 // tableRequest is one call of a row.
 type tableRequest struct {
@@ -187,6 +193,15 @@ func routeRoleTable() map[string]tableRow {
 	rows["list-model-provider-models"] = read("/api/modelproviders/table-provider/models")
 	rows["list-model-provider-usages"] = read("/api/modelproviders/table-provider/usages")
 	rows["list-models"] = read("/api/models")
+	// Discovery and the connectivity test contact an endpoint: each role's call gets a provider of
+	// its own at the table's OpenAI-compatible test server.
+	for id, suffix := range map[string]string{"refresh-model-provider-models": "/models/refresh", "test-model-provider": "/test"} {
+		rows[id] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(200), func(f *tableFixture, r role) tableRequest {
+			name := id + "-" + r.String()
+			f.fresh("/api/modelproviders", name, providerAt(name, tableModelEndpoint().BaseURL()))
+			return tableRequest{method: http.MethodPost, path: "/api/modelproviders/" + name + suffix}
+		}}
+	}
 	rows["get-model-profile-resolution"] = read("/api/modelprofiles/table-profile/resolution")
 	rows["list-model-profile-usages"] = read("/api/modelprofiles/table-profile/usages")
 	rows["publish-flow-version"] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(201), func(_ *tableFixture, r role) tableRequest {

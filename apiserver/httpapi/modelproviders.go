@@ -88,6 +88,8 @@ func (s *Server) registerModelProviders() {
 		}
 		return itemsOf(usages), err
 	})
+
+	s.registerModelDiscovery()
 }
 
 // profilesOf are the model profiles that refer to provider.

@@ -57,6 +57,8 @@ type Server struct {
 	handler http.Handler
 	kube    client.Client
 	ready   func(context.Context) error
+	// config holds, among others, model provider API keys (AI:Providers:<name>:ApiKey).
+	config *config.Config
 
 	mode      string
 	identity  *identity.Service
@@ -101,7 +103,7 @@ func New(opts Options) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
-		work: opts.Work, executor: opts.Executor, stopping: make(chan struct{})}
+		work: opts.Work, executor: opts.Executor, stopping: make(chan struct{}), config: opts.Config}
 	if err := s.configureOIDC(opts.Config); err != nil {
 		return nil, err
 	}

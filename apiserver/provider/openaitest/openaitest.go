@@ -41,7 +41,7 @@ type Server struct {
 	// FailTimes is 0).
 	FailWith  int
 	FailTimes int
-	// Delay holds every answer back.
+	// Delay holds every answer back (chat and model list).
 	Delay time.Duration
 	// Reply makes the answer's content; "echo: <last user message>" when nil.
 	Reply func(ChatRequest) string
@@ -133,12 +133,19 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	ids, delay := append([]string(nil), s.Models...), s.Delay
+	s.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if !s.authorized(w, r) {
 		return
 	}
-	s.mu.Lock()
-	ids := append([]string(nil), s.Models...)
-	s.mu.Unlock()
 	data := make([]any, 0, len(ids))
 	for _, id := range ids {
 		data = append(data, map[string]any{"id": id, "object": "model", "created": 1700000000, "owned_by": "test", "max_model_len": 8192})
