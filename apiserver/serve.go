@@ -143,6 +143,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Identity:           ids,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
 		Work:               execOpts.Work,
+		Log:                ctrl.Log.WithName("httpapi"),
 		Executor:           flowExecutor,
 	})
 	if err != nil {

@@ -191,7 +191,10 @@ func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
 		return false, err
 	}
 	runsClaimed.Inc()
-	log := e.log.WithValues("flowRunId", run.ID, "workItemId", run.WorkItemID, "workspaceId", run.WorkspaceID)
+	// The correlation chain, InteractionId -> WorkTaskId -> WorkExecutionId -> FlowRunId, is on
+	// every line of the run; Agent steps add their runtime execution id.
+	log := e.log.WithValues("workspaceId", run.WorkspaceID, "workTaskId", run.WorkTaskID, "workExecutionId", run.WorkExecutionID(),
+		"flowRunId", run.ID)
 	if run.InteractionID != "" {
 		log = log.WithValues("interactionId", run.InteractionID)
 	}
@@ -268,7 +271,11 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 			Events: []work.Event{{Type: work.EventRunStarted, Step: input, State: work.StateRunning}}}); err != nil {
 			return err
 		}
-		log.Info("flow run started", "flow", run.FlowName, "version", run.FlowVersion)
+		if run.FlowDraft {
+			log.Info("flow run started", "flow", run.FlowName, "draftRevision", run.FlowRevision, "digest", run.FlowDigest)
+		} else {
+			log.Info("flow run started", "flow", run.FlowName, "version", run.FlowVersion)
+		}
 	} else if run.State == work.StatePending {
 		if err := apply(work.Transition{State: work.StateRunning}); err != nil {
 			return err
@@ -317,9 +324,17 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		// store. Any other step is a pure function of the persisted data: its start is written
 		// with its outcome, in one transaction, which halves its commits and changes nothing a
 		// crash could observe.
+		// An Agent step attempt is one runtime execution: its idempotency key names it on the
+		// events and log lines about it.
+		runtimeExecutionID := ""
+		stepLog := log
+		if step.Type == platformv1.AgentStep {
+			runtimeExecutionID = agentExecutionID(run, step.Name)
+			stepLog = log.WithValues("runtimeExecutionId", runtimeExecutionID)
+		}
 		var startEvents []work.Event
 		if !run.StepStarted {
-			startEvents = []work.Event{{Type: work.EventStepStarted, Step: step.Name, Attempt: run.Attempt}}
+			startEvents = []work.Event{{Type: work.EventStepStarted, Step: step.Name, Attempt: run.Attempt, RuntimeExecutionID: runtimeExecutionID}}
 			if step.Type == platformv1.AgentStep {
 				started := true
 				if err := apply(work.Transition{StepStarted: &started, Events: startEvents}); err != nil {
@@ -336,16 +351,19 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 			// Paused, cancelled or taken over meanwhile: nothing of this try is kept.
 			return work.ErrLeaseLost
 		}
-		done := work.Event{Type: work.EventStepCompleted, Step: step.Name, Attempt: run.Attempt}
+		done := work.Event{Type: work.EventStepCompleted, Step: step.Name, Attempt: run.Attempt, RuntimeExecutionID: runtimeExecutionID}
 		notStarted := false
 		events := func(e ...work.Event) []work.Event { return append(append([]work.Event{}, startEvents...), e...) }
 		switch {
 		case out.failure != "":
+			stepLog.V(1).Info("flow run step failed", "step", step.Name, "attempt", run.Attempt)
 			return fail(out.failure, startEvents...)
 		case out.retry != "":
 			pause := e.backoff << (run.Attempt - 1)
+			stepLog.Info("flow run step retried", "step", step.Name, "attempt", run.Attempt, "reason", out.retry)
 			if err := apply(work.Transition{Attempt: run.Attempt + 1,
-				Events: events(work.Event{Type: work.EventStepRetried, Step: step.Name, Attempt: run.Attempt + 1, Reason: out.retry})}); err != nil {
+				Events: events(work.Event{Type: work.EventStepRetried, Step: step.Name, Attempt: run.Attempt + 1, Reason: out.retry,
+					RuntimeExecutionID: agentExecutionID(run, step.Name, 1)})}); err != nil {
 				return err
 			}
 			select {
@@ -354,7 +372,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 			case <-time.After(pause):
 			}
 		case out.suspend != nil:
-			log.Info("flow run waits for a pending action", "step", step.Name, "kind", out.suspend.Kind)
+			stepLog.Info("flow run waits for a pending action", "step", step.Name, "kind", out.suspend.Kind)
 			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events(done)})
 		case out.result != nil:
 			log.Info("flow run completed", "step", step.Name)
@@ -384,19 +402,47 @@ func suspensionOf(step platformv1.FlowStep) *work.Suspension {
 	return sus
 }
 
+// agentExecutionID is the runtime execution id of an Agent step attempt: the idempotency key
+// its provider call carries (run, step, attempt), attempts ahead of the current one when given.
+func agentExecutionID(run *work.FlowRun, step string, ahead ...int) string {
+	attempt := run.Attempt
+	for _, n := range ahead {
+		attempt += n
+	}
+	return fmt.Sprintf("%s/%s/%d", run.ID, step, attempt)
+}
+
 // pin reads the exact Flow snapshot and the revisions of the agents it invokes. A reason is
 // returned (and no error) when the run cannot execute: the version or an agent is gone, or the
 // snapshot is invalid.
 func (e *Executor) pin(ctx context.Context, run *work.FlowRun) (*work.Pin, string, string, error) {
-	def, digest, err := e.resolver.FlowVersion(ctx, run.Namespace, run.FlowName, run.FlowVersion)
-	if errors.Is(err, ErrFlowNotFound) {
-		return nil, "", fmt.Sprintf("version %s of flow %q is not published in the workspace", run.FlowVersion, run.FlowName), nil
-	}
-	if err != nil {
-		return nil, "", "", err
+	var (
+		def    platformv1.FlowDefinition
+		digest string
+		err    error
+	)
+	if run.FlowDraft {
+		// A Draft Run executes the draft revision it was submitted against, never the Flow's
+		// draft of now: its snapshot was written with the run.
+		if err := json.Unmarshal(run.Snapshot, &def); err != nil {
+			return nil, "", fmt.Sprintf("the draft snapshot of flow %q is unreadable: %v", run.FlowName, err), nil
+		}
+		digest = run.FlowDigest
+	} else {
+		def, digest, err = e.resolver.FlowVersion(ctx, run.Namespace, run.FlowName, run.FlowVersion)
+		if errors.Is(err, ErrFlowNotFound) {
+			return nil, "", fmt.Sprintf("version %s of flow %q is not published in the workspace", run.FlowVersion, run.FlowName), nil
+		}
+		if err != nil {
+			return nil, "", "", err
+		}
 	}
 	if errs := flowvalidation.ValidateDefinition(&def, field.NewPath("definition")); len(errs) > 0 {
-		return nil, "", fmt.Sprintf("version %s of flow %q is invalid: %v", run.FlowVersion, run.FlowName, errs.ToAggregate()), nil
+		what := "version " + run.FlowVersion
+		if run.FlowDraft {
+			what = "draft revision " + run.FlowRevision
+		}
+		return nil, "", fmt.Sprintf("%s of flow %q is invalid: %v", what, run.FlowName, errs.ToAggregate()), nil
 	}
 	g, err := graphOf(def)
 	if err != nil {

@@ -23,7 +23,13 @@ func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, erro
 	if err != nil || r == nil {
 		return false, err
 	}
-	log := e.log.WithValues("runtimeRunId", r.ID, "workspaceId", r.WorkspaceID)
+	log := e.log.WithValues("workspaceId", r.WorkspaceID, "runtimeRunId", r.ID, "runtimeExecutionId", r.ID, "agent", r.AgentName)
+	for _, kv := range [][2]string{{"interactionId", r.InteractionID}, {"workTaskId", r.WorkTaskID},
+		{"workExecutionId", r.WorkExecutionID}, {"flowRunId", r.FlowRunID}} {
+		if kv[1] != "" {
+			log = log.WithValues(kv[0], kv[1])
+		}
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	renewed := make(chan struct{})

@@ -1,10 +1,15 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/httpapi"
 )
 
@@ -148,6 +153,16 @@ func workRows(rows map[string]tableRow) {
 			f.t.Fatalf("cancel: %d %v", r.status, r.body)
 		}
 		return tableRequest{method: http.MethodDelete, path: path, headers: []string{"If-Match", r.header.Get("ETag")}}
+	}}
+	rows["invoke-routing"] = tableRow{httpapi.PolicyRunsExecute, runsExecute(202), func(f *tableFixture, _ role) tableRequest {
+		// table-agent is made the one ready agent of the workspace (no reconciler runs here), at
+		// its current generation, which other rows change.
+		agent := &platformv1.Agent{}
+		if err := kube.Get(context.Background(), client.ObjectKey{Namespace: f.ws.RouteName, Name: "table-agent"}, agent); err != nil {
+			f.t.Fatal(err)
+		}
+		setAgentReady(f.t, agent, metav1.ConditionTrue, agent.Generation)
+		return tableRequest{method: http.MethodPost, path: "/api/routing/invoke", body: `{"input":"Route it"}`}
 	}}
 	rows["delete-runtime-run"] = tableRow{httpapi.PolicyRunsDelete, ownersAndAdmins(204), func(f *tableFixture, _ role) tableRequest {
 		path := "/api/runtime/runs/" + f.settledRuntimeRun(f.work().agentUID)

@@ -54,6 +54,7 @@ type RuntimeRun struct {
 	Agent         RuntimeRunAgent  `json:"agent"`
 	Execution     RuntimeExecution `json:"execution"`
 	Origin        string           `json:"origin,omitempty"`
+	Correlation   Correlation      `json:"correlation" doc:"The chain above the run, when work created it; runtimeExecutionId is the run's id"`
 	ModelProvider string           `json:"modelProvider,omitempty" doc:"The model provider that answered"`
 	ResolvedModel string           `json:"resolvedModel,omitempty" doc:"The model that answered"`
 	Response      any              `json:"response,omitempty" doc:"The final response: action, content and, for a choice, options"`
@@ -181,6 +182,8 @@ func (s *Server) registerRuntime() {
 func runtimeRunOf(r work.RuntimeRun) RuntimeRun {
 	out := RuntimeRun{ID: r.ID, Status: r.Status, Agent: RuntimeRunAgent{ResourceID: r.AgentUID, Name: r.AgentName, Version: r.AgentVersion},
 		Execution: RuntimeExecution{Mode: r.Mode, TimeoutSeconds: r.TimeoutSeconds}, Origin: r.Origin, ModelProvider: r.ModelProvider,
+		Correlation: Correlation{InteractionID: r.InteractionID, WorkTaskID: r.WorkTaskID, WorkExecutionID: r.WorkExecutionID,
+			FlowRunID: r.FlowRunID, RuntimeExecutionID: r.ID},
 		ResolvedModel: r.ResolvedModel, Response: decoded(r.Response), Error: r.Error, Attempt: r.Attempt, Version: r.Version,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if !r.CompletedAt.IsZero() {

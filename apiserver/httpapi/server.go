@@ -12,6 +12,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +50,9 @@ type Options struct {
 	// Executor is woken when a run becomes runnable, so it starts without waiting for a poll.
 	// Optional.
 	Executor interface{ Wake() }
+	// Log receives what the service API records of Work and Runtime requests (ids, never input
+	// or prompt text). Optional: discarded when unset.
+	Log logr.Logger
 }
 
 // Server is the service API.
@@ -65,6 +69,7 @@ type Server struct {
 	provision func(context.Context, identity.Workspace) error
 	work      *work.Store
 	executor  interface{ Wake() }
+	log       logr.Logger
 	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
 	// the shutdown up.
 	stopping     chan struct{}
@@ -103,7 +108,10 @@ func New(opts Options) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
-		work: opts.Work, executor: opts.Executor, stopping: make(chan struct{}), config: opts.Config}
+		work: opts.Work, executor: opts.Executor, log: opts.Log, stopping: make(chan struct{}), config: opts.Config}
+	if s.log.GetSink() == nil {
+		s.log = logr.Discard()
+	}
 	if err := s.configureOIDC(opts.Config); err != nil {
 		return nil, err
 	}
@@ -123,6 +131,7 @@ func New(opts Options) (*Server, error) {
 	s.registerWork()
 	s.registerRunStream()
 	s.registerRuntime()
+	s.registerRouting()
 	s.registerAccounts()
 	s.registerPlatformAdministrators()
 	s.registerSecurityAudit()
@@ -200,6 +209,7 @@ var tags = []*huma.Tag{
 	{Name: tagModelProviders, Description: "Model providers: where models are served; reads never contact the provider."},
 	{Name: tagModels, Description: "Models: the inventory of models discovered at the model providers."},
 	{Name: tagModelProfiles, Description: "Model profiles: portable generation, reasoning and output intent over one model provider."},
+	{Name: tagRouting, Description: "Routing: one request to the one ready agent of the workspace, executed as a Runtime Run."},
 	{Name: tagDeployments, Description: "Deployments: the runtime view of agents, rebuilt from Management state."},
 	{Name: tagRuntime, Description: "Runtime: durable, asynchronous runs of one agent."},
 	{Name: tagWork, Description: "Work: WorkItems, the FlowRuns that execute them, and the pending actions a run waits on."},

@@ -10,12 +10,16 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/work"
+	flowvalidation "platform.dev/platform/controllers/flow"
 	"platform.dev/platform/internal/config"
 )
 
@@ -26,6 +30,17 @@ const maxWaitSeconds = 30
 type FlowReference struct {
 	Name    string `json:"name" minLength:"1" maxLength:"253" doc:"Name of the Flow in the workspace"`
 	Version string `json:"version,omitempty" maxLength:"128" doc:"Exact published version; omitted selects the Flow's active version"`
+	Draft   bool   `json:"draft,omitempty" doc:"Run the Flow's current draft instead of a published version (a Draft Run); excludes version"`
+}
+
+// Correlation is the chain a record belongs to: InteractionId -> WorkTaskId -> WorkExecutionId
+// -> FlowRunId -> runtime execution.
+type Correlation struct {
+	InteractionID      string `json:"interactionId,omitempty" doc:"The Interaction (conversation) the work came from, if any"`
+	WorkTaskID         string `json:"workTaskId,omitempty" doc:"The public Task the work is projected onto"`
+	WorkExecutionID    string `json:"workExecutionId,omitempty" doc:"The WorkItem that executes"`
+	FlowRunID          string `json:"flowRunId,omitempty" doc:"The FlowRun"`
+	RuntimeExecutionID string `json:"runtimeExecutionId,omitempty" doc:"The runtime execution: a Runtime Run, or one Agent step attempt (run/step/attempt)"`
 }
 
 // WorkItemSubmission is the body of POST /api/work/workitems.
@@ -46,6 +61,7 @@ type WorkItem struct {
 	Reason        string         `json:"reason,omitempty" doc:"Why it failed or was cancelled"`
 	FlowReference FlowReference  `json:"flowReference" doc:"The exact Flow version it runs"`
 	FlowRunID     string         `json:"flowRunId"`
+	Correlation   Correlation    `json:"correlation"`
 	PendingAction *PendingAction `json:"pendingAction,omitempty" doc:"The question its run waits on, when ActionRequired"`
 	CreatedAt     time.Time      `json:"createdAt"`
 	UpdatedAt     time.Time      `json:"updatedAt"`
@@ -82,6 +98,7 @@ type FlowRun struct {
 	State           string         `json:"state" enum:"Pending,Running,ActionRequired,Paused,Completed,Failed,Cancelled"`
 	Reason          string         `json:"reason,omitempty"`
 	Flow            FlowRunFlow    `json:"flow"`
+	Correlation     Correlation    `json:"correlation"`
 	Agents          []PinnedAgent  `json:"agents,omitempty" doc:"The agent revisions pinned at first execution"`
 	CurrentStep     string         `json:"currentStep,omitempty"`
 	Attempt         int            `json:"attempt" doc:"Try of the current step"`
@@ -95,8 +112,12 @@ type FlowRun struct {
 // FlowRunFlow is the Flow version a run executes.
 type FlowRunFlow struct {
 	Name    string `json:"name"`
-	Version string `json:"version"`
-	Digest  string `json:"digest,omitempty" doc:"Digest of the pinned snapshot, once pinned"`
+	Version string `json:"version,omitempty" doc:"The published version; absent for a Draft Run"`
+	Digest  string `json:"digest,omitempty" doc:"Digest of the pinned snapshot, once pinned (from submission for a Draft Run)"`
+	Draft   bool   `json:"draft,omitempty" doc:"True for a Draft Run: it executes the draft revision below, never a later edit"`
+	// Revision and Generation identify the exact draft a Draft Run keeps.
+	Revision   string `json:"revision,omitempty" doc:"The Flow's resourceVersion the Draft Run was submitted against"`
+	Generation int64  `json:"generation,omitempty" doc:"The Flow's generation the Draft Run was submitted against"`
 }
 
 // PinnedAgent is an agent revision a run pinned.
@@ -107,13 +128,14 @@ type PinnedAgent struct {
 
 // FlowRunEvent is one transition of a run's history.
 type FlowRunEvent struct {
-	Seq       int64     `json:"seq"`
-	Type      string    `json:"type"`
-	Step      string    `json:"step,omitempty"`
-	Attempt   int       `json:"attempt,omitempty"`
-	State     string    `json:"state"`
-	Reason    string    `json:"reason,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
+	Seq         int64       `json:"seq"`
+	Type        string      `json:"type"`
+	Step        string      `json:"step,omitempty"`
+	Attempt     int         `json:"attempt,omitempty"`
+	State       string      `json:"state"`
+	Reason      string      `json:"reason,omitempty"`
+	Correlation Correlation `json:"correlation"`
+	CreatedAt   time.Time   `json:"createdAt"`
 }
 
 // PendingActionResponse is the body of a response to a PendingAction.
@@ -178,6 +200,13 @@ func (s *Server) registerWork() {
 			return nil, fieldErrors(field.ErrorList{field.Required(field.NewPath("flowReference"),
 				"a WorkItem names the Flow that executes it; embedded definitions are not supported")})
 		}
+		if ref.Draft {
+			if ref.Version != "" {
+				return nil, fieldErrors(field.ErrorList{field.Invalid(field.NewPath("flowReference", "version"), field.OmitValueType{},
+					"a Draft Run executes the Flow's draft; name a version or draft, not both")})
+			}
+			return s.submitDraft(ctx, rc, in.Body, in.WaitSeconds)
+		}
 		if ref.Version != "" {
 			if err := checkVersion(ref.Version); err != nil {
 				return nil, fieldErrors(field.ErrorList{field.Invalid(field.NewPath("flowReference", "version"), field.OmitValueType{}, err.Detail)})
@@ -192,27 +221,10 @@ func (s *Server) registerWork() {
 		case err != nil:
 			return nil, problem(err)
 		}
-		item, run, token, err := s.work.Submit(ctx, work.Submission{
+		return s.submitWork(ctx, work.Submission{
 			Context: rc, Type: in.Body.Type, Title: in.Body.Title, Instruction: in.Body.Instruction,
 			FlowName: ref.Name, FlowVersion: version,
-			Input: map[string]any{"type": in.Body.Type, "title": in.Body.Title, "instruction": in.Body.Instruction},
-		})
-		if err != nil {
-			return nil, problem(err)
-		}
-		s.wakeExecutor()
-		run, err = s.waitForRun(ctx, rc.WorkspaceID, run, in.WaitSeconds)
-		if err != nil {
-			return nil, err
-		}
-		out := &workItemSubmitted{Status: http.StatusAccepted, ETag: runETag(run)}
-		if out.Body.FlowRun, err = s.flowRunOf(ctx, run); err != nil {
-			return nil, err
-		}
-		item.Status, item.Reason, item.Result = run.State, run.Reason, run.Result
-		out.Body.WorkItem = workItemOf(item, out.Body.FlowRun.PendingAction)
-		out.Body.ResumeToken = token
-		return out, nil
+		}, in.WaitSeconds)
 	})
 
 	huma.Register(s.api, secured(huma.Operation{
@@ -295,7 +307,9 @@ func (s *Server) registerWork() {
 		}
 		out := make([]FlowRunEvent, 0, len(events))
 		for _, e := range events {
-			out = append(out, FlowRunEvent{Seq: e.Seq, Type: e.Type, Step: e.Step, Attempt: e.Attempt, State: e.State, Reason: e.Reason, CreatedAt: e.CreatedAt})
+			out = append(out, FlowRunEvent{Seq: e.Seq, Type: e.Type, Step: e.Step, Attempt: e.Attempt, State: e.State, Reason: e.Reason,
+				Correlation: Correlation{InteractionID: e.InteractionID, WorkTaskID: e.WorkTaskID, WorkExecutionID: e.WorkExecutionID,
+					FlowRunID: e.RunID, RuntimeExecutionID: e.RuntimeExecutionID}, CreatedAt: e.CreatedAt})
 		}
 		return &struct{ Body items[FlowRunEvent] }{Body: itemsOf(out)}, nil
 	})
@@ -416,6 +430,56 @@ func (s *Server) registerWork() {
 	})
 }
 
+// submitDraft submits a Draft Run of the Flow's current draft: the draft is read, validated and
+// snapshotted now, so the run keeps this exact revision whatever later edits do.
+func (s *Server) submitDraft(ctx context.Context, rc work.Context, body WorkItemSubmission, wait int) (*workItemSubmitted, error) {
+	flow := &platformv1.Flow{}
+	err := s.kube.Get(ctx, client.ObjectKey{Namespace: rc.Namespace, Name: body.FlowReference.Name}, flow)
+	if apierrors.IsNotFound(err) {
+		return nil, fieldErrors(field.ErrorList{field.NotFound(field.NewPath("flowReference"), field.OmitValueType{})})
+	}
+	if err != nil {
+		return nil, problem(err)
+	}
+	if flow.Definition.Enabled != nil && !*flow.Definition.Enabled {
+		return nil, huma.Error409Conflict(fmt.Sprintf("flow %q refuses new runs: flow is disabled", flow.Name))
+	}
+	if errs := flowvalidation.ValidateDefinition(&flow.Definition, field.NewPath("definition")); len(errs) > 0 {
+		return nil, huma.Error409Conflict(fmt.Sprintf("the draft of flow %q is invalid: %v", flow.Name, errs.ToAggregate()))
+	}
+	snapshot, err := json.Marshal(flow.Definition)
+	if err != nil {
+		return nil, problem(err)
+	}
+	return s.submitWork(ctx, work.Submission{Context: rc, Type: body.Type, Title: body.Title, Instruction: body.Instruction,
+		FlowName: flow.Name, Draft: &work.DraftFlow{Revision: flow.ResourceVersion, Generation: flow.Generation,
+			Digest: string(digestOf(flow.Definition)), Snapshot: snapshot}}, wait)
+}
+
+// submitWork creates the WorkItem and its FlowRun, wakes the executor and answers with both.
+func (s *Server) submitWork(ctx context.Context, sub work.Submission, wait int) (*workItemSubmitted, error) {
+	sub.Input = map[string]any{"type": sub.Type, "title": sub.Title, "instruction": sub.Instruction}
+	item, run, token, err := s.work.Submit(ctx, sub)
+	if err != nil {
+		return nil, problem(err)
+	}
+	s.log.Info("work item submitted", "workspaceId", item.WorkspaceID, "workTaskId", item.WorkTaskID, "workExecutionId", item.ID,
+		"flowRunId", run.ID, "flow", item.FlowName, "draft", item.FlowDraft)
+	s.wakeExecutor()
+	run, err = s.waitForRun(ctx, sub.WorkspaceID, run, wait)
+	if err != nil {
+		return nil, err
+	}
+	out := &workItemSubmitted{Status: http.StatusAccepted, ETag: runETag(run)}
+	if out.Body.FlowRun, err = s.flowRunOf(ctx, run); err != nil {
+		return nil, err
+	}
+	item.Status, item.Reason, item.Result = run.State, run.Reason, run.Result
+	out.Body.WorkItem = workItemOf(item, out.Body.FlowRun.PendingAction)
+	out.Body.ResumeToken = token
+	return out, nil
+}
+
 // workContext is the request's resolved management context. A Work operation without one (no
 // Principal or no workspace) is refused before anything is written.
 func (s *Server) workContext(ctx context.Context) (work.Context, error) {
@@ -472,8 +536,10 @@ func runETag(run work.FlowRun) string { return etag(strconv.FormatInt(run.Versio
 
 func (s *Server) flowRunOf(ctx context.Context, run work.FlowRun) (FlowRun, error) {
 	out := FlowRun{ID: run.ID, WorkItemID: run.WorkItemID, ParentFlowRunID: run.ParentFlowRunID, State: run.State, Reason: run.Reason,
-		Flow: FlowRunFlow{Name: run.FlowName, Version: run.FlowVersion, Digest: run.FlowDigest}, CurrentStep: run.CurrentStep,
-		Attempt: run.Attempt, Result: decoded(run.Result), Version: run.Version, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
+		Flow: FlowRunFlow{Name: run.FlowName, Version: run.FlowVersion, Digest: run.FlowDigest, Draft: run.FlowDraft,
+			Revision: run.FlowRevision, Generation: run.FlowGeneration}, CurrentStep: run.CurrentStep,
+		Correlation: Correlation{InteractionID: run.InteractionID, WorkTaskID: run.WorkTaskID, WorkExecutionID: run.WorkExecutionID(), FlowRunID: run.ID},
+		Attempt:     run.Attempt, Result: decoded(run.Result), Version: run.Version, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
 	if len(run.Agents) > 0 {
 		var agents map[string]provider.Agent
 		if err := json.Unmarshal(run.Agents, &agents); err == nil {
@@ -494,8 +560,9 @@ func (s *Server) flowRunOf(ctx context.Context, run work.FlowRun) (FlowRun, erro
 
 func workItemOf(w work.WorkItem, pending *PendingAction) WorkItem {
 	return WorkItem{ID: w.ID, Type: w.Type, Title: w.Title, Instruction: w.Instruction, Status: w.Status, Reason: w.Reason,
-		FlowReference: FlowReference{Name: w.FlowName, Version: w.FlowVersion}, FlowRunID: w.FlowRunID, PendingAction: pending,
-		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+		FlowReference: FlowReference{Name: w.FlowName, Version: w.FlowVersion, Draft: w.FlowDraft}, FlowRunID: w.FlowRunID, PendingAction: pending,
+		Correlation: Correlation{InteractionID: w.InteractionID, WorkTaskID: w.WorkTaskID, WorkExecutionID: w.ID, FlowRunID: w.FlowRunID},
+		CreatedAt:   w.CreatedAt, UpdatedAt: w.UpdatedAt}
 }
 
 func pendingActionOf(a *work.PendingAction) *PendingAction {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"platform.dev/platform/apiserver/store"
@@ -199,13 +200,18 @@ func (s *Service) keepAnActiveAdministrator(ctx context.Context, tx *sql.Tx, pri
 	return nil
 }
 
-// administer runs fn in a transaction that holds the administration lock, in this process and in
-// the database.
+// administer runs fn in a transaction that holds the administration lock.
 func (s *Service) administer(ctx context.Context, fn func(*sql.Tx) error) error {
-	s.administration.Lock()
-	defer s.administration.Unlock()
+	return s.serialized(ctx, &s.administration, administrationLockKey, fn)
+}
+
+// serialized runs fn in a transaction that holds one lock, in this process (mu) and in the
+// database (key), so that replicas serialize too.
+func (s *Service) serialized(ctx context.Context, mu *sync.Mutex, key int64, fn func(*sql.Tx) error) error {
+	mu.Lock()
+	defer mu.Unlock()
 	return s.Store.InTx(ctx, func(tx *sql.Tx) error {
-		if err := s.lockFor(ctx, tx, administrationLockKey); err != nil {
+		if err := s.lockFor(ctx, tx, key); err != nil {
 			return err
 		}
 		return fn(tx)

@@ -169,17 +169,9 @@ func (s *Service) changeWorkspaceRole(ctx context.Context, tx *sql.Tx, actorID s
 	return nil
 }
 
-// memberships runs fn in a transaction that holds the membership lock, in this process and in
-// the database.
+// withMembershipLock runs fn in a transaction that holds the membership lock.
 func (s *Service) withMembershipLock(ctx context.Context, fn func(*sql.Tx) error) error {
-	s.memberships.Lock()
-	defer s.memberships.Unlock()
-	return s.Store.InTx(ctx, func(tx *sql.Tx) error {
-		if err := s.lockFor(ctx, tx, membershipsLockKey); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
+	return s.serialized(ctx, &s.memberships, membershipsLockKey, fn)
 }
 
 // SetWorkspaceMembership gives principalID the role in the workspace, for actorID, and makes the

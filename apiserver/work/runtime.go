@@ -37,9 +37,15 @@ type RuntimeRun struct {
 	Mode           string
 	TimeoutSeconds int
 	Origin         string
-	Status         string
-	ModelProvider  string
-	ResolvedModel  string
+	// The correlation chain above the run, when work it belongs to created it; empty for a run
+	// created through the Runtime or routing API. The run's ID is the runtime execution id.
+	InteractionID   string
+	WorkTaskID      string
+	WorkExecutionID string
+	FlowRunID       string
+	Status          string
+	ModelProvider   string
+	ResolvedModel   string
 	// Response is the agent's final answer (JSON), once Completed.
 	Response       json.RawMessage
 	Error          string
@@ -62,17 +68,18 @@ func (s *Store) CreateRuntimeRun(ctx context.Context, r RuntimeRun) (RuntimeRun,
 	r.ID, r.Status, r.Attempt, r.Version, r.CreatedAt, r.UpdatedAt = newID(), RuntimePending, 1, 1, now, now
 	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO runtime_runs (id, tenant_id, workspace_id, namespace, principal_id, agent_name,
-			agent_uid, agent_version, input, mode, timeout_seconds, origin, status, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			agent_uid, agent_version, input, mode, timeout_seconds, origin, interaction_id, work_task_id, work_execution_id, flow_run_id,
+			status, version, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			r.ID, r.TenantID, r.WorkspaceID, r.Namespace, r.PrincipalID, r.AgentName, r.AgentUID, r.AgentVersion, string(input),
-			r.Mode, r.TimeoutSeconds, r.Origin, r.Status, r.Version, ms(now), ms(now))
+			r.Mode, r.TimeoutSeconds, r.Origin, r.InteractionID, r.WorkTaskID, r.WorkExecutionID, r.FlowRunID, r.Status, r.Version, ms(now), ms(now))
 		return err
 	})
 	return r, err
 }
 
 const runtimeColumns = `id, tenant_id, workspace_id, namespace, principal_id, agent_name, agent_uid, agent_version, input, mode,
-	timeout_seconds, origin, status, model_provider, resolved_model, response, error, attempt, lease_owner, lease_expires_at,
+	timeout_seconds, origin, interaction_id, work_task_id, work_execution_id, flow_run_id, status, model_provider, resolved_model, response, error, attempt, lease_owner, lease_expires_at,
 	version, created_at, updated_at, completed_at`
 
 func scanRuntimeRun(row scanner) (RuntimeRun, error) {
@@ -83,7 +90,7 @@ func scanRuntimeRun(row scanner) (RuntimeRun, error) {
 		lease, createdAt, updatedAt, completedAt int64
 	)
 	err := row.Scan(&r.ID, &r.TenantID, &r.WorkspaceID, &r.Namespace, &r.PrincipalID, &r.AgentName, &r.AgentUID, &r.AgentVersion,
-		&input, &r.Mode, &r.TimeoutSeconds, &r.Origin, &r.Status, &r.ModelProvider, &r.ResolvedModel, &response, &r.Error,
+		&input, &r.Mode, &r.TimeoutSeconds, &r.Origin, &r.InteractionID, &r.WorkTaskID, &r.WorkExecutionID, &r.FlowRunID, &r.Status, &r.ModelProvider, &r.ResolvedModel, &response, &r.Error,
 		&r.Attempt, &r.LeaseOwner, &lease, &r.Version, &createdAt, &updatedAt, &completedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("runtime run: %w", ErrNotFound)

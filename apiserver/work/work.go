@@ -99,17 +99,22 @@ type WorkItem struct {
 	ID string
 	Context
 	InteractionID string
-	Type          string
-	Title         string
-	Instruction   string
-	FlowName      string
-	FlowVersion   string
-	FlowRunID     string
-	Status        string
-	Result        json.RawMessage
-	Reason        string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// WorkTaskID is the public Task the WorkItem is projected onto: itself unless it continues
+	// another Task. The WorkItem's own ID is the WorkExecutionID of the correlation chain.
+	WorkTaskID  string
+	Type        string
+	Title       string
+	Instruction string
+	FlowName    string
+	FlowVersion string
+	// FlowDraft is set when the WorkItem runs the Flow's draft (FlowVersion is then empty).
+	FlowDraft bool
+	FlowRunID string
+	Status    string
+	Result    json.RawMessage
+	Reason    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // FlowRun is one durable execution of a Flow version.
@@ -118,11 +123,18 @@ type FlowRun struct {
 	WorkItemID string
 	Context
 	InteractionID   string
+	WorkTaskID      string
 	ParentFlowRunID string
 	FlowName        string
 	FlowVersion     string
-	FlowDigest      string
-	// Snapshot is the pinned Flow definition (JSON), nil before the first execution.
+	// FlowDraft is set for a Draft Run: it executes the Flow's draft at FlowRevision (the Flow's
+	// resourceVersion) and FlowGeneration, whose snapshot and digest it keeps from submission.
+	FlowDraft      bool
+	FlowRevision   string
+	FlowGeneration int64
+	FlowDigest     string
+	// Snapshot is the pinned Flow definition (JSON): nil before the first execution, except for
+	// a Draft Run, which holds it from submission.
 	Snapshot json.RawMessage
 	// Agents are the pinned agent revisions (JSON), nil before the first execution.
 	Agents      json.RawMessage
@@ -142,8 +154,12 @@ type FlowRun struct {
 	UpdatedAt      time.Time
 }
 
-// Pinned reports whether the run has pinned its Flow snapshot and agents.
-func (r *FlowRun) Pinned() bool { return len(r.Snapshot) > 0 }
+// WorkExecutionID is the WorkItem that executes the run, in the words of the correlation chain.
+func (r *FlowRun) WorkExecutionID() string { return r.WorkItemID }
+
+// Pinned reports whether the run has pinned its Flow snapshot and agents. The agents decide: a
+// Draft Run holds its snapshot from submission but pins its agents at first execution.
+func (r *FlowRun) Pinned() bool { return len(r.Agents) > 0 }
 
 // RunData is what flows through a run: the submitted input, each completed step's output, the
 // current data, and the answers of step suspensions.
@@ -169,14 +185,20 @@ func (r *FlowRun) DecodeData() (RunData, error) {
 // Event is one entry of a run's history. It says what happened; it never holds inputs, outputs,
 // prompts or tokens.
 type Event struct {
-	RunID     string
-	Seq       int64
-	Type      string
-	Step      string
-	Attempt   int
-	State     string
-	Reason    string
-	CreatedAt time.Time
+	RunID   string
+	Seq     int64
+	Type    string
+	Step    string
+	Attempt int
+	State   string
+	Reason  string
+	// The correlation ids of the event's run, copied onto it when it is appended.
+	InteractionID   string
+	WorkTaskID      string
+	WorkExecutionID string
+	// RuntimeExecutionID is the idempotency key of the Agent step attempt the event is about.
+	RuntimeExecutionID string
+	CreatedAt          time.Time
 }
 
 // Option is one answer a choice offers.
@@ -269,7 +291,9 @@ func nullJSON(b json.RawMessage) sql.NullString {
 // Submission is a WorkItem to create with the FlowRun that executes it.
 type Submission struct {
 	Context
-	InteractionID   string
+	InteractionID string
+	// WorkTaskID is the public Task the work continues; empty makes the WorkItem its own Task.
+	WorkTaskID      string
 	ParentFlowRunID string
 	Type            string
 	Title           string
@@ -277,8 +301,18 @@ type Submission struct {
 	// FlowName and FlowVersion are the exact Flow version the run executes.
 	FlowName    string
 	FlowVersion string
+	// Draft, instead of FlowVersion, runs the Flow's draft as it was read at submission.
+	Draft *DraftFlow
 	// Input is the run's submitted input.
 	Input any
+}
+
+// DraftFlow is the exact draft revision a Draft Run keeps.
+type DraftFlow struct {
+	Revision   string
+	Generation int64
+	Digest     string
+	Snapshot   json.RawMessage
 }
 
 // Submit creates the WorkItem and its Pending FlowRun in one transaction. The returned resume
@@ -294,29 +328,42 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (WorkItem, FlowRun, 
 	now := s.now().UTC().Truncate(time.Millisecond)
 	token, hash := NewResumeToken()
 	item := WorkItem{
-		ID: newID(), Context: sub.Context, InteractionID: sub.InteractionID, Type: sub.Type, Title: sub.Title,
-		Instruction: sub.Instruction, FlowName: sub.FlowName, FlowVersion: sub.FlowVersion, Status: StatePending,
+		ID: newID(), Context: sub.Context, InteractionID: sub.InteractionID, WorkTaskID: sub.WorkTaskID, Type: sub.Type, Title: sub.Title,
+		Instruction: sub.Instruction, FlowName: sub.FlowName, FlowVersion: sub.FlowVersion, FlowDraft: sub.Draft != nil, Status: StatePending,
 		CreatedAt: now, UpdatedAt: now,
 	}
+	if item.WorkTaskID == "" {
+		item.WorkTaskID = item.ID
+	}
 	run := FlowRun{
-		ID: newID(), WorkItemID: item.ID, Context: sub.Context, InteractionID: sub.InteractionID, ParentFlowRunID: sub.ParentFlowRunID,
-		FlowName: sub.FlowName, FlowVersion: sub.FlowVersion, State: StatePending, Attempt: 1, Data: data,
+		ID: newID(), WorkItemID: item.ID, Context: sub.Context, InteractionID: sub.InteractionID, WorkTaskID: item.WorkTaskID,
+		ParentFlowRunID: sub.ParentFlowRunID, FlowName: sub.FlowName, FlowVersion: sub.FlowVersion, State: StatePending, Attempt: 1, Data: data,
 		Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	if d := sub.Draft; d != nil {
+		if len(d.Snapshot) == 0 || d.Digest == "" || d.Revision == "" {
+			return WorkItem{}, FlowRun{}, "", errors.New("work: a draft submission needs the draft's revision, digest and snapshot")
+		}
+		run.FlowVersion, item.FlowVersion = "", ""
+		run.FlowDraft, run.FlowRevision, run.FlowGeneration, run.FlowDigest, run.Snapshot = true, d.Revision, d.Generation, d.Digest, d.Snapshot
 	}
 	item.FlowRunID = run.ID
 	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id,
-			interaction_id, type, title, instruction, flow_name, flow_version, flow_run_id, status, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			item.ID, item.TenantID, item.WorkspaceID, item.Namespace, item.PrincipalID, nullString(item.InteractionID),
-			item.Type, item.Title, item.Instruction, item.FlowName, item.FlowVersion, item.FlowRunID, item.Status, ms(now), ms(now)); err != nil {
+			interaction_id, work_task_id, type, title, instruction, flow_name, flow_version, flow_draft, flow_run_id, status, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			item.ID, item.TenantID, item.WorkspaceID, item.Namespace, item.PrincipalID, nullString(item.InteractionID), item.WorkTaskID,
+			item.Type, item.Title, item.Instruction, item.FlowName, item.FlowVersion, boolInt(item.FlowDraft), item.FlowRunID, item.Status,
+			ms(now), ms(now)); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_runs (id, work_item_id, tenant_id, workspace_id, namespace,
-			principal_id, interaction_id, parent_flow_run_id, flow_name, flow_version, state, data, resume_token_hash,
-			version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			principal_id, interaction_id, work_task_id, parent_flow_run_id, flow_name, flow_version, flow_draft, flow_revision,
+			flow_generation, flow_digest, flow_snapshot, state, data, resume_token_hash, version, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			run.ID, run.WorkItemID, run.TenantID, run.WorkspaceID, run.Namespace, run.PrincipalID, nullString(run.InteractionID),
-			nullString(run.ParentFlowRunID), run.FlowName, run.FlowVersion, run.State, string(run.Data), hash, run.Version,
+			run.WorkTaskID, nullString(run.ParentFlowRunID), run.FlowName, run.FlowVersion, boolInt(run.FlowDraft), run.FlowRevision,
+			run.FlowGeneration, run.FlowDigest, nullJSON(run.Snapshot), run.State, string(run.Data), hash, run.Version,
 			ms(now), ms(now)); err != nil {
 			return err
 		}
@@ -343,16 +390,19 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, runID, state strin
 		if e.State == "" {
 			e.State = state
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_run_events (run_id, seq, type, step, attempt, state, reason, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), runID, last, e.Type, e.Step, e.Attempt, e.State, e.Reason, ms(now)); err != nil {
+		// The run's correlation ids are copied from its row, so no caller can get them wrong.
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_run_events (run_id, seq, type, step, attempt, state, reason,
+			interaction_id, work_task_id, work_execution_id, runtime_execution_id, created_at)
+			SELECT id, ?, ?, ?, ?, ?, ?, COALESCE(interaction_id, ''), work_task_id, work_item_id, ?, ? FROM flow_runs WHERE id = ?`),
+			last, e.Type, e.Step, e.Attempt, e.State, e.Reason, e.RuntimeExecutionID, ms(now), runID); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-const workItemColumns = `id, tenant_id, workspace_id, namespace, principal_id, interaction_id, type, title, instruction,
-	flow_name, flow_version, flow_run_id, status, result, reason, created_at, updated_at`
+const workItemColumns = `id, tenant_id, workspace_id, namespace, principal_id, interaction_id, work_task_id, type, title, instruction,
+	flow_name, flow_version, flow_draft, flow_run_id, status, result, reason, created_at, updated_at`
 
 type scanner interface{ Scan(...any) error }
 
@@ -361,9 +411,11 @@ func scanWorkItem(row scanner) (WorkItem, error) {
 		w                    WorkItem
 		interaction, result  sql.NullString
 		createdAt, updatedAt int64
+		draft                int64
 	)
-	err := row.Scan(&w.ID, &w.TenantID, &w.WorkspaceID, &w.Namespace, &w.PrincipalID, &interaction, &w.Type, &w.Title,
-		&w.Instruction, &w.FlowName, &w.FlowVersion, &w.FlowRunID, &w.Status, &result, &w.Reason, &createdAt, &updatedAt)
+	err := row.Scan(&w.ID, &w.TenantID, &w.WorkspaceID, &w.Namespace, &w.PrincipalID, &interaction, &w.WorkTaskID, &w.Type, &w.Title,
+		&w.Instruction, &w.FlowName, &w.FlowVersion, &draft, &w.FlowRunID, &w.Status, &result, &w.Reason, &createdAt, &updatedAt)
+	w.FlowDraft = draft != 0
 	if errors.Is(err, sql.ErrNoRows) {
 		return w, fmt.Errorf("work item: %w", ErrNotFound)
 	}
@@ -380,20 +432,20 @@ func (s *Store) WorkItem(ctx context.Context, workspaceID, id string) (WorkItem,
 	return scanWorkItem(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+workItemColumns+` FROM work_items WHERE id = ? AND workspace_id = ?`), id, workspaceID))
 }
 
-const runColumns = `id, work_item_id, tenant_id, workspace_id, namespace, principal_id, interaction_id, parent_flow_run_id,
-	flow_name, flow_version, flow_digest, flow_snapshot, agents, state, paused_from, current_step, step_started, attempt,
+const runColumns = `id, work_item_id, tenant_id, workspace_id, namespace, principal_id, interaction_id, work_task_id, parent_flow_run_id,
+	flow_name, flow_version, flow_draft, flow_revision, flow_generation, flow_digest, flow_snapshot, agents, state, paused_from, current_step, step_started, attempt,
 	data, result, reason, lease_owner, lease_expires_at, version, created_at, updated_at`
 
 func scanRun(row scanner) (FlowRun, error) {
 	var (
 		r                                             FlowRun
 		interaction, parent, snapshot, agents, result sql.NullString
-		stepStarted                                   int64
+		stepStarted, draft                            int64
 		data                                          string
 		lease, createdAt, updatedAt                   int64
 	)
-	err := row.Scan(&r.ID, &r.WorkItemID, &r.TenantID, &r.WorkspaceID, &r.Namespace, &r.PrincipalID, &interaction, &parent,
-		&r.FlowName, &r.FlowVersion, &r.FlowDigest, &snapshot, &agents, &r.State, &r.PausedFrom, &r.CurrentStep, &stepStarted,
+	err := row.Scan(&r.ID, &r.WorkItemID, &r.TenantID, &r.WorkspaceID, &r.Namespace, &r.PrincipalID, &interaction, &r.WorkTaskID, &parent,
+		&r.FlowName, &r.FlowVersion, &draft, &r.FlowRevision, &r.FlowGeneration, &r.FlowDigest, &snapshot, &agents, &r.State, &r.PausedFrom, &r.CurrentStep, &stepStarted,
 		&r.Attempt, &data, &result, &r.Reason, &r.LeaseOwner, &lease, &r.Version, &createdAt, &updatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("flow run: %w", ErrNotFound)
@@ -409,7 +461,7 @@ func scanRun(row scanner) (FlowRun, error) {
 		r.Result = json.RawMessage(result.String)
 	}
 	r.Data = json.RawMessage(data)
-	r.StepStarted = stepStarted != 0
+	r.StepStarted, r.FlowDraft = stepStarted != 0, draft != 0
 	r.LeaseExpiresAt, r.CreatedAt, r.UpdatedAt = fromMS(lease), fromMS(createdAt), fromMS(updatedAt)
 	return r, err
 }
@@ -426,8 +478,8 @@ func (s *Store) RunByID(ctx context.Context, id string) (FlowRun, error) {
 
 // Events lists a run's history after seq (0 for all), oldest first.
 func (s *Store) Events(ctx context.Context, runID string, afterSeq int64) ([]Event, error) {
-	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT run_id, seq, type, step, attempt, state, reason, created_at
-		FROM flow_run_events WHERE run_id = ? AND seq > ? ORDER BY seq`), runID, afterSeq)
+	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT run_id, seq, type, step, attempt, state, reason, interaction_id,
+		work_task_id, work_execution_id, runtime_execution_id, created_at FROM flow_run_events WHERE run_id = ? AND seq > ? ORDER BY seq`), runID, afterSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -438,7 +490,8 @@ func (s *Store) Events(ctx context.Context, runID string, afterSeq int64) ([]Eve
 			e  Event
 			at int64
 		)
-		if err := rows.Scan(&e.RunID, &e.Seq, &e.Type, &e.Step, &e.Attempt, &e.State, &e.Reason, &at); err != nil {
+		if err := rows.Scan(&e.RunID, &e.Seq, &e.Type, &e.Step, &e.Attempt, &e.State, &e.Reason, &e.InteractionID, &e.WorkTaskID,
+			&e.WorkExecutionID, &e.RuntimeExecutionID, &at); err != nil {
 			return nil, err
 		}
 		e.CreatedAt = fromMS(at)
