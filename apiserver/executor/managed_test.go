@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 
@@ -91,5 +92,32 @@ func TestAManagedAgentStepRecoversWhenTheEndpointRecoversWithinTheRetries(t *tes
 		run = h.read(t, run.ID)
 		g.Expect(run.State).To(Equal(work.StateCompleted), run.Reason)
 		g.Expect(srv.Chats()).To(HaveLen(2))
+	})
+}
+
+func TestARuntimeRunsOverridesReplaceTheProfilesTemperatureAndMaxOutputTokens(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		srv := openaitest.New()
+		defer srv.Close()
+		srv.APIKey = "sk-managed"
+		h := managedHarness(t, s, srv)
+		temperature, maxTokens := 0.3, int64(12)
+		r, err := h.work.CreateRuntimeRun(context.Background(), work.RuntimeRun{Context: ctxA, AgentName: "assistant",
+			Messages: []work.Message{{Role: "user", Content: "hello"}}, Mode: "async",
+			Overrides: work.RuntimeOverrides{Temperature: &temperature, MaxOutputTokens: &maxTokens}})
+		g.Expect(err).NotTo(HaveOccurred())
+		worked, err := h.exec.RunRuntimeOnce(context.Background(), "test-worker")
+		g.Expect(worked, err).To(BeTrue())
+
+		r, err = h.work.RuntimeRun(context.Background(), ctxA.WorkspaceID, r.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r.Status).To(Equal(work.RuntimeCompleted), r.Error)
+		g.Expect(r.ModelProvider).To(Equal("local"))
+		g.Expect(r.ResolvedModel).To(Equal("gpt-test"))
+		g.Expect(string(r.Response)).To(MatchJSON(`{"action":"respond","content":"echo: hello"}`))
+		chat := srv.Chats()[0]
+		g.Expect(*chat.Temperature).To(Equal(0.3))
+		g.Expect(*chat.MaxCompletionTokens).To(Equal(int64(12)))
 	})
 }

@@ -80,7 +80,8 @@ func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, erro
 		}
 		callCtx, cancelCall := context.WithTimeout(runCtx, timeout)
 		act, err := e.provider.Invoke(callCtx, provider.Request{IdempotencyKey: fmt.Sprintf("%s/%d", r.ID, r.Attempt), Attempt: r.Attempt,
-			Agent: agent, Namespace: r.Namespace, Message: runtimeMessage(r.Messages)})
+			Agent: agent, Namespace: r.Namespace, Message: runtimeMessage(r.Messages),
+			Overrides: provider.Overrides{Temperature: r.Overrides.Temperature, MaxOutputTokens: r.Overrides.MaxOutputTokens}})
 		timedOut := errors.Is(callCtx.Err(), context.DeadlineExceeded)
 		cancelCall()
 		if runCtx.Err() != nil {

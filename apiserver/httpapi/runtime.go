@@ -44,7 +44,7 @@ type RuntimeExecution struct {
 // RuntimeOverrides are the only run-time overrides of the agent's model settings.
 type RuntimeOverrides struct {
 	Temperature     *float64 `json:"temperature,omitempty" minimum:"0" maximum:"2"`
-	MaxOutputTokens *int     `json:"maxOutputTokens,omitempty" minimum:"1" maximum:"1000000"`
+	MaxOutputTokens *int64   `json:"maxOutputTokens,omitempty" minimum:"1" maximum:"1000000"`
 }
 
 // RuntimeRun is the status of a Runtime Run.
@@ -119,9 +119,13 @@ func (s *Server) registerRuntime() {
 				exec.Mode = in.Body.Execution.Mode
 			}
 		}
+		var overrides work.RuntimeOverrides
+		if o := in.Body.Overrides; o != nil {
+			overrides = work.RuntimeOverrides{Temperature: o.Temperature, MaxOutputTokens: o.MaxOutputTokens}
+		}
 		run, err := s.work.CreateRuntimeRun(ctx, work.RuntimeRun{Context: rc, AgentName: agent.Name, AgentUID: string(agent.UID),
 			AgentVersion: in.Body.Agent.Version, Messages: in.Body.Input.Messages, Mode: exec.Mode, TimeoutSeconds: exec.TimeoutSeconds,
-			Origin: in.Body.Origin})
+			Origin: in.Body.Origin, Overrides: overrides})
 		if err != nil {
 			return nil, problem(err)
 		}

@@ -30,10 +30,12 @@ type Message struct {
 type RuntimeRun struct {
 	ID string
 	Context
-	AgentName      string
-	AgentUID       string
-	AgentVersion   string
-	Messages       []Message
+	AgentName    string
+	AgentUID     string
+	AgentVersion string
+	Messages     []Message
+	// Overrides are the run's overrides of the agent's generation settings.
+	Overrides      RuntimeOverrides
 	Mode           string
 	TimeoutSeconds int
 	Origin         string
@@ -58,9 +60,19 @@ type RuntimeRun struct {
 	CompletedAt    time.Time
 }
 
+// RuntimeOverrides are the only generation settings a Runtime Run may override.
+type RuntimeOverrides struct {
+	Temperature     *float64 `json:"temperature,omitempty"`
+	MaxOutputTokens *int64   `json:"maxOutputTokens,omitempty"`
+}
+
 // CreateRuntimeRun records a Pending Runtime Run; a worker executes it.
 func (s *Store) CreateRuntimeRun(ctx context.Context, r RuntimeRun) (RuntimeRun, error) {
 	input, err := json.Marshal(r.Messages)
+	if err != nil {
+		return r, err
+	}
+	overrides, err := json.Marshal(r.Overrides)
 	if err != nil {
 		return r, err
 	}
@@ -69,10 +81,10 @@ func (s *Store) CreateRuntimeRun(ctx context.Context, r RuntimeRun) (RuntimeRun,
 	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO runtime_runs (id, tenant_id, workspace_id, namespace, principal_id, agent_name,
 			agent_uid, agent_version, input, mode, timeout_seconds, origin, interaction_id, work_task_id, work_execution_id, flow_run_id,
-			status, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			status, version, created_at, updated_at, overrides)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			r.ID, r.TenantID, r.WorkspaceID, r.Namespace, r.PrincipalID, r.AgentName, r.AgentUID, r.AgentVersion, string(input),
-			r.Mode, r.TimeoutSeconds, r.Origin, r.InteractionID, r.WorkTaskID, r.WorkExecutionID, r.FlowRunID, r.Status, r.Version, ms(now), ms(now))
+			r.Mode, r.TimeoutSeconds, r.Origin, r.InteractionID, r.WorkTaskID, r.WorkExecutionID, r.FlowRunID, r.Status, r.Version, ms(now), ms(now), string(overrides))
 		return err
 	})
 	return r, err
@@ -80,18 +92,18 @@ func (s *Store) CreateRuntimeRun(ctx context.Context, r RuntimeRun) (RuntimeRun,
 
 const runtimeColumns = `id, tenant_id, workspace_id, namespace, principal_id, agent_name, agent_uid, agent_version, input, mode,
 	timeout_seconds, origin, interaction_id, work_task_id, work_execution_id, flow_run_id, status, model_provider, resolved_model, response, error, attempt, lease_owner, lease_expires_at,
-	version, created_at, updated_at, completed_at`
+	version, created_at, updated_at, completed_at, overrides`
 
 func scanRuntimeRun(row scanner) (RuntimeRun, error) {
 	var (
 		r                                        RuntimeRun
-		input                                    string
+		input, overrides                         string
 		response                                 sql.NullString
 		lease, createdAt, updatedAt, completedAt int64
 	)
 	err := row.Scan(&r.ID, &r.TenantID, &r.WorkspaceID, &r.Namespace, &r.PrincipalID, &r.AgentName, &r.AgentUID, &r.AgentVersion,
 		&input, &r.Mode, &r.TimeoutSeconds, &r.Origin, &r.InteractionID, &r.WorkTaskID, &r.WorkExecutionID, &r.FlowRunID, &r.Status, &r.ModelProvider, &r.ResolvedModel, &response, &r.Error,
-		&r.Attempt, &r.LeaseOwner, &lease, &r.Version, &createdAt, &updatedAt, &completedAt)
+		&r.Attempt, &r.LeaseOwner, &lease, &r.Version, &createdAt, &updatedAt, &completedAt, &overrides)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("runtime run: %w", ErrNotFound)
 	}
@@ -99,6 +111,9 @@ func scanRuntimeRun(row scanner) (RuntimeRun, error) {
 		return r, err
 	}
 	if err := json.Unmarshal([]byte(input), &r.Messages); err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal([]byte(overrides), &r.Overrides); err != nil {
 		return r, err
 	}
 	if response.Valid {
