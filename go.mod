@@ -13,6 +13,7 @@ require (
 	github.com/ncruces/go-sqlite3 v0.35.6
 	github.com/onsi/ginkgo/v2 v2.27.4
 	github.com/onsi/gomega v1.39.0
+	github.com/openai/openai-go/v3 v3.96.0
 	github.com/pb33f/libopenapi v0.34.0
 	github.com/pb33f/libopenapi-validator v0.13.0
 	github.com/pressly/goose/v3 v3.26.0
@@ -105,7 +106,6 @@ require (
 	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
 	github.com/ncruces/go-sqlite3-wasm/v6 v6.3.35304 // indirect
 	github.com/ncruces/julianday v1.0.0 // indirect
-	github.com/openai/openai-go/v3 v3.96.0 // indirect
 	github.com/pb33f/jsonpath v0.8.1 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.0 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
