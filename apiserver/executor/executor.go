@@ -198,31 +198,13 @@ func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
 	if run.InteractionID != "" {
 		log = log.WithValues("interactionId", run.InteractionID)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	// The lease is renewed while the run executes; losing it (pause, cancel, or a takeover after
 	// a stall) stops the execution before its next transition.
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		ticker := time.NewTicker(e.lease / 3)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-ticker.C:
-				ok, err := e.work.RenewLease(runCtx, run.ID, owner, e.lease)
-				if err == nil && !ok {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
+	runCtx, release := e.keepLease(ctx, func(ctx context.Context) (bool, error) {
+		return e.work.RenewLease(ctx, run.ID, owner, e.lease)
+	})
 	err = e.drive(logr.NewContext(runCtx, log), run, owner)
-	cancel()
-	<-renewed
+	release()
 	if errors.Is(err, work.ErrLeaseLost) {
 		log.V(1).Info("flow run taken away from this worker")
 		return true, nil
@@ -468,4 +450,29 @@ func (e *Executor) pin(ctx context.Context, run *work.FlowRun) (*work.Pin, strin
 		return nil, "", "", err
 	}
 	return &work.Pin{Digest: digest, Snapshot: snapshot, Agents: pinnedAgents}, g.input, "", nil
+}
+
+// keepLease renews a lease every third of its duration while the returned context lives. The
+// context ends when renew reports the lease lost; release ends it and waits for the renewals to
+// stop.
+func (e *Executor) keepLease(ctx context.Context, renew func(context.Context) (bool, error)) (context.Context, func()) {
+	leaseCtx, cancel := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		ticker := time.NewTicker(e.lease / 3)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-leaseCtx.Done():
+				return
+			case <-ticker.C:
+				if ok, err := renew(leaseCtx); err == nil && !ok {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return leaseCtx, func() { cancel(); <-renewed }
 }

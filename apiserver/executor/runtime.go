@@ -30,26 +30,10 @@ func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, erro
 			log = log.WithValues(kv[0], kv[1])
 		}
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		ticker := time.NewTicker(e.lease / 3)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-ticker.C:
-				if ok, err := e.work.RenewRuntimeLease(runCtx, r.ID, owner, e.lease); err == nil && !ok {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	defer func() { cancel(); <-renewed }()
+	runCtx, release := e.keepLease(ctx, func(ctx context.Context) (bool, error) {
+		return e.work.RenewRuntimeLease(ctx, r.ID, owner, e.lease)
+	})
+	defer release()
 	finish := func(o work.RuntimeOutcome) error {
 		if o.Status == work.RuntimeFailed {
 			log.Info("runtime run failed", "reason", o.Error)

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -161,25 +160,7 @@ func (s *Server) registerRuntime() {
 		IfMatchInput
 		RunID string `path:"runId" maxLength:"64"`
 	}) (*struct{}, error) {
-		rc, err := s.workContext(ctx)
-		if err != nil {
-			return nil, err
-		}
-		resourceVersion, err := in.requiredResourceVersion()
-		if err != nil {
-			return nil, err
-		}
-		version, err := strconv.ParseInt(resourceVersion, 10, 64)
-		if err != nil {
-			return nil, staleETag("runtime run", in.RunID)
-		}
-		if err := s.work.DeleteRuntimeRun(ctx, rc.WorkspaceID, in.RunID, version); err != nil {
-			if errors.Is(err, work.ErrStale) {
-				return nil, staleETag("runtime run", in.RunID)
-			}
-			return nil, problem(err)
-		}
-		return &struct{}{}, nil
+		return nil, s.deleteTerminalRun(ctx, in.IfMatchInput, "runtime run", in.RunID, s.work.DeleteRuntimeRun)
 	})
 }
 

@@ -408,25 +408,7 @@ func (s *Server) registerWork() {
 		FlowRunInput
 		IfMatchInput
 	}) (*struct{}, error) {
-		rc, err := s.workContext(ctx)
-		if err != nil {
-			return nil, err
-		}
-		resourceVersion, err := in.requiredResourceVersion()
-		if err != nil {
-			return nil, err
-		}
-		version, err := strconv.ParseInt(resourceVersion, 10, 64)
-		if err != nil {
-			return nil, staleETag("flow run", in.RunID)
-		}
-		if err := s.work.Delete(ctx, rc.WorkspaceID, in.RunID, version); err != nil {
-			if errors.Is(err, work.ErrStale) {
-				return nil, staleETag("flow run", in.RunID)
-			}
-			return nil, problem(err)
-		}
-		return &struct{}{}, nil
+		return nil, s.deleteTerminalRun(ctx, in.IfMatchInput, "flow run", in.RunID, s.work.Delete)
 	})
 }
 
@@ -610,4 +592,29 @@ func RunAuthorizer(cfg *config.Config, ids *identity.Service) (func(context.Cont
 		}
 		return nil
 	}, nil
+}
+
+// deleteTerminalRun deletes a run of the request's workspace at the version its If-Match names
+// (428 without, 412 when stale); deleteRun refuses a run that is not terminal.
+func (s *Server) deleteTerminalRun(ctx context.Context, in IfMatchInput, noun, runID string,
+	deleteRun func(ctx context.Context, workspaceID, runID string, version int64) error) error {
+	rc, err := s.workContext(ctx)
+	if err != nil {
+		return err
+	}
+	resourceVersion, err := in.requiredResourceVersion()
+	if err != nil {
+		return err
+	}
+	version, err := strconv.ParseInt(resourceVersion, 10, 64)
+	if err != nil {
+		return staleETag(noun, runID)
+	}
+	if err := deleteRun(ctx, rc.WorkspaceID, runID, version); err != nil {
+		if errors.Is(err, work.ErrStale) {
+			return staleETag(noun, runID)
+		}
+		return problem(err)
+	}
+	return nil
 }
