@@ -496,7 +496,7 @@ func (s *Server) waitForRun(ctx context.Context, workspaceID string, run work.Fl
 			return run, nil
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, 50*time.Millisecond)
+		pause = min(2*pause, 200*time.Millisecond)
 		next, err := s.work.Run(ctx, workspaceID, run.ID)
 		if err != nil {
 			return run, problem(err)
