@@ -481,27 +481,40 @@ func (s *Server) wakeExecutor() {
 	}
 }
 
-// waitForRun polls the run until it is no longer Pending or Running, for up to seconds.
+// waitForRun waits until the run is no longer Pending or Running, for up to seconds: woken by
+// the changes this process commits, and polling for those of other replicas.
 func (s *Server) waitForRun(ctx context.Context, workspaceID string, run work.FlowRun, seconds int) (work.FlowRun, error) {
 	if seconds <= 0 {
 		return run, nil
 	}
-	deadline := time.Now().Add(time.Duration(min(seconds, maxWaitSeconds)) * time.Second)
-	// Short runs settle within milliseconds: the pause starts small and grows, so a quick answer
-	// is not held back and a long wait does not load the store.
-	pause := time.Millisecond
-	for (run.State == work.StatePending || run.State == work.StateRunning) && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return run, nil
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 200*time.Millisecond)
+	deadline := time.NewTimer(time.Duration(min(seconds, maxWaitSeconds)) * time.Second)
+	defer deadline.Stop()
+	// A change committed by another replica is seen at the next poll; the pause grows so that a
+	// long wait does not load the store.
+	pause := 5 * time.Millisecond
+	for run.State == work.StatePending || run.State == work.StateRunning {
+		changed, stop := s.work.Changed(run.ID)
 		next, err := s.work.Run(ctx, workspaceID, run.ID)
 		if err != nil {
+			stop()
 			return run, problem(err)
 		}
-		run = next
+		if run = next; run.State != work.StatePending && run.State != work.StateRunning {
+			stop()
+			break
+		}
+		select {
+		case <-ctx.Done():
+			stop()
+			return run, nil
+		case <-deadline.C:
+			stop()
+			return run, nil
+		case <-changed:
+		case <-time.After(pause):
+			pause = min(2*pause, 200*time.Millisecond)
+		}
+		stop()
 	}
 	return run, nil
 }

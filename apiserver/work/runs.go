@@ -164,6 +164,9 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 		}
 		return s.appendEvents(ctx, tx, runID, next.State, now, events...)
 	})
+	if err == nil {
+		s.notify(runID)
+	}
 	return out, err
 }
 
@@ -461,6 +464,9 @@ func (s *Store) change(ctx context.Context, workspaceID, runID string, fn func(o
 		}
 		return s.appendEvents(ctx, tx, runID, next.State, now, events...)
 	})
+	if err == nil {
+		s.notify(runID)
+	}
 	return out, err
 }
 

@@ -232,6 +232,8 @@ type Store struct {
 	db *store.Store
 	// Clock is the time source; time.Now when nil. Tests inject it.
 	Clock func() time.Time
+
+	watchers runWatchers
 }
 
 // New returns the Work store over s.
