@@ -83,15 +83,14 @@ type CreatedLocalAccount struct {
 // maxPasswordLength bounds the work of hashing a submitted password.
 const maxPasswordLength = 1024
 
-// createAccountInput: username, password and email carry no schema constraints because the
-// validator would repeat a refused value in its error; the handler and the identity service check
-// them with messages that do not.
+// createAccountInput: the schema bounds the lengths (Problem Details never echo the value, see
+// problems.go); the identity service checks the rest.
 type createAccountInput struct {
 	Body struct {
-		Username    string `json:"username" doc:"1 to 64 characters without control characters or surrounding spaces; unique, compared case-insensitively."`
-		Password    string `json:"password" doc:"Initial password: 12 to 1024 characters with an uppercase letter, a lowercase letter, a digit and a non-alphanumeric character."`
+		Username    string `json:"username" minLength:"1" maxLength:"64" doc:"1 to 64 characters without control characters or surrounding spaces; unique, compared case-insensitively."`
+		Password    string `json:"password" maxLength:"1024" doc:"Initial password: 12 to 1024 characters with an uppercase letter, a lowercase letter, a digit and a non-alphanumeric character."`
 		DisplayName string `json:"displayName,omitempty" maxLength:"128" doc:"Display name; the username when empty."`
-		Email       string `json:"email,omitempty" doc:"Optional e-mail address, at most 254 characters. It is never used to sign in or to resolve a Principal."`
+		Email       string `json:"email,omitempty" maxLength:"254" doc:"Optional e-mail address, at most 254 characters. It is never used to sign in or to resolve a Principal."`
 		Workspace   string `json:"workspace" minLength:"1" maxLength:"63" doc:"The Workspace of the initial access: its id or route name. It must be active."`
 		Role        string `json:"role" enum:"Owner,Admin,Member,Viewer" doc:"The role of the account in that Workspace."`
 	}
