@@ -2,7 +2,6 @@ package identity
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -134,8 +133,6 @@ type Access struct {
 	// Permissions are the union of the Principal's roles in the Workspace and its Tenant; every
 	// permission for a Platform administrator.
 	Permissions Permissions
-	// PlatformAdministrator is set when the access comes from the instance grant.
-	PlatformAdministrator bool
 }
 
 // Access resolves what the Principal may do in the workspace selected by selector, its id or its
@@ -147,49 +144,20 @@ func (s *Service) Access(ctx context.Context, principalID, selector string) (Acc
 		return Access{}, ErrWorkspaceNotFound
 	}
 	db := s.Store.DB()
-	var status string
-	err := db.QueryRowContext(ctx, s.q(`SELECT status FROM principals WHERE id = ?`), principalID).Scan(&status)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && status != StatusActive) {
-		return Access{}, ErrWorkspaceNotFound
-	}
-	if err != nil {
-		return Access{}, err
-	}
 	ws, err := s.scanWorkspace(db.QueryRowContext(ctx, s.q(`SELECT `+workspaceColumns+activeWorkspaces+
 		` AND (w.id = ? OR w.route_name = ?)`), selector, selector))
 	if err != nil {
 		return Access{}, err
 	}
-	admin, err := s.IsPlatformAdministrator(ctx, principalID)
+	permissions, err := s.permissionsIn(ctx, db, principalID, ws)
 	if err != nil {
 		return Access{}, err
 	}
-	if admin {
-		return Access{Workspace: ws, Permissions: AllPermissions, PlatformAdministrator: true}, nil
-	}
-	rows, err := db.QueryContext(ctx, s.q(`SELECT role FROM memberships WHERE principal_id = ? AND
-		((scope_kind = 'workspace' AND scope_id = ?) OR (scope_kind = 'tenant' AND scope_id = ?))`), principalID, ws.ID, ws.TenantID)
-	if err != nil {
-		return Access{}, err
-	}
-	defer rows.Close()
-	access := Access{Workspace: ws}
-	member := false
-	for rows.Next() {
-		var role string
-		if err := rows.Scan(&role); err != nil {
-			return Access{}, err
-		}
-		member = true
-		access.Permissions |= Role(role).Permissions()
-	}
-	if err := rows.Err(); err != nil {
-		return Access{}, err
-	}
-	if !member {
+	// Every role grants something, so no permission means no role: not a member.
+	if permissions == 0 {
 		return Access{}, ErrWorkspaceNotFound
 	}
-	return access, nil
+	return Access{Workspace: ws, Permissions: permissions}, nil
 }
 
 // String is the set as a comma-separated list, for messages.
