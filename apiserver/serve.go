@@ -73,6 +73,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err := opts.Validate(); err != nil {
 		return err
 	}
+	if err := ctrlOpts.Validate(); err != nil {
+		return err
+	}
 	agents, err := provider.FromConfig(cfg)
 	if err != nil {
 		return err
@@ -165,21 +168,18 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// The controllers run on the loopback identity once the kube API is ready, share the work
 	// with other replicas through a Lease in kube-system, and stop before the kube API does
 	// (deferred after server.Stop, so run before it) so that they never talk to a stopped server.
-	mgr, err := controllers.NewManager(server.LoopbackConfig, ctrlOpts)
-	if err != nil {
-		return err
-	}
+	// A lost Lease only makes them step down and campaign again: Run returns when mgrCtx ends.
 	mgrCtx, cancelMgr := context.WithCancel(context.Background())
 	mgrStopped := make(chan struct{})
-	var mgrErr error
 	go func() {
 		defer close(mgrStopped)
-		mgrErr = mgr.Start(mgrCtx)
+		if err := controllers.Run(mgrCtx, server.LoopbackConfig, ctrlOpts); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "controllers: %v\n", err)
+		}
 	}()
-	stopControllers := func() error {
+	stopControllers := func() {
 		cancelMgr()
 		<-mgrStopped
-		return mgrErr
 	}
 	defer stopControllers()
 
@@ -199,13 +199,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		}
 	case err := <-apiDone:
 		return fmt.Errorf("service API stopped: %w", err)
-	case <-mgrStopped:
-		return fmt.Errorf("controllers stopped: %v", mgrErr)
 	case <-server.Done():
 	}
-	if err := stopControllers(); err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "controllers: %v\n", err)
-	}
+	stopControllers()
 	return server.Stop()
 }
 

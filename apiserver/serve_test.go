@@ -1,8 +1,12 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"net/http"
+	"regexp"
+	"sync"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,9 +14,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
@@ -73,4 +79,96 @@ func TestServeFailsWithOneLineWhenTheStoreCannotBeOpened(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("postgres://platform:xxxxx@127.0.0.1:1/platform")))
 	g.Expect(err.Error()).NotTo(ContainSubstring("s3cret-pw"))
 	g.Expect(strings.Count(err.Error(), "\n")).To(BeZero())
+}
+
+// syncBuffer collects what a command prints while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startServe runs `platform serve` in-process on free ports with extra flags and returns the
+// service API's base URL, an administrator's kube client and the command's result channel.
+func startServe(t *testing.T, ctx context.Context, dataDir string, extra ...string) (string, client.Client, <-chan error) {
+	t.Helper()
+	g := NewWithT(t)
+	out := &syncBuffer{}
+	cmd := NewServeCommand()
+	cmd.SetArgs(append([]string{"--data-dir", dataDir, "--kube-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...))
+	cmd.SetOut(out)
+	cmd.SetErr(io.Discard)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	var base string
+	g.Eventually(func(g Gomega) {
+		m := regexp.MustCompile(`service API ready at (http://\S+)`).FindStringSubmatch(out.String())
+		g.Expect(m).To(HaveLen(2))
+		base = m[1]
+	}).WithTimeout(time.Minute).WithPolling(50 * time.Millisecond).Should(Succeed())
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "admin.kubeconfig"))
+	g.Expect(err).NotTo(HaveOccurred())
+	kube, err := client.New(cfg, client.Options{Scheme: platformscheme.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	return base, kube, done
+}
+
+// A lost leader election Lease never ends `platform serve`: the controllers step down while the
+// service API keeps answering, campaign again, and reconcile once they hold the Lease again.
+func TestServeKeepsServingWhenTheControllersLoseTheirLease(t *testing.T) {
+	g := NewWithT(t)
+	dataDir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, kube, done := startServe(t, ctx, dataDir,
+		"--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1s", "--leader-elect-retry-period", "200ms")
+
+	leaseKey := client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: controllers.LeaderElectionID}
+	lease := &coordinationv1.Lease{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(kube.Get(ctx, leaseKey, lease)).To(Succeed())
+		g.Expect(lease.Spec.HolderIdentity).To(HaveValue(Not(BeEmpty())))
+	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	holder := *lease.Spec.HolderIdentity
+
+	// Another holder takes the Lease over for 4 s, as a replica would after a stalled renewal.
+	now := metav1.NewMicroTime(time.Now())
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = ptr.To("another-replica"), ptr.To[int32](4)
+	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+	g.Expect(kube.Update(ctx, lease)).To(Succeed())
+
+	// For longer than the renew deadline the process stays up and the service API answers.
+	g.Consistently(func(g Gomega) {
+		g.Expect(done).NotTo(Receive())
+		resp, err := http.Get(base + "/livez")
+		g.Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	}).WithTimeout(3 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+
+	// Once the other holder's Lease expires, the controllers hold it again and reconcile.
+	g.Eventually(func(g Gomega) {
+		g.Expect(kube.Get(ctx, leaseKey, lease)).To(Succeed())
+		g.Expect(lease.Spec.HolderIdentity).To(HaveValue(Equal(holder)))
+	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "after-the-lost-lease"}}
+	g.Expect(kube.Create(ctx, ns)).To(Succeed())
+	g.Eventually(func() error {
+		return kube.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: platformv1.BuiltinRuntimeProfileName}, &platformv1.RuntimeProfile{})
+	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	g.Expect(done).NotTo(Receive())
+
+	cancel()
+	g.Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
 }
