@@ -5,10 +5,10 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"regexp"
-	"sync"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
