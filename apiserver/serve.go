@@ -93,6 +93,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// The SQL store (identity and Work planes) opens, migrated, before the control plane, whose
 	// authenticator and authorizer read it, and closes after everything that uses it has stopped
 	// (deferred first, so run last).
+	controlplane.PrivateFiles()
 	if err := opts.MakeDataDir(); err != nil {
 		return err
 	}

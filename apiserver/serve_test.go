@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -168,6 +170,37 @@ func TestServeKeepsServingWhenTheControllersLoseTheirLease(t *testing.T) {
 		return kube.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: platformv1.BuiltinRuntimeProfileName}, &platformv1.RuntimeProfile{})
 	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 	g.Expect(done).NotTo(Receive())
+
+	cancel()
+	g.Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+}
+
+// The data directory and everything in it, the SQLite store and its WAL included, are private
+// to the user, also when an older release left them readable by others.
+func TestServeKeepsTheDataDirectoryOwnerOnly(t *testing.T) {
+	g := NewWithT(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	g.Expect(os.MkdirAll(dataDir, 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dataDir, "left-by-an-older-release"), []byte("x"), 0o644)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, _, done := startServe(t, ctx, dataDir)
+
+	g.Expect(filepath.Join(dataDir, store.FileName+"-wal")).To(BeARegularFile(), "the store runs in WAL mode")
+	var checked []string
+	g.Expect(filepath.WalkDir(dataDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		g.Expect(info.Mode().Perm()&0o077).To(BeZero(), "%s is %s", path, info.Mode())
+		checked = append(checked, filepath.Base(path))
+		return nil
+	})).To(Succeed())
+	g.Expect(checked).To(ContainElements("data", store.FileName, store.FileName+"-wal", "etcd", "pki", "admin.kubeconfig", "left-by-an-older-release"))
 
 	cancel()
 	g.Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
