@@ -64,7 +64,7 @@ type oidcCallbackInput struct {
 	Error            string `query:"error" doc:"The provider's refusal, instead of a code."`
 	ErrorDescription string `query:"error_description" doc:"Ignored: never shown."`
 	SignIn           string `cookie:"platform-oidc-signin" doc:"The sign-in started by GET /api/auth/oidc/login."`
-	Accept           string `header:"Accept" doc:"A browser (text/html) is redirected to /access-denied when the sign-in is refused; other callers get httpapi.Problem Details."`
+	Accept           string `header:"Accept" doc:"A browser (text/html) is redirected to /access-denied when the sign-in is refused; other callers get Problem Details."`
 }
 
 // maxCallbackValue bounds each value of the callback.

@@ -48,7 +48,7 @@ func (s *routes) registerAgents() {
 		Referenced:    s.agentReferenced,
 		DeleteDescription: "Refused with 409 while a published Entry refers to the agent: the Flow version it pins " +
 			"(or, while that version is not published, the Flow of that name) is a Direct Flow with the agent as its " +
-			"target or an Orchestration Flow with an Agent step that invokes it. The httpapi.Problem detail names the published Entry.",
+			"target or an Orchestration Flow with an Agent step that invokes it. The Problem detail names the published Entry.",
 	}.Register(s.Server)
 
 	httpapi.ReadOf(s.Server, huma.Operation{

@@ -19,7 +19,7 @@ type Deployment struct {
 	Agent              string             `json:"agent" doc:"The Agent the deployment is rebuilt from"`
 	Ready              bool               `json:"ready" doc:"True when the Agent's Ready condition is True for its current generation: routing and new runs may use it"`
 	NotReadyReason     string             `json:"notReadyReason,omitempty" doc:"Why ready is false, for people"`
-	ReadyCondition     *httpapi.Condition `json:"httpapi.ReadyCondition,omitempty" doc:"The Agent's Ready condition; absent until its reconciler reports one"`
+	ReadyCondition     *httpapi.Condition `json:"readyCondition,omitempty" doc:"The Agent's Ready condition; absent until its reconciler reports one"`
 	Provisioning       string             `json:"provisioning,omitempty" enum:"Pending,Provisioned,Failed" doc:"Whether the Runtime plane holds the current generation"`
 	Generation         int64              `json:"generation" doc:"metadata.generation of the Agent"`
 	ObservedGeneration int64              `json:"observedGeneration" doc:"The generation the Agent's status was computed from"`

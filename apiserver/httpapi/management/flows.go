@@ -45,7 +45,7 @@ type FlowContent struct {
 // FlowGraph is how a Flow routes work: to one target (Direct) or through steps (Orchestration).
 type FlowGraph struct {
 	FlowKind platformv1.FlowKind    `json:"flowKind,omitempty" enum:"Direct,Orchestration" doc:"Direct or Orchestration; equals kind"`
-	Target   *platformv1.FlowTarget `json:"target,omitempty" doc:"What a Direct Flow hands its work to: {kind: Agent, ID: <agent name>}"`
+	Target   *platformv1.FlowTarget `json:"target,omitempty" doc:"What a Direct Flow hands its work to: {kind: Agent, id: <agent name>}"`
 	Steps    []platformv1.FlowStep  `json:"steps,omitempty" maxItems:"64" doc:"Steps of an Orchestration Flow, each named once"`
 	Edges    []platformv1.FlowEdge  `json:"edges,omitempty" maxItems:"128" doc:"Edges of an Orchestration Flow: the step that runs after another"`
 }
@@ -210,11 +210,11 @@ func (s *routes) registerFlows() {
 		Description: "Writes a FlowVersion holding a snapshot of the Flow's definition (201). Published versions are immutable: " +
 			"publishing an existing version again answers 200 with it when the snapshot is the same, and 409 when it differs. " +
 			"activate makes the version the Flow's active version (status.activeVersion). version must be a strict semantic version (422). " +
-			"An If-Match header is optional here: with one, a Flow changed since that httpapi.ETag is refused with 412.",
+			"An If-Match header is optional here: with one, a Flow changed since that ETag is refused with 412.",
 	}, httpapi.PolicyResourcesWrite), func(ctx context.Context, in *struct {
 		httpapi.WorkspaceInput
 		Name    string `path:"name" maxLength:"253" doc:"Name of the Flow"`
-		IfMatch string `header:"If-Match" doc:"Optional: the Flow's httpapi.ETag as last read, to publish exactly that definition; a stale value is refused with 412"`
+		IfMatch string `header:"If-Match" doc:"Optional: the Flow's ETag as last read, to publish exactly that definition; a stale value is refused with 412"`
 		Body    FlowPublication
 	}) (*flowVersionOutput, error) {
 		if err := CheckVersion(in.Body.Version); err != nil {

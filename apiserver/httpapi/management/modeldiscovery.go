@@ -67,7 +67,7 @@ func (s *routes) registerModelDiscovery() {
 		OperationID: "test-model-provider", Method: http.MethodPost, Path: "/api/modelproviders/{name}/test",
 		Tags: []string{tagModelProviders}, Summary: "Test the connectivity of a model provider",
 		Description: "Asks the provider's endpoint for its model list with the configured credential and changes nothing. " +
-			"A failure is a httpapi.Problem Details that names the HTTP status the endpoint answered (502) or the timeout (504), " +
+			"A failure is a Problem Details that names the HTTP status the endpoint answered (502) or the timeout (504), " +
 			"never the credential or the endpoint's answer.",
 		Errors: []int{http.StatusNotFound, http.StatusBadGateway, http.StatusGatewayTimeout},
 	}, httpapi.PolicyResourcesWrite), func(ctx context.Context, in *httpapi.NameInput) (*struct{ Body ModelProviderTest }, error) {

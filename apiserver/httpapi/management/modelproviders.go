@@ -51,7 +51,7 @@ func (s *routes) registerModelProviders() {
 		SetDefinition: func(p *platformv1.ModelProvider, in ModelProvider) { p.Definition = in.Definition },
 		Referenced:    s.modelProviderReferenced,
 		AfterDelete:   s.deleteModelsOf,
-		DeleteDescription: "Refused with 409 while a model profile refers to the provider; the httpapi.Problem detail names the profile. " +
+		DeleteDescription: "Refused with 409 while a model profile refers to the provider; the Problem detail names the profile. " +
 			"The Models discovered at the provider are deleted with it.",
 	}.Register(s.Server)
 

@@ -154,7 +154,7 @@ func (s *routes) registerRuntime() {
 	huma.Register(s.API(), httpapi.Secured(huma.Operation{
 		OperationID: "delete-runtime-run", Method: http.MethodDelete, Path: "/api/runtime/runs/{runId}", Tags: []string{tagRuntime},
 		Summary: "Delete a terminal Runtime Run", DefaultStatus: http.StatusNoContent,
-		Description: "Only Completed and Failed runs (409 otherwise), with the current httpapi.ETag in If-Match (428 without, 412 when stale).",
+		Description: "Only Completed and Failed runs (409 otherwise), with the current ETag in If-Match (428 without, 412 when stale).",
 		Errors:      []int{http.StatusConflict, http.StatusPreconditionFailed, http.StatusPreconditionRequired},
 	}, httpapi.PolicyRunsDelete), func(ctx context.Context, in *struct {
 		httpapi.WorkspaceInput

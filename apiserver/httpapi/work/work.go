@@ -269,7 +269,7 @@ func (s *routes) registerWork() {
 
 	huma.Register(s.API(), httpapi.Secured(huma.Operation{
 		OperationID: "get-flow-run", Method: http.MethodGet, Path: "/api/flowRuns/{runId}", Tags: []string{tagWork},
-		Summary: "Read a FlowRun", Description: "With its open pending action (never its resume token). The httpapi.ETag is the run's version. Another workspace's run is 404.",
+		Summary: "Read a FlowRun", Description: "With its open pending action (never its resume token). The ETag is the run's version. Another workspace's run is 404.",
 	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *FlowRunInput) (*flowRunOutput, error) {
 		rc, err := s.workContext(ctx)
 		if err != nil {
@@ -396,7 +396,7 @@ func (s *routes) registerWork() {
 	huma.Register(s.API(), httpapi.Secured(huma.Operation{
 		OperationID: "delete-flow-run", Method: http.MethodDelete, Path: "/api/flowRuns/{runId}", Tags: []string{tagWork},
 		Summary: "Delete a terminal FlowRun with its history", DefaultStatus: http.StatusNoContent,
-		Description: "Only Completed, Failed and Cancelled runs (409 otherwise), with the current httpapi.ETag in If-Match (428 without, " +
+		Description: "Only Completed, Failed and Cancelled runs (409 otherwise), with the current ETag in If-Match (428 without, " +
 			"412 when stale). The run, its events and its pending actions are removed atomically; the WorkItem and its result stay.",
 		Errors: []int{http.StatusConflict, http.StatusPreconditionFailed, http.StatusPreconditionRequired},
 	}, httpapi.PolicyRunsDelete), func(ctx context.Context, in *struct {
