@@ -22,6 +22,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi/service"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/kubeauth"
+	"platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
@@ -90,6 +91,11 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		return fmt.Errorf("service API: %w", err)
 	}
 	defer httpListener.Close()
+	// Clients cannot take every descriptor: each API caps its connections, leaving headroom for
+	// the store and etcd, which die without descriptors.
+	budget := listener.ProcessBudget()
+	httpListener = listener.Limit(httpListener, budget.ServiceAPI)
+	opts.MaxConnections = budget.KubeAPI
 
 	// The SQL store (identity and Work planes) opens, migrated, before the control plane, whose
 	// authenticator and authorizer read it, and closes after everything that uses it has stopped

@@ -41,6 +41,9 @@ type Options struct {
 	// rejects (a revoked token), so that the caller gets 401 instead of being anonymous.
 	Authenticators []authenticator.Request
 	Authorizers    []authorizer.Authorizer
+	// MaxConnections caps the kube API's open connections (see package listener); unlimited
+	// when zero.
+	MaxConnections int
 	// NamespaceVisibility narrows namespace lists and watches to what the caller may see
 	// (optional: everyone authorized to list sees every namespace).
 	NamespaceVisibility native.NamespaceVisibility

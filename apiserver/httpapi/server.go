@@ -191,7 +191,11 @@ func (s *Server) API() huma.API { return s.api }
 
 // Serve answers on listener until ctx ends, then drains requests for up to 10 s.
 func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
-	server := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	// Every connection is bounded in time: headers must arrive within 10 s and a keep-alive
+	// connection is closed after a minute without a request. Bodies and answers are not: a
+	// waiting request or a run stream may last. (The listener caps how many are open.)
+	server := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxHeaderBytes: 64 << 10}
 	done := make(chan error, 1)
 	go func() { done <- server.Serve(listener) }()
 	select {
