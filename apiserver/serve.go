@@ -168,9 +168,16 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		defer close(execStopped)
 		flowExecutor.Run(execCtx)
 	}()
+	// On PostgreSQL the changes other replicas commit wake this process's waiters and workers.
+	listenStopped := make(chan struct{})
+	go func() {
+		defer close(listenStopped)
+		execOpts.Work.Changes().Listen(execCtx, db, ctrl.Log.WithName("notify"))
+	}()
 	defer func() {
 		stopExecutor()
 		<-execStopped
+		<-listenStopped
 	}()
 
 	// The controllers run on the loopback identity once the kube API is ready, share the work

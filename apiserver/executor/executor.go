@@ -125,6 +125,28 @@ func (e *Executor) Wake() {
 // after its lease.
 func (e *Executor) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	// A run made runnable here or by another replica wakes the workers at once; the poll only
+	// finds the runs whose lease expired with a dead process.
+	if sub, err := e.work.Changes().Subscribe(work.RunnableTopic); err == nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer sub.Close()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case _, ok := <-sub.Events():
+					if !ok {
+						if sub, err = e.work.Changes().Subscribe(work.RunnableTopic); err != nil {
+							return
+						}
+					}
+					e.Wake()
+				}
+			}
+		}()
+	}
 	for i := range e.workers {
 		wg.Add(1)
 		go func() {

@@ -95,7 +95,7 @@ func TestOtherReplicasLearnOfCommittedChangesThroughPostgres(t *testing.T) {
 		})).To(MatchError(sql.ErrNoRows))
 		g.Expect(s.InTx(ctx, func(tx *sql.Tx) error { return here.Stage(ctx, tx, s.Dialect(), "run/1") })).To(Succeed())
 		g.Eventually(theirs.Events()).WithTimeout(10 * time.Second).Should(Receive(Equal(notify.Event{Topic: "run/1"})))
-		g.Consistently(theirs.Events()).WithTimeout(200 * time.Millisecond).ShouldNot(Receive(), "once, for the commit")
-		g.Consistently(mine.Events()).WithTimeout(200 * time.Millisecond).ShouldNot(Receive(), "its own notification is skipped")
+		g.Consistently(theirs.Events()).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "once, for the commit")
+		g.Consistently(mine.Events()).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "its own notification is skipped")
 	})
 }

@@ -62,7 +62,7 @@ func (s *Store) RenewLease(ctx context.Context, runID, owner string, lease time.
 
 // ReleaseLease gives a run back so that any worker may claim it at once.
 func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	return s.inTxNotify(ctx, func() []string { return []string{RunnableTopic} }, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET lease_owner = '', lease_expires_at = 0
 			WHERE id = ? AND lease_owner = ?`), runID, owner)
 		return err
@@ -109,7 +109,7 @@ type Transition struct {
 // cancelled or claimed by another worker): the caller must drop the run without acting.
 func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (FlowRun, error) {
 	var out FlowRun
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTxNotify(ctx, func() []string { return runTopics(out) }, func(tx *sql.Tx) error {
 		run, err := s.lockRun(ctx, tx, runID, "")
 		if err != nil {
 			return err
@@ -164,10 +164,16 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 		}
 		return s.appendEvents(ctx, tx, runID, next.State, now, events...)
 	})
-	if err == nil {
-		s.notify(runID)
-	}
 	return out, err
+}
+
+// runTopics are the topics a committed change of run announces.
+func runTopics(run FlowRun) []string {
+	topics := []string{RunTopic(run.ID), WorkspaceTopic(run.WorkspaceID)}
+	if run.State == StatePending || run.State == StateRunning {
+		topics = append(topics, RunnableTopic)
+	}
+	return topics
 }
 
 func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspension, now time.Time) (string, error) {
@@ -304,7 +310,7 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		run    FlowRun
 		token  string
 	)
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTxNotify(ctx, func() []string { return runTopics(run) }, func(tx *sql.Tx) error {
 		old, err := s.lockRun(ctx, tx, r.RunID, r.WorkspaceID)
 		if err != nil {
 			return err
@@ -442,7 +448,7 @@ func (s *Store) Cancel(ctx context.Context, workspaceID, runID, reason string) (
 // change applies a transition that a caller (not a worker) makes, in one transaction.
 func (s *Store) change(ctx context.Context, workspaceID, runID string, fn func(old FlowRun, next *FlowRun) ([]Event, error)) (FlowRun, error) {
 	var out FlowRun
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTxNotify(ctx, func() []string { return runTopics(out) }, func(tx *sql.Tx) error {
 		old, err := s.lockRun(ctx, tx, runID, workspaceID)
 		if err != nil {
 			return err
@@ -464,16 +470,13 @@ func (s *Store) change(ctx context.Context, workspaceID, runID string, fn func(o
 		}
 		return s.appendEvents(ctx, tx, runID, next.State, now, events...)
 	})
-	if err == nil {
-		s.notify(runID)
-	}
 	return out, err
 }
 
 // Delete removes a terminal run with its history and PendingActions, atomically, when version is
 // its current version. A run that is not terminal is ErrConflict; another version ErrStale.
 func (s *Store) Delete(ctx context.Context, workspaceID, runID string, version int64) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	return s.inTxNotify(ctx, func() []string { return []string{RunTopic(runID), WorkspaceTopic(workspaceID)} }, func(tx *sql.Tx) error {
 		run, err := s.lockRun(ctx, tx, runID, workspaceID)
 		if err != nil {
 			return err
@@ -520,7 +523,8 @@ func (s *Store) ExpirePendingActions(ctx context.Context) (int, error) {
 	}
 	expired := 0
 	for _, d := range list {
-		err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		var changed FlowRun
+		err := s.inTxNotify(ctx, func() []string { return runTopics(changed) }, func(tx *sql.Tx) error {
 			res, err := tx.ExecContext(ctx, s.q(`UPDATE pending_actions SET status = ?, version = version + 1
 				WHERE id = ? AND status = ? AND expires_at <= ?`), ActionExpired, d.id, ActionCreated, ms(s.now()))
 			if err != nil {
@@ -534,13 +538,14 @@ func (s *Store) ExpirePendingActions(ctx context.Context) (int, error) {
 				return err
 			}
 			expired++
+			changed = old
 			if Terminal(old.State) {
 				return nil
 			}
 			next := old
 			next.State, next.PausedFrom, next.Reason = StateFailed, "", "the pending action expired before it was answered"
 			now := s.now()
-			if _, err := s.saveRun(ctx, tx, old, next, now); err != nil {
+			if changed, err = s.saveRun(ctx, tx, old, next, now); err != nil {
 				return err
 			}
 			return s.appendEvents(ctx, tx, d.run, StateFailed, now,

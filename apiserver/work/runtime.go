@@ -78,7 +78,8 @@ func (s *Store) CreateRuntimeRun(ctx context.Context, r RuntimeRun) (RuntimeRun,
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	r.ID, r.Status, r.Attempt, r.Version, r.CreatedAt, r.UpdatedAt = newID(), RuntimePending, 1, 1, now, now
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+	topics := func() []string { return []string{RuntimeRunTopic(r.ID), WorkspaceTopic(r.WorkspaceID), RunnableTopic} }
+	err = s.inTxNotify(ctx, topics, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO runtime_runs (id, tenant_id, workspace_id, namespace, principal_id, agent_name,
 			agent_uid, agent_version, input, mode, timeout_seconds, origin, interaction_id, work_task_id, work_execution_id, flow_run_id,
 			status, version, created_at, updated_at, overrides)
@@ -171,7 +172,7 @@ type RuntimeOutcome struct {
 // FinishRuntimeRun records the outcome of the run owner holds; ErrLeaseLost when it no longer
 // holds it.
 func (s *Store) FinishRuntimeRun(ctx context.Context, id, owner string, o RuntimeOutcome) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	return s.inTxNotify(ctx, func() []string { return []string{RuntimeRunTopic(id)} }, func(tx *sql.Tx) error {
 		now := ms(s.now())
 		var (
 			res sql.Result

@@ -1,48 +1,43 @@
 package work
 
-import "sync"
+import (
+	"context"
+	"database/sql"
 
-// runWatchers wakes the requests that wait in this process for a run to change, so that they
-// need not poll the store; waiters still poll slowly for changes that other replicas commit.
-type runWatchers struct {
-	mu      sync.Mutex
-	waiters map[string]map[chan struct{}]struct{}
-}
+	"platform.dev/platform/apiserver/notify"
+)
 
-// Changed returns a channel that is closed at the next change of the run that this process
-// commits, and a function that stops watching. Register before reading the run, so that a change
-// between the read and the wait is not missed.
-func (s *Store) Changed(runID string) (<-chan struct{}, func()) {
-	w := &s.watchers
-	ch := make(chan struct{})
-	w.mu.Lock()
-	if w.waiters == nil {
-		w.waiters = map[string]map[chan struct{}]struct{}{}
-	}
-	if w.waiters[runID] == nil {
-		w.waiters[runID] = map[chan struct{}]struct{}{}
-	}
-	w.waiters[runID][ch] = struct{}{}
-	w.mu.Unlock()
-	return ch, func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if set, ok := w.waiters[runID]; ok {
-			delete(set, ch)
-			if len(set) == 0 {
-				delete(w.waiters, runID)
-			}
+// Topics of the changes the store commits, for the subscribers of its hub (Changes).
+const (
+	// RunnableTopic changes when a FlowRun or Runtime Run may have become runnable: executors
+	// subscribe to it instead of waiting for their next poll.
+	RunnableTopic = "runnable"
+)
+
+// RunTopic changes with every committed transition of the FlowRun.
+func RunTopic(runID string) string { return "run/" + runID }
+
+// RuntimeRunTopic changes when the Runtime Run is created or finishes.
+func RuntimeRunTopic(id string) string { return "runtime-run/" + id }
+
+// WorkspaceTopic changes with every committed change of the workspace's runs.
+func WorkspaceTopic(workspaceID string) string { return "workspace/" + workspaceID }
+
+// Changes is the hub the store notifies of the changes it commits: at once in this process,
+// through PostgreSQL for the other replicas once Listen runs (notify.Hub.Listen).
+func (s *Store) Changes() *notify.Hub { return s.changes }
+
+// inTxNotify runs fn in a transaction that announces topics: staged inside it for the other
+// replicas, published here once it committed.
+func (s *Store) inTxNotify(ctx context.Context, topics func() []string, fn func(*sql.Tx) error) error {
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
 		}
+		return s.changes.Stage(ctx, tx, s.db.Dialect(), topics()...)
+	})
+	if err == nil {
+		s.changes.Publish(topics()...)
 	}
-}
-
-// notify wakes the waiters of a run after a change of it committed.
-func (s *Store) notify(runID string) {
-	w := &s.watchers
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for ch := range w.waiters[runID] {
-		close(ch)
-	}
-	delete(w.waiters, runID)
+	return err
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"platform.dev/platform/apiserver/notify"
 	"platform.dev/platform/apiserver/store"
 )
 
@@ -233,11 +234,11 @@ type Store struct {
 	// Clock is the time source; time.Now when nil. Tests inject it.
 	Clock func() time.Time
 
-	watchers runWatchers
+	changes *notify.Hub
 }
 
-// New returns the Work store over s.
-func New(s *store.Store) *Store { return &Store{db: s} }
+// New returns the Work store over s, with a hub of its own for the changes it commits.
+func New(s *store.Store) *Store { return &Store{db: s, changes: notify.New(notify.Options{})} }
 
 func (s *Store) now() time.Time {
 	if s.Clock != nil {
@@ -350,7 +351,8 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (WorkItem, FlowRun, 
 		run.FlowDraft, run.FlowRevision, run.FlowGeneration, run.FlowDigest, run.Snapshot = true, d.Revision, d.Generation, d.Digest, d.Snapshot
 	}
 	item.FlowRunID = run.ID
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+	topics := func() []string { return []string{RunTopic(run.ID), WorkspaceTopic(run.WorkspaceID), RunnableTopic} }
+	err = s.inTxNotify(ctx, topics, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id,
 			interaction_id, work_task_id, type, title, instruction, flow_name, flow_version, flow_draft, flow_run_id, status, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),

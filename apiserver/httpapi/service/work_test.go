@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -28,7 +29,15 @@ import (
 // workServer is a Development-mode service API with a Work store and a running executor.
 func workServer(t testing.TB, s *store.Store) *httptest.Server {
 	t.Helper()
-	cfg := config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"})
+	return workServerWith(t, s, nil)
+}
+
+// workServerWith is workServer with settings added to its configuration.
+func workServerWith(t testing.TB, s *store.Store, settings map[string]string) *httptest.Server {
+	t.Helper()
+	values := map[string]string{"Platform:Authentication:Mode": "Development"}
+	maps.Copy(values, settings)
+	cfg := config.FromMap(config.Testing, values)
 	store := work.New(s)
 	authorize, err := httpapi.RunAuthorizer(cfg, nil)
 	if err != nil {
@@ -324,6 +333,27 @@ func TestTheRunStreamReplaysTheHistorySendsNewEventsAndResumesAfterLastEventID(t
 		g.Expect(resumed[0].id).To(Equal("6"))
 
 		expectProblem(g, call(t, server, http.MethodGet, "/api/flowRuns/unknown/stream", ""), http.StatusNotFound)
+	})
+}
+
+// A caller holds at most Platform:Streams:MaxPerPrincipal run streams at once; beyond, 429 Problem
+// Details, and a closed stream frees its place.
+func TestACallerHoldsAtMostItsShareOfRunStreams(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		server := workServerWith(t, s, map[string]string{"Platform:Streams:MaxPerPrincipal": "2"})
+		flow := reportFlowSetup(t, server)
+		runID := field(submitWork(t, server, `{"name":"`+flow+`"}`).body, "flowRun", "id").(string)
+		first, second := openStream(t, server, runID, ""), openStream(t, server, runID, "")
+		defer second.Body.Close()
+		expectProblem(g, call(t, server, http.MethodGet, "/api/flowRuns/"+runID+"/stream", ""), http.StatusTooManyRequests)
+		first.Body.Close()
+		g.Eventually(func() int {
+			resp, err := http.Get(server.URL + "/api/flowRuns/" + runID + "/stream")
+			g.Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			return resp.StatusCode
+		}).Should(Equal(http.StatusOK))
 	})
 }
 
