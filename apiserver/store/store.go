@@ -36,6 +36,12 @@ const FileName = "platform.db"
 // busyTimeout is how long a SQLite connection waits for a lock before it reports busy.
 const busyTimeout = 10 * time.Second
 
+// Connection pool bounds.
+const (
+	maxIdleConns     = 32
+	maxPostgresConns = 24
+)
+
 // connectTimeout bounds the first contact with PostgreSQL so that an unreachable server fails
 // start-up instead of hanging it.
 const connectTimeout = 15 * time.Second
@@ -55,6 +61,8 @@ type Options struct {
 type Store struct {
 	db      *sql.DB
 	dialect string
+	// group queues the transactions of GroupInTx for their shared commit.
+	group group
 }
 
 // Instance is the identity of this platform installation, created at first start.
@@ -108,6 +116,9 @@ func openSQLite(ctx context.Context, dataDir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
+	// A connection is costly to open (a SQLite instance and its pragmas): keep the ones that
+	// concurrent requests opened instead of the pool's default two.
+	db.SetMaxIdleConns(maxIdleConns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
@@ -152,6 +163,11 @@ func openPostgres(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database %s is invalid: %v", shown, hide(err))
 	}
+	// A PostgreSQL connection is a server process: the pool keeps what it opened (instead of the
+	// default two idle, which under load opens and closes one per query) and stays well under
+	// the server's default max_connections of 100.
+	db.SetMaxOpenConns(maxPostgresConns)
+	db.SetMaxIdleConns(maxPostgresConns)
 	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {

@@ -6,28 +6,42 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"platform.dev/platform/apiserver/store"
 )
 
+// notIn is the condition that column is none of values (empty without values) and its arguments.
+func notIn(column string, values []string) (string, []any) {
+	if len(values) == 0 {
+		return "", nil
+	}
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
+	}
+	return " AND " + column + " NOT IN (?" + strings.Repeat(", ?", len(values)-1) + ")", args
+}
+
 // Claim leases one runnable run to owner for lease and returns it, or nil when there is none.
 // Runnable: Pending or Running, and no live lease (a Running run whose lease expired was left by
 // a worker that stopped or died). On PostgreSQL, FOR UPDATE SKIP LOCKED lets the workers of
 // several replicas claim different runs at once; SQLite has one writer, so the single UPDATE is
-// enough.
-func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*FlowRun, error) {
+// enough. Runs of excludeWorkspaces are left for later.
+func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, excludeWorkspaces ...string) (*FlowRun, error) {
 	now := s.now()
 	lock := ""
 	if s.db.Dialect() == store.Postgres {
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
+	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
 	var id string
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, s.q(`UPDATE flow_runs SET lease_owner = ?, lease_expires_at = ?
-			WHERE id = (SELECT id FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?
+			WHERE id = (SELECT id FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+`
 				ORDER BY updated_at LIMIT 1`+lock+`)
-			RETURNING id`), owner, ms(now.Add(lease)), ms(now)).Scan(&id)
+			RETURNING id`), append([]any{owner, ms(now.Add(lease)), ms(now)}, excluded...)...).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			id = ""
 			return nil
@@ -48,7 +62,7 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*
 // (paused, cancelled, suspended, or claimed by another worker after the lease expired).
 func (s *Store) RenewLease(ctx context.Context, runID, owner string, lease time.Duration) (bool, error) {
 	var n int64
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET lease_expires_at = ?
 			WHERE id = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`), ms(s.now().Add(lease)), runID, owner)
 		if err != nil {
@@ -104,6 +118,75 @@ type Transition struct {
 	Suspend     *Suspension
 }
 
+// ApplyTo sets the fields of run that t changes, as Apply does before it persists them (a
+// suspension aside, which Apply turns into a PendingAction).
+func (t Transition) ApplyTo(run *FlowRun) error {
+	if t.Pin != nil {
+		run.FlowDigest, run.Snapshot, run.Agents = t.Pin.Digest, t.Pin.Snapshot, t.Pin.Agents
+	}
+	if t.State != "" {
+		run.State = t.State
+	}
+	if t.CurrentStep != nil {
+		run.CurrentStep = *t.CurrentStep
+	}
+	if t.StepStarted != nil {
+		run.StepStarted = *t.StepStarted
+	}
+	if t.Attempt != 0 {
+		run.Attempt = t.Attempt
+	}
+	if t.Data != nil {
+		data, err := json.Marshal(t.Data)
+		if err != nil {
+			return fmt.Errorf("run data: %w", err)
+		}
+		run.Data = data
+	}
+	if t.Result != nil {
+		run.Result = t.Result
+	}
+	if t.Reason != "" {
+		run.Reason = t.Reason
+	}
+	return nil
+}
+
+// Then is t followed by u as one transition: u's fields win, and the events are t's then u's.
+// Transitions with nothing outside the store in between are persisted as one, in one commit.
+func (t Transition) Then(u Transition) Transition {
+	out := t
+	out.Events = append(append([]Event{}, t.Events...), u.Events...)
+	if u.Pin != nil {
+		out.Pin = u.Pin
+	}
+	if u.State != "" {
+		out.State = u.State
+	}
+	if u.CurrentStep != nil {
+		out.CurrentStep = u.CurrentStep
+	}
+	if u.StepStarted != nil {
+		out.StepStarted = u.StepStarted
+	}
+	if u.Attempt != 0 {
+		out.Attempt = u.Attempt
+	}
+	if u.Data != nil {
+		out.Data = u.Data
+	}
+	if u.Result != nil {
+		out.Result = u.Result
+	}
+	if u.Reason != "" {
+		out.Reason = u.Reason
+	}
+	if u.Suspend != nil {
+		out.Suspend = u.Suspend
+	}
+	return out
+}
+
 // Apply persists a transition of a run that owner holds, with its events, in one transaction.
 // ErrLeaseLost when the run is no longer Pending or Running under owner's lease (it was paused,
 // cancelled or claimed by another worker): the caller must drop the run without acting.
@@ -119,33 +202,8 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 		}
 		next := run
 		now := s.now()
-		if t.Pin != nil {
-			next.FlowDigest, next.Snapshot, next.Agents = t.Pin.Digest, t.Pin.Snapshot, t.Pin.Agents
-		}
-		if t.State != "" {
-			next.State = t.State
-		}
-		if t.CurrentStep != nil {
-			next.CurrentStep = *t.CurrentStep
-		}
-		if t.StepStarted != nil {
-			next.StepStarted = *t.StepStarted
-		}
-		if t.Attempt != 0 {
-			next.Attempt = t.Attempt
-		}
-		if t.Data != nil {
-			data, err := json.Marshal(t.Data)
-			if err != nil {
-				return fmt.Errorf("run data: %w", err)
-			}
-			next.Data = data
-		}
-		if t.Result != nil {
-			next.Result = t.Result
-		}
-		if t.Reason != "" {
-			next.Reason = t.Reason
+		if err := t.ApplyTo(&next); err != nil {
+			return err
 		}
 		events := t.Events
 		if t.Suspend != nil {

@@ -130,18 +130,19 @@ func (s *Store) RuntimeRun(ctx context.Context, workspaceID, id string) (Runtime
 }
 
 // ClaimRuntimeRun leases one runnable Runtime Run to owner, as Claim does for FlowRuns.
-func (s *Store) ClaimRuntimeRun(ctx context.Context, owner string, lease time.Duration) (*RuntimeRun, error) {
+func (s *Store) ClaimRuntimeRun(ctx context.Context, owner string, lease time.Duration, excludeWorkspaces ...string) (*RuntimeRun, error) {
 	now := s.now()
 	lock := ""
 	if s.db.Dialect() == store.Postgres {
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
+	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
 	var id string
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, s.q(`UPDATE runtime_runs SET lease_owner = ?, lease_expires_at = ?, status = 'Running'
-			WHERE id = (SELECT id FROM runtime_runs WHERE status IN ('Pending', 'Running') AND lease_expires_at < ?
+			WHERE id = (SELECT id FROM runtime_runs WHERE status IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+`
 				ORDER BY updated_at LIMIT 1`+lock+`)
-			RETURNING id`), owner, ms(now.Add(lease)), ms(now)).Scan(&id)
+			RETURNING id`), append([]any{owner, ms(now.Add(lease)), ms(now)}, excluded...)...).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			id = ""
 			return nil
@@ -199,7 +200,7 @@ func (s *Store) FinishRuntimeRun(ctx context.Context, id, owner string, o Runtim
 
 // DeleteRuntimeRun removes a terminal Runtime Run at its current version.
 func (s *Store) DeleteRuntimeRun(ctx context.Context, workspaceID, id string, version int64) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	return s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
 		r, err := scanRuntimeRun(tx.QueryRowContext(ctx, s.q(`SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ? AND workspace_id = ?`), id, workspaceID))
 		if err != nil {
 			return err
@@ -218,7 +219,7 @@ func (s *Store) DeleteRuntimeRun(ctx context.Context, workspaceID, id string, ve
 // RenewRuntimeLease extends owner's lease on a Running Runtime Run; false when owner lost it.
 func (s *Store) RenewRuntimeLease(ctx context.Context, id, owner string, lease time.Duration) (bool, error) {
 	var n int64
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE runtime_runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND status = 'Running'`),
 			ms(s.now().Add(lease)), id, owner)
 		if err != nil {

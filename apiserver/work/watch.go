@@ -30,7 +30,7 @@ func (s *Store) Changes() *notify.Hub { return s.changes }
 // inTxNotify runs fn in a transaction that announces topics: staged inside it for the other
 // replicas, published here once it committed.
 func (s *Store) inTxNotify(ctx context.Context, topics func() []string, fn func(*sql.Tx) error) error {
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
