@@ -131,14 +131,14 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	}
 	// Run, step and controller metrics for Prometheus; they hold counts by type and state only.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/api/", notFoundHandler)
+	mux.HandleFunc("/api/", s.noRoute)
 	// Cross-site state-changing requests (by Sec-Fetch-Site, else Origin against Host) are
 	// refused: the session cookie must not act for another site's page.
 	csrf := http.NewCrossOriginProtection()
 	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteProblem(w, http.StatusForbidden, "cross-origin request refused")
 	}))
-	s.handler = csrf.Handler(mux)
+	s.handler = answerProblems(csrf.Handler(mux))
 	return s, nil
 }
 

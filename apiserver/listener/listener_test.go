@@ -2,9 +2,11 @@ package listener_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +104,61 @@ func TestTheBudgetLeavesHeadroomForTheStoreAndEtcd(t *testing.T) {
 	g.Expect(b.ServiceAPI).To(Equal(10000))
 	g.Expect(listener.BudgetOf(1024).ServiceAPI + listener.BudgetOf(1024).KubeAPI).To(BeNumerically("<=", 768))
 	g.Expect(listener.BudgetOf(100)).To(Equal(listener.Budget{ServiceAPI: 32, KubeAPI: 32}))
+}
+
+// exchange sends raw bytes to a server on a Problems listener and returns its answer.
+func exchange(t *testing.T, request string) *http.Response {
+	t.Helper()
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }),
+		MaxHeaderBytes: 1 << 10}
+	go server.Serve(listener.Problems(raw))
+	t.Cleanup(func() { server.Close() })
+	c, err := net.Dial("tcp", raw.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, request); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// The errors net/http answers before any handler runs are Problem Details, and none is a 5xx.
+func TestMalformedRequestsAnswerProblemDetails(t *testing.T) {
+	for name, c := range map[string]struct {
+		request string
+		status  int
+	}{
+		"malformed header":      {"GET / HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n", http.StatusBadRequest},
+		"malformed request":     {"NONSENSE\r\n\r\n", http.StatusBadRequest},
+		"headers too large":     {"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 8<<10) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+		"unknown transfer code": {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: zebra\r\n\r\n", http.StatusBadRequest},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			resp := exchange(t, c.request)
+			defer resp.Body.Close()
+			g.Expect(resp.StatusCode).To(Equal(c.status))
+			g.Expect(resp.Header.Get("Content-Type")).To(Equal("application/problem+json"))
+			var problem map[string]any
+			g.Expect(json.NewDecoder(resp.Body).Decode(&problem)).To(Succeed())
+			g.Expect(problem).To(HaveKeyWithValue("status", BeNumerically("==", c.status)))
+		})
+	}
+	t.Run("a handler's answer is untouched", func(t *testing.T) {
+		g := NewWithT(t)
+		resp := exchange(t, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		g.Expect(string(body)).To(Equal("ok"))
+	})
 }
