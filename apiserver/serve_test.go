@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -202,6 +203,42 @@ func TestServeKeepsTheDataDirectoryOwnerOnly(t *testing.T) {
 	})).To(Succeed())
 	g.Expect(checked).To(ContainElements("data", store.FileName, store.FileName+"-wal", "etcd", "pki", "admin.kubeconfig", "left-by-an-older-release"))
 
+	cancel()
+	g.Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+}
+
+// What a user adds to <data-dir>/admin.kubeconfig (credentials, contexts, the current context)
+// survives a restart; the platform's own entries follow the new address.
+func TestServeKeepsWhatTheUserAddedToTheKubeconfig(t *testing.T) {
+	g := NewWithT(t)
+	dataDir := t.TempDir()
+	path := filepath.Join(dataDir, "admin.kubeconfig")
+	ctx, cancel := context.WithCancel(context.Background())
+	_, _, done := startServe(t, ctx, dataDir)
+	cancel()
+	g.Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+
+	// As `kubectl config set-credentials me --token=...`, `set-context me` and `use-context me`.
+	cfg, err := clientcmd.LoadFromFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	first := cfg.Clusters["platform"].Server
+	cfg.AuthInfos["me"] = &clientcmdapi.AuthInfo{Token: "platform_pat_example"}
+	cfg.Contexts["me"] = &clientcmdapi.Context{Cluster: "platform", AuthInfo: "me", Namespace: "team"}
+	cfg.CurrentContext = "me"
+	g.Expect(clientcmd.WriteToFile(*cfg, path)).To(Succeed())
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	_, _, done = startServe(t, ctx, dataDir)
+	cfg, err = clientcmd.LoadFromFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.AuthInfos).To(HaveKey("me"))
+	g.Expect(cfg.Contexts).To(HaveKeyWithValue("me", HaveField("Namespace", "team")))
+	g.Expect(cfg.CurrentContext).To(Equal("me"))
+	g.Expect(cfg.Clusters["platform"].Server).NotTo(Equal(first), "the platform's entry follows the new port")
+	info, err := os.Stat(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o600)))
 	cancel()
 	g.Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
 }

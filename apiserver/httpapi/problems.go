@@ -63,15 +63,27 @@ func Problem(err error) error {
 func workProblem(err error) error {
 	switch {
 	case errors.Is(err, work.ErrNotFound):
-		return huma.Error404NotFound(err.Error())
-	case errors.Is(err, work.ErrInvalidToken), errors.Is(err, work.ErrInvalidInput):
-		return huma.Error400BadRequest(err.Error())
+		return huma.Error404NotFound(withoutSentinel(err, work.ErrNotFound))
+	case errors.Is(err, work.ErrInvalidToken):
+		return huma.Error400BadRequest(withoutSentinel(err, work.ErrInvalidToken))
+	case errors.Is(err, work.ErrInvalidInput):
+		return huma.Error400BadRequest(withoutSentinel(err, work.ErrInvalidInput))
 	case errors.Is(err, work.ErrConflict):
-		return huma.Error409Conflict(err.Error())
+		return huma.Error409Conflict(withoutSentinel(err, work.ErrConflict))
 	case errors.Is(err, work.ErrStale):
-		return huma.Error412PreconditionFailed(err.Error())
+		return huma.Error412PreconditionFailed(withoutSentinel(err, work.ErrStale))
 	}
 	return nil
+}
+
+// withoutSentinel is err's message for people: without the ": conflict" that wrapping the
+// sentinel (which picks the status) appends. A bare sentinel ("not found") stays.
+func withoutSentinel(err, sentinel error) string {
+	msg := err.Error()
+	if trimmed := strings.TrimSuffix(msg, ": "+sentinel.Error()); trimmed != "" {
+		return trimmed
+	}
+	return msg
 }
 
 // identityProblem maps the errors of the identity service; nil for any other error. Messages

@@ -100,3 +100,18 @@ func TestUnknownPathsAndMethodsAnswerProblemDetails(t *testing.T) {
 		}
 	})
 }
+
+// A Problem's detail is a sentence for people: it does not end with the name of the error kind
+// that chose its status (": conflict").
+func TestProblemDetailsEndWithoutTheErrorKind(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		server := workServer(t, db)
+		flow := reportFlowSetup(t, server)
+		runID := field(submitWork(t, server, `{"name":"`+flow+`"}`).body, "flowRun", "id").(string)
+		g.Expect(call(t, server, http.MethodPost, "/api/flowRuns/"+runID+"/cancel", "").status).To(Equal(http.StatusOK))
+		again := call(t, server, http.MethodPost, "/api/flowRuns/"+runID+"/cancel", "")
+		expectProblem(g, again, http.StatusConflict)
+		g.Expect(again.body["detail"]).To(Equal("the run is already Cancelled"))
+	})
+}
