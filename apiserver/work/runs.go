@@ -38,10 +38,10 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, ex
 	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
 	var id string
 	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, s.q(`UPDATE flow_runs SET lease_owner = ?, lease_expires_at = ?
+		err := s.txQueryRow(ctx, tx, `UPDATE flow_runs SET lease_owner = ?, lease_expires_at = ?
 			WHERE id = (SELECT id FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+`
 				ORDER BY updated_at LIMIT 1`+lock+`)
-			RETURNING id`), append([]any{owner, ms(now.Add(lease)), ms(now)}, excluded...)...).Scan(&id)
+			RETURNING id`, append([]any{owner, ms(now.Add(lease)), ms(now)}, excluded...)...).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			id = ""
 			return nil
@@ -63,8 +63,8 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, ex
 func (s *Store) RenewLease(ctx context.Context, runID, owner string, lease time.Duration) (bool, error) {
 	var n int64
 	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET lease_expires_at = ?
-			WHERE id = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`), ms(s.now().Add(lease)), runID, owner)
+		res, err := s.txExec(ctx, tx, `UPDATE flow_runs SET lease_expires_at = ?
+			WHERE id = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`, ms(s.now().Add(lease)), runID, owner)
 		if err != nil {
 			return err
 		}
@@ -77,8 +77,8 @@ func (s *Store) RenewLease(ctx context.Context, runID, owner string, lease time.
 // ReleaseLease gives a run back so that any worker may claim it at once.
 func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
 	return s.inTxNotify(ctx, func() []string { return []string{RunnableTopic} }, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET lease_owner = '', lease_expires_at = 0
-			WHERE id = ? AND lease_owner = ?`), runID, owner)
+		_, err := s.txExec(ctx, tx, `UPDATE flow_runs SET lease_owner = '', lease_expires_at = 0
+			WHERE id = ? AND lease_owner = ?`, runID, owner)
 		return err
 	})
 }
@@ -236,7 +236,7 @@ func runTopics(run FlowRun) []string {
 
 func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspension, now time.Time) (string, error) {
 	var hash string
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT resume_token_hash FROM flow_runs WHERE id = ?`), run.ID).Scan(&hash); err != nil {
+	if err := s.txQueryRow(ctx, tx, `SELECT resume_token_hash FROM flow_runs WHERE id = ?`, run.ID).Scan(&hash); err != nil {
 		return "", err
 	}
 	ttl := sus.TTL
@@ -254,9 +254,9 @@ func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus S
 	id := newID()
 	// The action takes the digest of the token handed to whoever submitted or last answered the
 	// run: the raw token exists only in that response.
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO pending_actions (id, workspace_id, interaction_id, run_id, step, kind, prompt,
+	_, err := s.txExec(ctx, tx, `INSERT INTO pending_actions (id, workspace_id, interaction_id, run_id, step, kind, prompt,
 		options, status, expires_at, continuation_step, version, token_hash, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
 		id, run.WorkspaceID, nullString(run.InteractionID), run.ID, sus.Step, sus.Kind, sus.Prompt, options, ActionCreated,
 		ms(now.Add(ttl)), sus.Continuation, hash, ms(now))
 	return id, err
@@ -274,7 +274,7 @@ func (s *Store) lockRun(ctx context.Context, tx *sql.Tx, runID, workspaceID stri
 	if s.db.Dialect() == store.Postgres {
 		query += ` FOR UPDATE`
 	}
-	return scanRun(tx.QueryRowContext(ctx, s.q(query), args...))
+	return scanRun(s.txQueryRow(ctx, tx, query, args...))
 }
 
 // saveRun writes next over old (the version read in the same transaction), bumps the version and
@@ -282,9 +282,9 @@ func (s *Store) lockRun(ctx context.Context, tx *sql.Tx, runID, workspaceID stri
 func (s *Store) saveRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time) (FlowRun, error) {
 	next.Version = old.Version + 1
 	next.UpdatedAt = now.UTC().Truncate(time.Millisecond)
-	res, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET flow_digest = ?, flow_snapshot = ?, agents = ?, state = ?,
+	res, err := s.txExec(ctx, tx, `UPDATE flow_runs SET flow_digest = ?, flow_snapshot = ?, agents = ?, state = ?,
 		paused_from = ?, current_step = ?, step_started = ?, attempt = ?, data = ?, result = ?, reason = ?, lease_owner = ?,
-		lease_expires_at = ?, version = ?, updated_at = ? WHERE id = ? AND version = ?`),
+		lease_expires_at = ?, version = ?, updated_at = ? WHERE id = ? AND version = ?`,
 		next.FlowDigest, nullJSON(next.Snapshot), nullJSON(next.Agents), next.State, next.PausedFrom, next.CurrentStep,
 		boolInt(next.StepStarted), next.Attempt, string(next.Data), nullJSON(next.Result), next.Reason, next.LeaseOwner,
 		ms(next.LeaseExpiresAt), next.Version, ms(now), old.ID, old.Version)
@@ -295,7 +295,7 @@ func (s *Store) saveRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now 
 		return next, errors.Join(err, fmt.Errorf("run %s changed concurrently: %w", old.ID, ErrStale))
 	}
 	if old.State != next.State || next.Result != nil || next.Reason != old.Reason {
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE work_items SET status = ?, result = ?, reason = ?, updated_at = ? WHERE id = ?`),
+		_, err = s.txExec(ctx, tx, `UPDATE work_items SET status = ?, result = ?, reason = ?, updated_at = ? WHERE id = ?`,
 			workItemStatus(next), nullJSON(next.Result), next.Reason, ms(now), next.WorkItemID)
 	}
 	return next, err
@@ -373,8 +373,8 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		if err != nil {
 			return err
 		}
-		a, hash, err := scanAction(tx.QueryRowContext(ctx, s.q(`SELECT `+actionColumns+`, token_hash FROM pending_actions
-			WHERE id = ? AND run_id = ? AND workspace_id = ?`), r.ActionID, r.RunID, r.WorkspaceID))
+		a, hash, err := scanAction(s.txQueryRow(ctx, tx, `SELECT `+actionColumns+`, token_hash FROM pending_actions
+			WHERE id = ? AND run_id = ? AND workspace_id = ?`, r.ActionID, r.RunID, r.WorkspaceID))
 		if err != nil {
 			return err
 		}
@@ -395,8 +395,8 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE pending_actions SET status = ?, version = version + 1, answered_by = ?,
-			answer = ?, answered_at = ? WHERE id = ? AND version = ? AND status = ?`),
+		res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, version = version + 1, answered_by = ?,
+			answer = ?, answered_at = ? WHERE id = ? AND version = ? AND status = ?`,
 			ActionCompleted, r.PrincipalID, string(answer), ms(now), a.ID, a.Version, ActionCreated)
 		if err != nil {
 			return err
@@ -439,7 +439,7 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		if run, err = s.saveRun(ctx, tx, old, next, now); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET resume_token_hash = ? WHERE id = ?`), newHash, old.ID); err != nil {
+		if _, err := s.txExec(ctx, tx, `UPDATE flow_runs SET resume_token_hash = ? WHERE id = ?`, newHash, old.ID); err != nil {
 			return err
 		}
 		action = a
@@ -518,8 +518,8 @@ func (s *Store) change(ctx context.Context, workspaceID, runID string, fn func(o
 		}
 		now := s.now()
 		if Terminal(next.State) {
-			if _, err := tx.ExecContext(ctx, s.q(`UPDATE pending_actions SET status = ?, version = version + 1
-				WHERE run_id = ? AND status = ?`), ActionCancelled, runID, ActionCreated); err != nil {
+			if _, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, version = version + 1
+				WHERE run_id = ? AND status = ?`, ActionCancelled, runID, ActionCreated); err != nil {
 				return err
 			}
 		}
@@ -549,7 +549,7 @@ func (s *Store) Delete(ctx context.Context, workspaceID, runID string, version i
 		// statement order explicit on both dialects.
 		for _, q := range []string{`DELETE FROM pending_actions WHERE run_id = ?`, `DELETE FROM flow_run_events WHERE run_id = ?`,
 			`DELETE FROM flow_runs WHERE id = ?`} {
-			if _, err := tx.ExecContext(ctx, s.q(q), runID); err != nil {
+			if _, err := s.txExec(ctx, tx, q, runID); err != nil {
 				return err
 			}
 		}
@@ -583,8 +583,8 @@ func (s *Store) ExpirePendingActions(ctx context.Context) (int, error) {
 	for _, d := range list {
 		var changed FlowRun
 		err := s.inTxNotify(ctx, func() []string { return runTopics(changed) }, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, s.q(`UPDATE pending_actions SET status = ?, version = version + 1
-				WHERE id = ? AND status = ? AND expires_at <= ?`), ActionExpired, d.id, ActionCreated, ms(s.now()))
+			res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, version = version + 1
+				WHERE id = ? AND status = ? AND expires_at <= ?`, ActionExpired, d.id, ActionCreated, ms(s.now()))
 			if err != nil {
 				return err
 			}

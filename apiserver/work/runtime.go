@@ -80,10 +80,10 @@ func (s *Store) CreateRuntimeRun(ctx context.Context, r RuntimeRun) (RuntimeRun,
 	r.ID, r.Status, r.Attempt, r.Version, r.CreatedAt, r.UpdatedAt = newID(), RuntimePending, 1, 1, now, now
 	topics := func() []string { return []string{RuntimeRunTopic(r.ID), WorkspaceTopic(r.WorkspaceID), RunnableTopic} }
 	err = s.inTxNotify(ctx, topics, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO runtime_runs (id, tenant_id, workspace_id, namespace, principal_id, agent_name,
+		_, err := s.txExec(ctx, tx, `INSERT INTO runtime_runs (id, tenant_id, workspace_id, namespace, principal_id, agent_name,
 			agent_uid, agent_version, input, mode, timeout_seconds, origin, interaction_id, work_task_id, work_execution_id, flow_run_id,
 			status, version, created_at, updated_at, overrides)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.TenantID, r.WorkspaceID, r.Namespace, r.PrincipalID, r.AgentName, r.AgentUID, r.AgentVersion, string(input),
 			r.Mode, r.TimeoutSeconds, r.Origin, r.InteractionID, r.WorkTaskID, r.WorkExecutionID, r.FlowRunID, r.Status, r.Version, ms(now), ms(now), string(overrides))
 		return err
@@ -126,7 +126,7 @@ func scanRuntimeRun(row scanner) (RuntimeRun, error) {
 
 // RuntimeRun reads a Runtime Run of the workspace; another workspace's is not found.
 func (s *Store) RuntimeRun(ctx context.Context, workspaceID, id string) (RuntimeRun, error) {
-	return scanRuntimeRun(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ? AND workspace_id = ?`), id, workspaceID))
+	return scanRuntimeRun(s.queryRow(ctx, `SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ? AND workspace_id = ?`, id, workspaceID))
 }
 
 // ClaimRuntimeRun leases one runnable Runtime Run to owner, as Claim does for FlowRuns.
@@ -139,10 +139,10 @@ func (s *Store) ClaimRuntimeRun(ctx context.Context, owner string, lease time.Du
 	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
 	var id string
 	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, s.q(`UPDATE runtime_runs SET lease_owner = ?, lease_expires_at = ?, status = 'Running'
+		err := s.txQueryRow(ctx, tx, `UPDATE runtime_runs SET lease_owner = ?, lease_expires_at = ?, status = 'Running'
 			WHERE id = (SELECT id FROM runtime_runs WHERE status IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+`
 				ORDER BY updated_at LIMIT 1`+lock+`)
-			RETURNING id`), append([]any{owner, ms(now.Add(lease)), ms(now)}, excluded...)...).Scan(&id)
+			RETURNING id`, append([]any{owner, ms(now.Add(lease)), ms(now)}, excluded...)...).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			id = ""
 			return nil
@@ -152,7 +152,7 @@ func (s *Store) ClaimRuntimeRun(ctx context.Context, owner string, lease time.Du
 	if err != nil || id == "" {
 		return nil, err
 	}
-	r, err := scanRuntimeRun(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ?`), id))
+	r, err := scanRuntimeRun(s.queryRow(ctx, `SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ?`, id))
 	if err != nil {
 		return nil, err
 	}
@@ -180,12 +180,12 @@ func (s *Store) FinishRuntimeRun(ctx context.Context, id, owner string, o Runtim
 			err error
 		)
 		if o.Retry {
-			res, err = tx.ExecContext(ctx, s.q(`UPDATE runtime_runs SET attempt = attempt + 1, error = ?, version = version + 1,
-				updated_at = ? WHERE id = ? AND lease_owner = ? AND status = 'Running'`), o.Error, now, id, owner)
+			res, err = s.txExec(ctx, tx, `UPDATE runtime_runs SET attempt = attempt + 1, error = ?, version = version + 1,
+				updated_at = ? WHERE id = ? AND lease_owner = ? AND status = 'Running'`, o.Error, now, id, owner)
 		} else {
-			res, err = tx.ExecContext(ctx, s.q(`UPDATE runtime_runs SET status = ?, model_provider = ?, resolved_model = ?, response = ?,
+			res, err = s.txExec(ctx, tx, `UPDATE runtime_runs SET status = ?, model_provider = ?, resolved_model = ?, response = ?,
 				error = ?, lease_owner = '', lease_expires_at = 0, version = version + 1, updated_at = ?, completed_at = ?
-				WHERE id = ? AND lease_owner = ? AND status = 'Running'`),
+				WHERE id = ? AND lease_owner = ? AND status = 'Running'`,
 				o.Status, o.ModelProvider, o.ResolvedModel, nullJSON(o.Response), o.Error, now, now, id, owner)
 		}
 		if err != nil {
@@ -201,7 +201,7 @@ func (s *Store) FinishRuntimeRun(ctx context.Context, id, owner string, o Runtim
 // DeleteRuntimeRun removes a terminal Runtime Run at its current version.
 func (s *Store) DeleteRuntimeRun(ctx context.Context, workspaceID, id string, version int64) error {
 	return s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
-		r, err := scanRuntimeRun(tx.QueryRowContext(ctx, s.q(`SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ? AND workspace_id = ?`), id, workspaceID))
+		r, err := scanRuntimeRun(s.txQueryRow(ctx, tx, `SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ? AND workspace_id = ?`, id, workspaceID))
 		if err != nil {
 			return err
 		}
@@ -211,7 +211,7 @@ func (s *Store) DeleteRuntimeRun(ctx context.Context, workspaceID, id string, ve
 		if r.Status != RuntimeCompleted && r.Status != RuntimeFailed {
 			return fmt.Errorf("a %s runtime run cannot be deleted; only Completed or Failed ones: %w", r.Status, ErrConflict)
 		}
-		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM runtime_runs WHERE id = ? AND version = ?`), id, version)
+		_, err = s.txExec(ctx, tx, `DELETE FROM runtime_runs WHERE id = ? AND version = ?`, id, version)
 		return err
 	})
 }
@@ -220,7 +220,7 @@ func (s *Store) DeleteRuntimeRun(ctx context.Context, workspaceID, id string, ve
 func (s *Store) RenewRuntimeLease(ctx context.Context, id, owner string, lease time.Duration) (bool, error) {
 	var n int64
 	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE runtime_runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND status = 'Running'`),
+		res, err := s.txExec(ctx, tx, `UPDATE runtime_runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND status = 'Running'`,
 			ms(s.now().Add(lease)), id, owner)
 		if err != nil {
 			return err

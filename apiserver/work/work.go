@@ -353,18 +353,18 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (WorkItem, FlowRun, 
 	item.FlowRunID = run.ID
 	topics := func() []string { return []string{RunTopic(run.ID), WorkspaceTopic(run.WorkspaceID), RunnableTopic} }
 	err = s.inTxNotify(ctx, topics, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id,
+		if _, err := s.txExec(ctx, tx, `INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id,
 			interaction_id, work_task_id, type, title, instruction, flow_name, flow_version, flow_draft, flow_run_id, status, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			item.ID, item.TenantID, item.WorkspaceID, item.Namespace, item.PrincipalID, nullString(item.InteractionID), item.WorkTaskID,
 			item.Type, item.Title, item.Instruction, item.FlowName, item.FlowVersion, boolInt(item.FlowDraft), item.FlowRunID, item.Status,
 			ms(now), ms(now)); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_runs (id, work_item_id, tenant_id, workspace_id, namespace,
+		if _, err := s.txExec(ctx, tx, `INSERT INTO flow_runs (id, work_item_id, tenant_id, workspace_id, namespace,
 			principal_id, interaction_id, work_task_id, parent_flow_run_id, flow_name, flow_version, flow_draft, flow_revision,
 			flow_generation, flow_digest, flow_snapshot, state, data, resume_token_hash, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			run.ID, run.WorkItemID, run.TenantID, run.WorkspaceID, run.Namespace, run.PrincipalID, nullString(run.InteractionID),
 			run.WorkTaskID, nullString(run.ParentFlowRunID), run.FlowName, run.FlowVersion, boolInt(run.FlowDraft), run.FlowRevision,
 			run.FlowGeneration, run.FlowDigest, nullJSON(run.Snapshot), run.State, string(run.Data), hash, run.Version,
@@ -386,7 +386,7 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, runID, state strin
 		return nil
 	}
 	var last int64
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) FROM flow_run_events WHERE run_id = ?`), runID).Scan(&last); err != nil {
+	if err := s.txQueryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) FROM flow_run_events WHERE run_id = ?`, runID).Scan(&last); err != nil {
 		return err
 	}
 	for _, e := range events {
@@ -395,9 +395,9 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, runID, state strin
 			e.State = state
 		}
 		// The run's correlation ids are copied from its row, so no caller can get them wrong.
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_run_events (run_id, seq, type, step, attempt, state, reason,
+		if _, err := s.txExec(ctx, tx, `INSERT INTO flow_run_events (run_id, seq, type, step, attempt, state, reason,
 			interaction_id, work_task_id, work_execution_id, runtime_execution_id, created_at)
-			SELECT id, ?, ?, ?, ?, ?, ?, COALESCE(interaction_id, ''), work_task_id, work_item_id, ?, ? FROM flow_runs WHERE id = ?`),
+			SELECT id, ?, ?, ?, ?, ?, ?, COALESCE(interaction_id, ''), work_task_id, work_item_id, ?, ? FROM flow_runs WHERE id = ?`,
 			last, e.Type, e.Step, e.Attempt, e.State, e.Reason, e.RuntimeExecutionID, ms(now), runID); err != nil {
 			return err
 		}
@@ -433,7 +433,7 @@ func scanWorkItem(row scanner) (WorkItem, error) {
 
 // WorkItem reads a WorkItem of the workspace; another workspace's is not found.
 func (s *Store) WorkItem(ctx context.Context, workspaceID, id string) (WorkItem, error) {
-	return scanWorkItem(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+workItemColumns+` FROM work_items WHERE id = ? AND workspace_id = ?`), id, workspaceID))
+	return scanWorkItem(s.queryRow(ctx, `SELECT `+workItemColumns+` FROM work_items WHERE id = ? AND workspace_id = ?`, id, workspaceID))
 }
 
 const runColumns = `id, work_item_id, tenant_id, workspace_id, namespace, principal_id, interaction_id, work_task_id, parent_flow_run_id,
@@ -472,12 +472,12 @@ func scanRun(row scanner) (FlowRun, error) {
 
 // Run reads a FlowRun of the workspace; another workspace's is not found.
 func (s *Store) Run(ctx context.Context, workspaceID, id string) (FlowRun, error) {
-	return scanRun(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+runColumns+` FROM flow_runs WHERE id = ? AND workspace_id = ?`), id, workspaceID))
+	return scanRun(s.queryRow(ctx, `SELECT `+runColumns+` FROM flow_runs WHERE id = ? AND workspace_id = ?`, id, workspaceID))
 }
 
 // RunByID reads a FlowRun whatever its workspace, for the executor.
 func (s *Store) RunByID(ctx context.Context, id string) (FlowRun, error) {
-	return scanRun(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+runColumns+` FROM flow_runs WHERE id = ?`), id))
+	return scanRun(s.queryRow(ctx, `SELECT `+runColumns+` FROM flow_runs WHERE id = ?`, id))
 }
 
 // Events lists a run's history after seq (0 for all), oldest first.
@@ -556,8 +556,8 @@ func (s *Store) PendingActions(ctx context.Context, runID string) ([]PendingActi
 
 // OpenPendingAction is the run's action waiting for an answer, or nil.
 func (s *Store) OpenPendingAction(ctx context.Context, runID string) (*PendingAction, error) {
-	a, _, err := scanAction(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+actionColumns+`, token_hash FROM pending_actions
-		WHERE run_id = ? AND status = ?`), runID, ActionCreated))
+	a, _, err := scanAction(s.queryRow(ctx, `SELECT `+actionColumns+`, token_hash FROM pending_actions
+		WHERE run_id = ? AND status = ?`, runID, ActionCreated))
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
