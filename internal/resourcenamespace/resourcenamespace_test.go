@@ -17,7 +17,7 @@ func TestKubeName(t *testing.T) {
 		rns       platformv1.ResourceNamespace
 		want      string
 	}{
-		"default is the workspace's own namespace":         {workspace: "acme", rns: "default", want: "acme"},
+		"default is the workspace's own namespace":          {workspace: "acme", rns: "default", want: "acme"},
 		"an omitted resource namespace is the default one":  {workspace: "acme", rns: "", want: "acme"},
 		"a pack namespace is readable and hashed":           {workspace: "acme", rns: "contoso.reports", want: "acme-contoso-reports-"},
 		"a long pair is cut to a DNS label with its hash":   {workspace: long, rns: "contoso.reports", want: long[:52]},
