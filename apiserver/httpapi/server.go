@@ -35,8 +35,13 @@ const OpenAPIPath = "/openapi/v1"
 // Options are the dependencies of the service API.
 type Options struct {
 	Config *config.Config
-	// Kube reads and writes Management objects, with the control plane's loopback identity.
+	// Kube reads and writes Management objects on behalf of callers: the rules of the kube API's
+	// admission apply to what it writes as they do to kubectl.
 	Kube client.Client
+	// PlatformKube writes what only the platform itself writes (published Flow versions and
+	// Entries, system-managed Direct Agent Flows), with the control plane's loopback identity.
+	// Optional: Kube when unset.
+	PlatformKube client.Client
 	// Ready reports whether the platform can serve requests (the kube API and its storage).
 	Ready func(context.Context) error
 	// Identity holds local accounts, sessions and tenancy. Optional: without it no caller signs in
@@ -61,7 +66,9 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	kube    client.Client
-	ready   func(context.Context) error
+	// platformKube writes what only the platform writes (see Options.PlatformKube).
+	platformKube client.Client
+	ready        func(context.Context) error
 	// config holds, among others, model provider API keys (AI:Providers:<name>:ApiKey).
 	config *config.Config
 
@@ -114,6 +121,9 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
 		work: opts.Work, executor: opts.Executor, log: opts.Log, stopping: make(chan struct{}), config: opts.Config}
+	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
+		s.platformKube = opts.Kube
+	}
 	if s.log.GetSink() == nil {
 		s.log = logr.Discard()
 	}
@@ -147,6 +157,10 @@ func (s *Server) Mux() *http.ServeMux { return s.mux }
 
 // Kube reads and writes Management objects with the control plane's loopback identity.
 func (s *Server) Kube() client.Client { return s.kube }
+
+// PlatformKube writes what only the platform itself writes: published Flow versions and Entries
+// and system-managed Direct Agent Flows.
+func (s *Server) PlatformKube() client.Client { return s.platformKube }
 
 // Config is the platform's configuration.
 func (s *Server) Config() *config.Config { return s.config }
