@@ -118,9 +118,7 @@ func (r *Reconciler) reconcilePublication(ctx context.Context, s *scope) (bool, 
 		return false, err
 	}
 	if published != nil && flow.Status.ActiveVersion == def.Version {
-		snapshot := def.DeepCopy()
-		snapshot.Publication = ""
-		if published.Definition.Snapshot.Digest() != snapshot.Digest() {
+		if published.Definition.Snapshot.Digest() != def.Digest() {
 			s.publicationFailure = fmt.Sprintf("definition.version: version %s is published with another definition; published versions are immutable, so name a new version", def.Version)
 		}
 		return false, nil

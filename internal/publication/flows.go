@@ -117,7 +117,7 @@ func (p *Publisher) PublishFlowVersion(ctx context.Context, flow *platformv1.Flo
 	}
 	snapshot := *flow.Definition.DeepCopy()
 	snapshot.Version = version
-	// Who publishes the draft is not part of what is published: changing it changes no version.
+	// Who publishes the draft is no part of what is published.
 	snapshot.Publication = ""
 	digest := snapshot.Digest()
 	published := &platformv1.FlowVersion{
