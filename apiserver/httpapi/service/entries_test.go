@@ -144,7 +144,9 @@ func TestDeletingAnEntryShownOnADashboardNeedsTheCallersExplicitOptIn(t *testing
 	server := devServer(t)
 	ws, in := entryWorkspace(t, server)
 	g.Expect(in(http.MethodPost, "/api/agents", agentBody("helper", "Helper")).status).To(Equal(http.StatusCreated))
-	if r := in(http.MethodPost, "/api/entries", entryBody("ask", "Ask", `{"agent":{"name":"helper"}}`)); r.status != http.StatusCreated { t.Fatalf("%v", r.body) }
+	if r := in(http.MethodPost, "/api/entries", entryBody("ask", "Ask", `{"agent":{"name":"helper"}}`)); r.status != http.StatusCreated {
+		t.Fatalf("%v", r.body)
+	}
 	g.Expect(in(http.MethodPost, "/api/entries/ask/publish", "").status).To(Equal(http.StatusOK))
 	board := in(http.MethodPost, "/api/dashboards", `{"apiVersion":"platform/v1","kind":"Dashboard","metadata":{"name":"team"},`+
 		`"definition":{"entries":[{"name":"ask","role":"Featured"}]}}`)
