@@ -9,7 +9,9 @@ import (
 // submits to.
 type PublishedEntryDefinition struct {
 	// EntryPresentation is what the Entry shows and accepts, as published.
-	EntryPresentation `json:",inline"`
+	// The tag has no name rather than ",inline" so that the service API's OpenAPI schemas (huma)
+	// flatten it as encoding/json and controller-gen do.
+	EntryPresentation `json:""`
 	// ownerWorkspaceId is the id of the one Workspace the Entry belongs to and executes in.
 	// +required
 	// +kubebuilder:validation:MinLength=1
@@ -31,6 +33,11 @@ type PublishedEntryDefinition struct {
 	// publishedAt is when the projection was published.
 	// +optional
 	PublishedAt *metav1.Time `json:"publishedAt,omitempty"`
+	// publishedBy is who published it: a Principal id, or the Entry controller for an automatic
+	// publication.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	PublishedBy string `json:"publishedBy,omitempty"`
 }
 
 // PublishedTargetState says whether the pinned Flow version can run now.
