@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/httpapi"
@@ -34,6 +35,12 @@ func workServer(t testing.TB, s *store.Store) *httptest.Server {
 
 // workServerWith is workServer with settings added to its configuration.
 func workServerWith(t testing.TB, s *store.Store, settings map[string]string) *httptest.Server {
+	t.Helper()
+	return workServerOn(t, s, kube, settings)
+}
+
+// workServerOn is workServerWith with the kube client given.
+func workServerOn(t testing.TB, s *store.Store, kube client.Client, settings map[string]string) *httptest.Server {
 	t.Helper()
 	values := map[string]string{"Platform:Authentication:Mode": "Development"}
 	maps.Copy(values, settings)
