@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -83,6 +85,11 @@ func (w *problemWriter) Flush() {
 	if w.status == 0 {
 		_ = http.NewResponseController(w.ResponseWriter).Flush()
 	}
+}
+
+// Hijack passes on, for WebSocket upgrades by libraries that assert http.Hijacker.
+func (w *problemWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.
