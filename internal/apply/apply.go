@@ -192,7 +192,7 @@ func (o Options) apply(ctx context.Context, d *Document, dryRun bool) (Result, e
 		// the field. An object that exists already passes that check.
 		_, err := client.Create(ctx, d.Object, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager,
 			FieldValidation: "Strict"})
-		if err != nil && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
+		if apierrors.IsInvalid(err) {
 			return "", err
 		}
 	}
