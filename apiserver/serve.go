@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
@@ -140,9 +141,29 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		return err
 	}
 	controllers.SetLogger()
-	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: kube}, ctrl.Log.WithName("executor")
+	// Runs resolve their Flow versions and agents, and agent calls their model profiles and
+	// providers, from informers instead of a kube API request each (the API answers what the
+	// cache does not have yet). The informers stop with the executor, before the kube API.
+	informers, err := cache.New(server.LoopbackConfig, cache.Options{Scheme: platformscheme.Scheme})
+	if err != nil {
+		return err
+	}
+	informersCtx, stopInformers := context.WithCancel(context.Background())
+	informersStopped := make(chan struct{})
+	go func() {
+		defer close(informersStopped)
+		if err := informers.Start(informersCtx); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "informers: %v\n", err)
+		}
+	}()
+	defer func() {
+		stopInformers()
+		<-informersStopped
+	}()
+	resolve := executor.CacheFirst{Cache: informers, Live: kube}
+	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: resolve}, ctrl.Log.WithName("executor")
 	if managed, ok := agents.(*provider.ManagedProvider); ok {
-		managed.Client = kube
+		managed.Client = resolve
 	}
 	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {
 		return err

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
+	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 )
@@ -67,7 +70,8 @@ var benchFlows atomic.Int64
 
 // benchServer is workServer as `platform serve` runs it: the executor and the service API read
 // Management objects with the control plane's loopback identity (a token), not the
-// administrator's client certificate, which the kube API verifies at every request.
+// administrator's client certificate, which the kube API verifies at every request, and runs
+// resolve their Flow versions and agents from informers first.
 func benchServer(b *testing.B, s *store.Store) *httptest.Server {
 	b.Helper()
 	if env.Server() == nil {
@@ -77,7 +81,15 @@ func benchServer(b *testing.B, s *store.Store) *httptest.Server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return workServerOn(b, s, loopback, nil)
+	informers, err := cache.New(env.Server().LoopbackConfig, cache.Options{Scheme: platformscheme.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = informers.Start(ctx) }()
+	b.Cleanup(func() { cancel(); <-stopped })
+	return workServerOn(b, s, loopback, executor.CacheFirst{Cache: informers, Live: loopback}, nil)
 }
 
 // BenchmarkWorkItemsEndToEnd: WorkItems submitted through the Work API and executed by the

@@ -36,11 +36,12 @@ func workServer(t testing.TB, s *store.Store) *httptest.Server {
 // workServerWith is workServer with settings added to its configuration.
 func workServerWith(t testing.TB, s *store.Store, settings map[string]string) *httptest.Server {
 	t.Helper()
-	return workServerOn(t, s, kube, settings)
+	return workServerOn(t, s, kube, kube, settings)
 }
 
-// workServerOn is workServerWith with the kube client given.
-func workServerOn(t testing.TB, s *store.Store, kube client.Client, settings map[string]string) *httptest.Server {
+// workServerOn is workServerWith with the kube client given, and the reader that runs resolve
+// their Flow versions and agents with.
+func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve client.Reader, settings map[string]string) *httptest.Server {
 	t.Helper()
 	values := map[string]string{"Platform:Authentication:Mode": "Development"}
 	maps.Copy(values, settings)
@@ -50,7 +51,7 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, settings map
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := executor.New(executor.Options{Work: store, Resolver: executor.KubeResolver{Client: kube},
+	exec, err := executor.New(executor.Options{Work: store, Resolver: executor.KubeResolver{Client: resolve},
 		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
