@@ -45,7 +45,8 @@ type Options struct {
 	// Lease is how long a worker owns a run without renewing; 15 s when zero. A run left by a
 	// dead process is taken over once its lease expires.
 	Lease time.Duration
-	// Poll is how often an idle worker looks for runnable runs; 250 ms when zero.
+	// Poll is how often an idle worker looks for runs whose lease expired with a dead process; runs
+	// made runnable by a commit wake a worker at once (package notify). 1 s when zero.
 	Poll time.Duration
 	// RetryBackoff is the first pause before retrying a transient agent failure; it doubles.
 	RetryBackoff time.Duration
@@ -116,7 +117,7 @@ func New(opts Options) (*Executor, error) {
 		e.lease = 15 * time.Second
 	}
 	if e.poll <= 0 {
-		e.poll = 250 * time.Millisecond
+		e.poll = time.Second
 	}
 	if e.backoff <= 0 {
 		e.backoff = 200 * time.Millisecond
@@ -133,12 +134,11 @@ func New(opts Options) (*Executor, error) {
 
 // Wake tells idle workers that a run became runnable, so they do not wait for the next poll.
 func (e *Executor) Wake() {
-	for range e.workers {
-		select {
-		case e.wake <- struct{}{}:
-		default:
-			return
-		}
+	// One idle worker tries; a worker that claims a run wakes the next (see claim), so a burst
+	// of runs spreads over the workers and a single run does not send every worker to the store.
+	select {
+	case e.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -288,6 +288,7 @@ func (e *Executor) claim(take func(full []string) (string, error)) (string, erro
 		e.busyMu.Lock()
 		e.busy[workspace]++
 		e.busyMu.Unlock()
+		e.Wake() // there may be more
 	}
 	return workspace, err
 }

@@ -192,7 +192,8 @@ func (t Transition) Then(u Transition) Transition {
 // cancelled or claimed by another worker): the caller must drop the run without acting.
 func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (FlowRun, error) {
 	var out FlowRun
-	err := s.inTxNotify(ctx, func() []string { return runTopics(out) }, func(tx *sql.Tx) error {
+	// The worker holds the run: a transition of it makes nothing runnable for the others.
+	err := s.inTxNotify(ctx, func() []string { return runTopics(out, false) }, func(tx *sql.Tx) error {
 		run, err := s.lockRun(ctx, tx, runID, "")
 		if err != nil {
 			return err
@@ -225,10 +226,11 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 	return out, err
 }
 
-// runTopics are the topics a committed change of run announces.
-func runTopics(run FlowRun) []string {
+// runTopics are the topics a committed change of run announces; RunnableTopic too when it may
+// have made the run runnable (it is Pending or Running and no worker holds it).
+func runTopics(run FlowRun, runnable bool) []string {
 	topics := []string{RunTopic(run.ID), WorkspaceTopic(run.WorkspaceID)}
-	if run.State == StatePending || run.State == StateRunning {
+	if runnable && (run.State == StatePending || run.State == StateRunning) && run.LeaseOwner == "" {
 		topics = append(topics, RunnableTopic)
 	}
 	return topics
@@ -368,7 +370,7 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		run    FlowRun
 		token  string
 	)
-	err := s.inTxNotify(ctx, func() []string { return runTopics(run) }, func(tx *sql.Tx) error {
+	err := s.inTxNotify(ctx, func() []string { return runTopics(run, true) }, func(tx *sql.Tx) error {
 		old, err := s.lockRun(ctx, tx, r.RunID, r.WorkspaceID)
 		if err != nil {
 			return err
@@ -506,7 +508,7 @@ func (s *Store) Cancel(ctx context.Context, workspaceID, runID, reason string) (
 // change applies a transition that a caller (not a worker) makes, in one transaction.
 func (s *Store) change(ctx context.Context, workspaceID, runID string, fn func(old FlowRun, next *FlowRun) ([]Event, error)) (FlowRun, error) {
 	var out FlowRun
-	err := s.inTxNotify(ctx, func() []string { return runTopics(out) }, func(tx *sql.Tx) error {
+	err := s.inTxNotify(ctx, func() []string { return runTopics(out, true) }, func(tx *sql.Tx) error {
 		old, err := s.lockRun(ctx, tx, runID, workspaceID)
 		if err != nil {
 			return err
@@ -582,7 +584,7 @@ func (s *Store) ExpirePendingActions(ctx context.Context) (int, error) {
 	expired := 0
 	for _, d := range list {
 		var changed FlowRun
-		err := s.inTxNotify(ctx, func() []string { return runTopics(changed) }, func(tx *sql.Tx) error {
+		err := s.inTxNotify(ctx, func() []string { return runTopics(changed, false) }, func(tx *sql.Tx) error {
 			res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, version = version + 1
 				WHERE id = ? AND status = ? AND expires_at <= ?`, ActionExpired, d.id, ActionCreated, ms(s.now()))
 			if err != nil {
