@@ -93,6 +93,10 @@ var _ = Describe("Publication", func() {
 		Expect(version).NotTo(BeNil())
 		Expect(version.Definition.Snapshot.Target.ID).To(Equal(platformv1.ResourceName("helper")))
 		expectCondition(entry, platformv1.PublishedCondition, metav1.ConditionTrue, platformv1.PublishedReason)
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(entry), entry)).To(Succeed())
+			g.Expect(entry.Status.ResolvedTarget).To(Equal(&pub.Definition.ResolvedTarget), "the draft's status names the Flow version its binding resolves to")
+		}).Should(Succeed())
 		Expect(entry.Status.Publications).To(HaveLen(1))
 		Expect(entry.Status.Publications[0].PublishedBy).To(Equal(publication.AutomaticPublisher))
 		Expect(entry.Status.Publications[0].Generation).To(Equal(entry.Generation))
