@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +87,26 @@ func TestIdleConnectionsBeyondTheDescriptorLimitLeaveThePlatformServingOthers(t 
 		t.Fatalf("the server exited:\n%s", s.output())
 	default:
 	}
+}
+
+// A clean SIGTERM stops the platform without an error line: the controllers hand their Lease
+// over and nothing reports it lost, with a stack trace, on the way out.
+func TestACleanSIGTERMLogsNoError(t *testing.T) {
+	g := NewWithT(t)
+	s, err := startServer(filepath.Join(t.TempDir(), "data"))
+	g.Expect(err).NotTo(HaveOccurred())
+	// Once every controller of the term has started its workers (a SIGTERM during the start
+	// makes controller-runtime report the caches it could not fill).
+	started := func() bool {
+		out := s.stderr.String()
+		return strings.Contains(out, "controllers start") && strings.Count(out, `"msg":"Starting workers"`) > 10 &&
+			strings.Count(out, `"msg":"Starting workers"`) == strings.Count(out, `"msg":"Starting Controller"`)
+	}
+	g.Eventually(started).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(BeTrue())
+	g.Consistently(started).WithTimeout(time.Second).Should(BeTrue())
+	code, _, err := s.stop()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(BeZero())
+	g.Expect(s.stderr.String()).NotTo(Or(ContainSubstring("stacktrace"), ContainSubstring(`"level":"error"`),
+		ContainSubstring("leader election lost")), s.output())
 }
