@@ -190,10 +190,10 @@ func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus S
 	id := newID()
 	// The action takes the digest of the token handed to whoever submitted or last answered the
 	// run: the raw token exists only in that response.
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO pending_actions (id, workspace_id, interaction_id, run_id, step, kind, prompt,
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO pending_actions (id, workspace_id, interaction_id, task_id, run_id, step, kind, prompt,
 		options, status, expires_at, continuation_step, version, token_hash, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`),
-		id, run.WorkspaceID, nullString(run.InteractionID), run.ID, sus.Step, sus.Kind, sus.Prompt, options, ActionCreated,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`),
+		id, run.WorkspaceID, nullString(run.InteractionID), run.WorkTaskID, run.ID, sus.Step, sus.Kind, sus.Prompt, options, ActionCreated,
 		ms(now.Add(ttl)), sus.Continuation, hash, ms(now))
 	return id, err
 }

@@ -75,6 +75,7 @@ func (s *Store) DeleteTask(ctx context.Context, workspaceID, id string, version 
 		rows.Close()
 		for _, stmt := range []string{
 			`UPDATE interactions SET last_task_id = NULL, version = version + 1 WHERE last_task_id = ?`,
+			`UPDATE interactions SET current_run_id = '' WHERE current_run_id IN (SELECT id FROM flow_runs WHERE work_task_id = ?)`,
 			`DELETE FROM notifications WHERE task_id = ?`,
 			`DELETE FROM pending_actions WHERE task_id = ?`,
 			`UPDATE flow_runs SET parent_flow_run_id = NULL WHERE parent_flow_run_id IN (SELECT id FROM flow_runs WHERE work_task_id = ?)`,

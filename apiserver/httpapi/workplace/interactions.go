@@ -47,8 +47,8 @@ type EntryRef struct {
 	Name      string `json:"name"`
 }
 
-// Message is one functional message of a conversation.
-type Message struct {
+// InteractionMessage is one functional message of a conversation.
+type InteractionMessage struct {
 	ID        string    `json:"id"`
 	Seq       int64     `json:"seq" doc:"Position in the conversation, from 1"`
 	Role      string    `json:"role" enum:"User,Platform,System" doc:"A functional label, never an identity"`
@@ -66,15 +66,15 @@ type Question struct {
 	Options         []work.Option `json:"options,omitempty"`
 }
 
-// Action is the functional action of the conversation's latest run: what the Workplace shows.
-type Action struct {
-	Type          string         `json:"type" enum:"respond,requestInput,requestConfirmation,requestChoice,createTask,showResult,showError,working" doc:"working while the run has not settled yet: updates follow (real-time hub, or a read of the Interaction)"`
-	Text          string         `json:"text,omitempty"`
-	PendingAction *PendingAction `json:"pendingAction,omitempty" doc:"The question to answer, for the request actions"`
+// InteractionAction is the functional action of the conversation's latest run: what the Workplace shows.
+type InteractionAction struct {
+	Type          string                    `json:"type" enum:"respond,requestInput,requestConfirmation,requestChoice,createTask,showResult,showError,working" doc:"working while the run has not settled yet: updates follow (real-time hub, or a read of the Interaction)"`
+	Text          string                    `json:"text,omitempty"`
+	PendingAction *InteractionPendingAction `json:"pendingAction,omitempty" doc:"The question to answer, for the request actions"`
 }
 
-// PendingAction is a question a run waits on. Its resume token is never part of it.
-type PendingAction struct {
+// InteractionPendingAction is a question a run waits on. Its resume token is never part of it.
+type InteractionPendingAction struct {
 	ID        string        `json:"id"`
 	Kind      string        `json:"kind" enum:"text,choice,confirmation,file,approval"`
 	Prompt    string        `json:"prompt"`
@@ -87,24 +87,24 @@ type PendingAction struct {
 // action of its latest run, its Task when the reference appears, and the single-use resume
 // token of the run's next pending action, returned only here.
 type Exchange struct {
-	Interaction Interaction    `json:"interaction"`
-	Message     *Message       `json:"message,omitempty" doc:"The message the request added"`
-	Action      *Action        `json:"action,omitempty"`
-	Task        *Task          `json:"task,omitempty" doc:"The public Task, when its reference appears in the conversation"`
-	Answered    *PendingAction `json:"answered,omitempty" doc:"The pending action the request answered"`
-	ResumeToken string         `json:"resumeToken,omitempty" doc:"Single-use: answers the run's next pending action; never readable again"`
+	Interaction Interaction               `json:"interaction"`
+	Message     *InteractionMessage       `json:"message,omitempty" doc:"The message the request added"`
+	Action      *InteractionAction        `json:"action,omitempty"`
+	Task        *Task                     `json:"task,omitempty" doc:"The public Task, when its reference appears in the conversation"`
+	Answered    *InteractionPendingAction `json:"answered,omitempty" doc:"The pending action the request answered"`
+	ResumeToken string                    `json:"resumeToken,omitempty" doc:"Single-use: answers the run's next pending action; never readable again"`
 }
 
-type workspacePath struct {
+type WorkspacePath struct {
 	Workspace string `path:"workspace" maxLength:"128" doc:"Workspace id or route name"`
 }
 
-type interactionPath struct {
-	workspacePath
+type InteractionPath struct {
+	WorkspacePath
 	ID string `path:"id" maxLength:"64" doc:"Interaction id"`
 }
 
-type waitQuery struct {
+type WaitQuery struct {
 	WaitSeconds int `query:"waitSeconds" minimum:"0" maximum:"30" default:"10" doc:"Wait up to this long for the run to ask, answer or end before answering"`
 }
 
@@ -121,7 +121,7 @@ type FollowUpRequest struct {
 
 // AnswerRequest answers a pending action of the conversation.
 type AnswerRequest struct {
-	ResumeToken string      `json:"resumeToken" maxLength:"128" doc:"The single-use token returned with the question"`
+	ResumeToken string      `json:"resumeToken,omitempty" maxLength:"128" doc:"The single-use token returned with the question"`
 	Value       *string     `json:"value,omitempty" doc:"The answer of a text action, or the value of a choice's option"`
 	Confirmed   *bool       `json:"confirmed,omitempty" doc:"The answer of a confirmation"`
 	Approved    *bool       `json:"approved,omitempty" doc:"The answer of an approval"`
@@ -142,7 +142,7 @@ type exchangeOutput struct {
 }
 
 func (s *routes) registerInteractions() {
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "open-interaction", Method: http.MethodPost, Path: "/api/workspaces/{workspace}/entries/{entry}/interactions",
 		Tags: []string{tagInteractions}, Summary: "Open an Interaction from an Entry", DefaultStatus: http.StatusCreated,
 		Description: "Checks the input against the published Entry's fields (422 with the field path: an unknown field, a " +
@@ -153,21 +153,21 @@ func (s *routes) registerInteractions() {
 			"its reference appears, and the single-use resume token of its first question.",
 		Errors: []int{http.StatusConflict, http.StatusUnprocessableEntity},
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
-		workspacePath
+		WorkspacePath
 		Entry     string `path:"entry" maxLength:"253" doc:"Name of the published Entry"`
 		Namespace string `query:"namespace" maxLength:"127" doc:"Resource namespace of the Entry; default when omitted"`
-		waitQuery
+		WaitQuery
 		RawBody []byte
 		Body    OpenRequest
 	}) (*exchangeOutput, error) {
 		return s.open(ctx, in.Entry, in.Namespace, in.RawBody, in.Body, in.WaitSeconds)
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "list-interactions", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/interactions",
 		Tags: []string{tagInteractions}, Summary: "List the caller's recent Interactions", Description: "Most recently active first.",
 	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
-		workspacePath
+		WorkspacePath
 		Take int `query:"take" minimum:"1" maximum:"100" default:"20" doc:"At most this many"`
 	}) (*httpapi.ListOutput[Interaction], error) {
 		rc, _ := httpapi.RequestContextFrom(ctx)
@@ -186,11 +186,11 @@ func (s *routes) registerInteractions() {
 		return httpapi.ItemsOutput(out), nil
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "get-interaction", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/interactions/{id}",
 		Tags: []string{tagInteractions}, Summary: "Read an Interaction",
 		Description: "With the action of its latest run. Never a resume token: it was returned once, to the request that led to the question.",
-	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *interactionPath) (*exchangeOutput, error) {
+	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *InteractionPath) (*exchangeOutput, error) {
 		rc, _ := httpapi.RequestContextFrom(ctx)
 		i, err := s.workplace.Interaction(ctx, rc.WorkspaceID, in.ID)
 		if err != nil {
@@ -199,14 +199,14 @@ func (s *routes) registerInteractions() {
 		return s.exchange(ctx, i, nil, "")
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "list-interaction-messages", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/interactions/{id}/messages",
 		Tags: []string{tagInteractions}, Summary: "List the messages of an Interaction", Description: "Oldest first, after seq.",
 	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
-		interactionPath
+		InteractionPath
 		After int64 `query:"after" minimum:"0" doc:"Only the messages after this seq"`
 		Take  int   `query:"take" minimum:"1" maximum:"200" default:"100" doc:"At most this many"`
-	}) (*httpapi.ListOutput[Message], error) {
+	}) (*httpapi.ListOutput[InteractionMessage], error) {
 		rc, _ := httpapi.RequestContextFrom(ctx)
 		if _, err := s.workplace.Interaction(ctx, rc.WorkspaceID, in.ID); err != nil {
 			return nil, httpapi.Problem(err)
@@ -218,7 +218,7 @@ func (s *routes) registerInteractions() {
 		return httpapi.ListOf(messages, messageOf), nil
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "send-interaction-message", Method: http.MethodPost, Path: "/api/workspaces/{workspace}/interactions/{id}/messages",
 		Tags: []string{tagInteractions}, Summary: "Send a follow-up message", DefaultStatus: http.StatusAccepted,
 		Description: "Accepted asynchronously (202): a new FlowRun continues the conversation on the Entry's continuation target " +
@@ -228,8 +228,8 @@ func (s *routes) registerInteractions() {
 			"when that one ends. While a question waits for an answer, the message is refused with 409: answer it first.",
 		Errors: []int{http.StatusConflict, http.StatusUnprocessableEntity},
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
-		interactionPath
-		waitQuery
+		InteractionPath
+		WaitQuery
 		Body FollowUpRequest
 	}) (*exchangeOutput, error) {
 		if errs := domain.CheckMessage(in.Body.Text, field.NewPath("text")); len(errs) > 0 {
@@ -254,7 +254,7 @@ func (s *routes) registerInteractions() {
 		return s.exchange(ctx, i, &msg, f.Token)
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "answer-interaction-pending-action", Method: http.MethodPost,
 		Path: "/api/workspaces/{workspace}/interactions/{id}/pending-actions/{actionId}/responses",
 		Tags: []string{tagInteractions}, Summary: "Answer a pending action of the conversation",
@@ -265,9 +265,9 @@ func (s *routes) registerInteractions() {
 			"of the Task. The answer carries a fresh resume token for the run's next question.",
 		Errors: []int{http.StatusBadRequest, http.StatusConflict},
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
-		interactionPath
+		InteractionPath
 		ActionID string `path:"actionId" maxLength:"64" doc:"Pending action id"`
-		waitQuery
+		WaitQuery
 		Body AnswerRequest
 	}) (*exchangeOutput, error) {
 		rc, _ := httpapi.RequestContextFrom(ctx)
@@ -468,7 +468,7 @@ func (s *routes) settle(ctx context.Context, i domain.Interaction, seconds int) 
 }
 
 // exchange describes the conversation i after a request.
-func (s *routes) exchange(ctx context.Context, i domain.Interaction, msg *Message, token string) (*exchangeOutput, error) {
+func (s *routes) exchange(ctx context.Context, i domain.Interaction, msg *InteractionMessage, token string) (*exchangeOutput, error) {
 	view, err := s.interactionView(ctx, i)
 	if err != nil {
 		return nil, err
@@ -496,7 +496,7 @@ func (s *routes) exchange(ctx context.Context, i domain.Interaction, msg *Messag
 }
 
 // actionOf is the functional action of a run: its question, its answer, its failure, or working.
-func (s *routes) actionOf(ctx context.Context, run work.FlowRun) (*Action, error) {
+func (s *routes) actionOf(ctx context.Context, run work.FlowRun) (*InteractionAction, error) {
 	switch run.State {
 	case work.StateActionRequired:
 		a, err := s.Work().OpenPendingAction(ctx, run.ID)
@@ -504,25 +504,25 @@ func (s *routes) actionOf(ctx context.Context, run work.FlowRun) (*Action, error
 			return nil, httpapi.Problem(err)
 		}
 		if a == nil {
-			return &Action{Type: "working"}, nil
+			return &InteractionAction{Type: "working"}, nil
 		}
 		kind := map[string]string{work.KindChoice: "requestChoice", work.KindConfirmation: "requestConfirmation", work.KindApproval: "requestConfirmation"}[a.Kind]
 		if kind == "" {
 			kind = "requestInput"
 		}
-		return &Action{Type: kind, Text: a.Prompt, PendingAction: pendingActionOf(a)}, nil
+		return &InteractionAction{Type: kind, Text: a.Prompt, PendingAction: pendingActionOf(a)}, nil
 	case work.StateCompleted:
 		action, text, title := domain.FunctionalAction(run.Result)
 		if action == "createTask" && text == "" {
 			text = title
 		}
-		return &Action{Type: action, Text: text}, nil
+		return &InteractionAction{Type: action, Text: text}, nil
 	case work.StateFailed:
-		return &Action{Type: "showError", Text: run.Reason}, nil
+		return &InteractionAction{Type: "showError", Text: run.Reason}, nil
 	case work.StateCancelled:
-		return &Action{Type: "showError", Text: "The work was cancelled"}, nil
+		return &InteractionAction{Type: "showError", Text: "The work was cancelled"}, nil
 	}
-	return &Action{Type: "working"}, nil
+	return &InteractionAction{Type: "working"}, nil
 }
 
 func (s *routes) interactionView(ctx context.Context, i domain.Interaction) (Interaction, error) {
@@ -547,8 +547,8 @@ func (s *routes) interactionView(ctx context.Context, i domain.Interaction) (Int
 	return view, nil
 }
 
-func messageOf(m domain.Message) Message {
-	out := Message{ID: m.ID, Seq: m.Seq, Role: m.Role, Kind: m.Kind, Text: m.Text, Pending: m.Pending, CreatedAt: m.CreatedAt}
+func messageOf(m domain.Message) InteractionMessage {
+	out := InteractionMessage{ID: m.ID, Seq: m.Seq, Role: m.Role, Kind: m.Kind, Text: m.Text, Pending: m.Pending, CreatedAt: m.CreatedAt}
 	if m.Kind == domain.MessageQuestion && len(m.Payload) > 0 {
 		var q Question
 		if json.Unmarshal(m.Payload, &q) == nil {
@@ -558,9 +558,9 @@ func messageOf(m domain.Message) Message {
 	return out
 }
 
-func pendingActionOf(a *work.PendingAction) *PendingAction {
+func pendingActionOf(a *work.PendingAction) *InteractionPendingAction {
 	if a == nil {
 		return nil
 	}
-	return &PendingAction{ID: a.ID, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: a.Status, ExpiresAt: a.ExpiresAt}
+	return &InteractionPendingAction{ID: a.ID, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: a.Status, ExpiresAt: a.ExpiresAt}
 }

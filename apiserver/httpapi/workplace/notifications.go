@@ -41,12 +41,12 @@ func notificationOf(n domain.Notification) Notification {
 }
 
 func (s *routes) registerNotifications() {
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "list-notifications", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/notifications", Tags: []string{tagNotifications},
 		Summary:     "List the caller's notifications",
 		Description: "Attention first: unread questions and failures, then the other unread ones, then the read ones; newest first in each. With the unread count.",
 	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
-		workspacePath
+		WorkspacePath
 		Take int `query:"take" minimum:"1" maximum:"100" default:"50"`
 	}) (*struct{ Body NotificationList }, error) {
 		rc, _ := httpapi.RequestContextFrom(ctx)
@@ -61,11 +61,11 @@ func (s *routes) registerNotifications() {
 		return &struct{ Body NotificationList }{Body: out}, nil
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "read-notification", Method: http.MethodPost, Path: "/api/workspaces/{workspace}/notifications/{id}/read", Tags: []string{tagNotifications},
 		Summary: "Mark one notification read", Description: "Marking it again changes nothing.",
 	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
-		workspacePath
+		WorkspacePath
 		ID string `path:"id" maxLength:"64"`
 	}) (*struct{ Body Notification }, error) {
 		rc, _ := httpapi.RequestContextFrom(ctx)
@@ -76,10 +76,10 @@ func (s *routes) registerNotifications() {
 		return &struct{ Body Notification }{Body: notificationOf(n)}, nil
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "read-all-notifications", Method: http.MethodPost, Path: "/api/workspaces/{workspace}/notifications/read-all", Tags: []string{tagNotifications},
 		Summary: "Mark all the caller's notifications read",
-	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *workspacePath) (*struct {
+	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *WorkspacePath) (*struct {
 		Body struct {
 			Marked      int64 `json:"marked" doc:"How many were unread"`
 			UnreadCount int   `json:"unreadCount"`

@@ -61,8 +61,8 @@ func taskOf(t domain.Task) Task {
 	return out
 }
 
-// Activity is one functional progress item of a Task.
-type Activity struct {
+// TaskActivity is one functional progress item of a Task.
+type TaskActivity struct {
 	Seq         int64     `json:"seq"`
 	Kind        string    `json:"kind" enum:"turn,question,run" doc:"A participant's turn, a question, the run's own course"`
 	Phase       string    `json:"phase" enum:"started,completed,waiting,answered,failed,cancelled,paused,resumed"`
@@ -71,8 +71,8 @@ type Activity struct {
 	CreatedAt   time.Time `json:"createdAt"`
 }
 
-// Result is a durable Result of a Task.
-type Result struct {
+// TaskResult is a durable Result of a Task.
+type TaskResult struct {
 	ID        string    `json:"id"`
 	Seq       int64     `json:"seq"`
 	Action    string    `json:"action" doc:"The functional action the work ended with"`
@@ -81,8 +81,8 @@ type Result struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// Artifact is a downloadable deliverable of a Task.
-type Artifact struct {
+// TaskArtifact is a downloadable deliverable of a Task.
+type TaskArtifact struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	MediaType string    `json:"mediaType"`
@@ -90,8 +90,8 @@ type Artifact struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-type taskPath struct {
-	workspacePath
+type TaskPath struct {
+	WorkspacePath
 	ID string `path:"id" maxLength:"64" doc:"Task id"`
 }
 
@@ -101,11 +101,11 @@ type taskOutput struct {
 }
 
 func (s *routes) registerTasks() {
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "list-tasks", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/tasks", Tags: []string{tagTasks},
 		Summary: "List the workspace's Tasks", Description: "Most recently updated first, a page at a time: pass the last item's updatedAt as before for the next.",
 	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
-		workspacePath
+		WorkspacePath
 		State  string    `query:"state" maxLength:"256" doc:"Comma-separated states to keep (completed,failed,cancelled for cleanup)"`
 		Before time.Time `query:"before" doc:"Only Tasks updated before this time"`
 		Take   int       `query:"take" minimum:"1" maximum:"100" default:"50"`
@@ -130,10 +130,10 @@ func (s *routes) registerTasks() {
 		return httpapi.ListOf(tasks, taskOf), nil
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "get-task", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/tasks/{id}", Tags: []string{tagTasks},
 		Summary: "Read a Task",
-	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *taskPath) (*taskOutput, error) {
+	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *TaskPath) (*taskOutput, error) {
 		t, err := s.task(ctx, in.ID)
 		if err != nil {
 			return nil, err
@@ -146,11 +146,11 @@ func (s *routes) registerTasks() {
 		{"resume", "Resume a paused Task"},
 		{"cancel", "Cancel a Task"},
 	} {
-		huma.Register(s.API(), httpapi.Secured(huma.Operation{
+		huma.Register(s.API(), s.operation(huma.Operation{
 			OperationID: op.name + "-task", Method: http.MethodPost, Path: "/api/workspaces/{workspace}/tasks/{id}/" + op.name, Tags: []string{tagTasks},
 			Summary: op.summary, Description: "Offered only where it applies (see the Task's actions); elsewhere 409.",
 			Errors: []int{http.StatusConflict},
-		}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *taskPath) (*taskOutput, error) {
+		}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *TaskPath) (*taskOutput, error) {
 			t, err := s.task(ctx, in.ID)
 			if err != nil {
 				return nil, err
@@ -175,7 +175,7 @@ func (s *routes) registerTasks() {
 		})
 	}
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "delete-task", Method: http.MethodDelete, Path: "/api/workspaces/{workspace}/tasks/{id}", Tags: []string{tagTasks},
 		Summary: "Delete a completed, failed or cancelled Task",
 		Description: "Needs the Task's current ETag in If-Match (428 without, 412 when stale). Pending, running, paused and " +
@@ -185,7 +185,7 @@ func (s *routes) registerTasks() {
 		DefaultStatus: http.StatusNoContent,
 		Errors:        []int{http.StatusConflict, http.StatusPreconditionRequired, http.StatusPreconditionFailed},
 	}, httpapi.PolicyRunsDelete), func(ctx context.Context, in *struct {
-		taskPath
+		TaskPath
 		httpapi.IfMatchInput
 	}) (*struct{}, error) {
 		version, err := in.RequiredResourceVersion()
@@ -207,15 +207,15 @@ func (s *routes) registerTasks() {
 		return nil, httpapi.Problem(err)
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "list-task-activities", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/tasks/{id}/activities", Tags: []string{tagTasks},
 		Summary: "List a Task's activities",
 		Description: "detailed keeps the full functional history; compact keeps the current activity only, and drops the " +
 			"lifecycle markers already conveyed by the answer, the question, the Result or the artifact.",
 	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
-		taskPath
+		TaskPath
 		Detail string `query:"detail" enum:"compact,detailed" default:"detailed"`
-	}) (*httpapi.ListOutput[Activity], error) {
+	}) (*httpapi.ListOutput[TaskActivity], error) {
 		t, err := s.task(ctx, in.ID)
 		if err != nil {
 			return nil, err
@@ -227,15 +227,15 @@ func (s *routes) registerTasks() {
 		if in.Detail == "compact" {
 			activities = domain.CompactActivities(activities)
 		}
-		return httpapi.ListOf(activities, func(a domain.Activity) Activity {
-			return Activity{Seq: a.Seq, Kind: a.Kind, Phase: a.Phase, Label: a.Label, Participant: a.Participant, CreatedAt: a.CreatedAt}
+		return httpapi.ListOf(activities, func(a domain.Activity) TaskActivity {
+			return TaskActivity{Seq: a.Seq, Kind: a.Kind, Phase: a.Phase, Label: a.Label, Participant: a.Participant, CreatedAt: a.CreatedAt}
 		}), nil
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "list-task-results", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/tasks/{id}/results", Tags: []string{tagTasks},
 		Summary: "List a Task's Results", Description: "One per run of the Task that ended with a result, oldest first.",
-	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *taskPath) (*httpapi.ListOutput[Result], error) {
+	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *TaskPath) (*httpapi.ListOutput[TaskResult], error) {
 		t, err := s.task(ctx, in.ID)
 		if err != nil {
 			return nil, err
@@ -244,8 +244,8 @@ func (s *routes) registerTasks() {
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		return httpapi.ListOf(results, func(r domain.Result) Result {
-			out := Result{ID: r.ID, Seq: r.Seq, Action: r.Action, Text: r.Text, CreatedAt: r.CreatedAt}
+		return httpapi.ListOf(results, func(r domain.Result) TaskResult {
+			out := TaskResult{ID: r.ID, Seq: r.Seq, Action: r.Action, Text: r.Text, CreatedAt: r.CreatedAt}
 			var payload domain.RunOutput
 			if len(r.Payload) > 0 && json.Unmarshal(r.Payload, &payload) == nil {
 				out.Output = payload.Output
@@ -254,10 +254,10 @@ func (s *routes) registerTasks() {
 		}), nil
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "list-task-artifacts", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/tasks/{id}/artifacts", Tags: []string{tagTasks},
 		Summary: "List a Task's artifacts", Description: "Metadata only; the bytes download from .../artifacts/{artifactId}/content.",
-	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *taskPath) (*httpapi.ListOutput[Artifact], error) {
+	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *TaskPath) (*httpapi.ListOutput[TaskArtifact], error) {
 		t, err := s.task(ctx, in.ID)
 		if err != nil {
 			return nil, err
@@ -269,13 +269,13 @@ func (s *routes) registerTasks() {
 		return httpapi.ListOf(artifacts, artifactOf), nil
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "download-task-artifact", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/tasks/{id}/artifacts/{artifactId}/content",
 		Tags: []string{tagTasks}, Summary: "Download an artifact's bytes",
 		Description: "Streams the bytes with their media type and length, as an attachment named after the artifact.",
 		Responses:   map[string]*huma.Response{"200": {Description: "The artifact's bytes", Content: map[string]*huma.MediaType{"application/octet-stream": {}}}},
 	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
-		taskPath
+		TaskPath
 		ArtifactID string `path:"artifactId" maxLength:"64"`
 	}) (*huma.StreamResponse, error) {
 		rc, _ := httpapi.RequestContextFrom(ctx)
@@ -298,7 +298,7 @@ func (s *routes) registerTasks() {
 		}}, nil
 	})
 
-	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+	huma.Register(s.API(), s.operation(huma.Operation{
 		OperationID: "answer-task-pending-action", Method: http.MethodPost,
 		Path: "/api/workspaces/{workspace}/tasks/{id}/pending-actions/{actionId}/responses", Tags: []string{tagTasks},
 		Summary: "Answer a question of an autonomous Task",
@@ -307,10 +307,10 @@ func (s *routes) registerTasks() {
 			"is answered in the conversation (404 here).",
 		Errors: []int{http.StatusBadRequest, http.StatusConflict},
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
-		taskPath
+		TaskPath
 		ActionID string `path:"actionId" maxLength:"64"`
 		Body     AnswerRequest
-	}) (*struct{ Body PendingAction }, error) {
+	}) (*struct{ Body InteractionPendingAction }, error) {
 		t, err := s.task(ctx, in.ID)
 		if err != nil {
 			return nil, err
@@ -327,7 +327,7 @@ func (s *routes) registerTasks() {
 		if err != nil {
 			return nil, err
 		}
-		return &struct{ Body PendingAction }{Body: *pendingActionOf(&answered)}, nil
+		return &struct{ Body InteractionPendingAction }{Body: *pendingActionOf(&answered)}, nil
 	})
 }
 
@@ -340,6 +340,6 @@ func (s *routes) task(ctx context.Context, id string) (domain.Task, error) {
 	return t, nil
 }
 
-func artifactOf(a domain.Artifact) Artifact {
-	return Artifact{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Length: a.Length, CreatedAt: a.CreatedAt}
+func artifactOf(a domain.Artifact) TaskArtifact {
+	return TaskArtifact{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Length: a.Length, CreatedAt: a.CreatedAt}
 }
