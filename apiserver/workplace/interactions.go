@@ -128,7 +128,6 @@ func (s *Store) setCurrentRun(ctx context.Context, tx *sql.Tx, interactionID, ru
 	return err
 }
 
-
 // titleOf is the title of a conversation's work: the Entry's name and the request's beginning.
 func titleOf(title, text string) string {
 	if text == "" {
