@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/internal/demo"
@@ -293,4 +294,78 @@ func storeFor(t *testing.T) *store.Store {
 
 func keyIn(namespace, name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: namespace, Name: name}
+}
+
+func TestFileAndApprovalQuestionsAreAnsweredInTheConversationAndTheFileBecomesADownloadableArtifact(t *testing.T) {
+	g := NewWithT(t)
+	server := workServer(t, storeFor(t))
+	ws, in := entryWorkspace(t, server)
+	for _, c := range []struct{ path, body string }{
+		{"/api/agents", agentBody("reviewer", "Reviewer")},
+		{"/api/flows", `{"name":"review","kind":"Orchestration","definition":{"steps":[{"name":"in","type":"Input"},` +
+			`{"name":"upload","type":"Agent","agent":{"name":"reviewer"},"suspend":{"kind":"File","prompt":"Send the draft"}},` +
+			`{"name":"approve","type":"Agent","agent":{"name":"reviewer"},"suspend":{"kind":"Approval","prompt":"Publish it?"}},` +
+			`{"name":"out","type":"Output"}],"edges":[{"from":"in","to":"upload"},{"from":"upload","to":"approve"},{"from":"approve","to":"out"}]}}`},
+		{"/api/flows/review/versions", `{"version":"1.0.0","activate":true}`},
+		{"/api/entries", entryBody("review", "Review", `{"flow":{"name":"review"}}`)},
+	} {
+		r := in(http.MethodPost, c.path, c.body)
+		g.Expect(r.status).To(Equal(http.StatusCreated), "%s: %v", c.path, r.body)
+	}
+	g.Expect(in(http.MethodPost, "/api/entries/review/publish", "").status).To(Equal(http.StatusOK))
+	c := workplaceClient{t: t, server: server, ws: ws}
+
+	opened := c.must(http.StatusCreated, http.MethodPost, "/entries/review/interactions?waitSeconds=10", `{"input":{"request":"Q3 review"}}`)
+	g.Expect(field(opened, "action", "pendingAction", "kind")).To(Equal("file"), "%v", opened)
+	taskID := field(opened, "task", "id").(string)
+	bad := c.call(http.MethodPost, "/interactions/"+field(opened, "interaction", "id").(string)+"/pending-actions/"+
+		field(opened, "action", "pendingAction", "id").(string)+"/responses", `{"resumeToken":"`+opened["resumeToken"].(string)+`","value":"text instead"}`)
+	expectProblem(g, bad, http.StatusBadRequest)
+	g.Expect(c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/artifacts", "")["items"]).To(BeEmpty(), "a refused answer stores nothing")
+
+	approval := c.answer(opened, `"file":{"name":"draft.csv","mediaType":"text/csv","contentBase64":"cmVnaW9uLHNhbGVzCm5vcnRoLDEy"}`)
+	g.Expect(field(approval, "action", "pendingAction", "kind")).To(Equal("approval"), "%v", approval)
+	done := c.answer(approval, `"approved":false,"reason":"numbers are off"`)
+	g.Expect(field(done, "interaction", "state")).To(Equal("Idle"))
+
+	messages := c.must(http.StatusOK, http.MethodGet, "/interactions/"+field(opened, "interaction", "id").(string)+"/messages", "")["items"].([]any)
+	g.Expect(texts(messages)).To(ContainElements("User:answer:Sent draft.csv", "User:answer:Rejected: numbers are off"))
+
+	artifacts := c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/artifacts", "")["items"].([]any)
+	g.Expect(artifacts).To(ConsistOf(And(HaveKeyWithValue("name", "draft.csv"), HaveKeyWithValue("mediaType", "text/csv"),
+		HaveKeyWithValue("length", BeNumerically("==", 21)))))
+	g.Expect(artifacts[0]).NotTo(HaveKey("storageKey"), "storage keys stay inside")
+	download := c.call(http.MethodGet, "/tasks/"+taskID+"/artifacts/"+artifacts[0].(map[string]any)["id"].(string)+"/content", "")
+	g.Expect(download.status).To(Equal(http.StatusOK))
+	g.Expect(download.header.Get("Content-Type")).To(Equal("text/csv"))
+	g.Expect(download.header.Get("Content-Length")).To(Equal("21"))
+	g.Expect(download.header.Get("Content-Disposition")).To(Equal(`attachment; filename=draft.csv`))
+	other := workplaceClient{t: t, server: server, ws: routingWorkspace(t)}
+	expectProblem(g, other.call(http.MethodGet, "/tasks/"+taskID+"/artifacts/"+artifacts[0].(map[string]any)["id"].(string)+"/content", ""),
+		http.StatusNotFound)
+}
+
+func TestDeletingAnEntryClosesItsEligibleConversationsOnlyWhenAsked(t *testing.T) {
+	g := NewWithT(t)
+	server := workServer(t, storeFor(t))
+	ws := demoWorkspace(t)
+	c := workplaceClient{t: t, server: server, ws: ws}
+	idle := c.must(http.StatusCreated, http.MethodPost, "/entries/quick-answer/interactions?waitSeconds=10", `{"input":{"question":"Why?"}}`)
+	asking := c.must(http.StatusCreated, http.MethodPost, "/entries/guided-request/interactions?waitSeconds=10", `{"input":{"request":"x"}}`)
+	in := func(method, path string, headers ...string) response {
+		return call(t, server, method, path, "", append([]string{httpapi.WorkspaceHeader, ws}, headers...)...)
+	}
+	etag := in(http.MethodGet, "/api/entries/quick-answer").header.Get("ETag")
+	g.Expect(in(http.MethodDelete, "/api/entries/quick-answer?removeDashboardReferences=true&closeInteractions=true", "If-Match", etag).status).
+		To(Equal(http.StatusNoContent))
+	closed := c.must(http.StatusOK, http.MethodGet, "/interactions/"+field(idle, "interaction", "id").(string), "")
+	g.Expect(field(closed, "interaction", "state")).To(Equal("Closed"))
+	g.Expect(c.must(http.StatusOK, http.MethodGet, "/interactions/"+field(idle, "interaction", "id").(string)+"/messages", "")["items"]).To(HaveLen(2),
+		"a closed conversation keeps its history")
+	expectProblem(g, c.call(http.MethodPost, "/interactions/"+field(idle, "interaction", "id").(string)+"/messages", `{"text":"again"}`), http.StatusConflict)
+
+	etag = in(http.MethodGet, "/api/entries/guided-request").header.Get("ETag")
+	g.Expect(in(http.MethodDelete, "/api/entries/guided-request?removeDashboardReferences=true", "If-Match", etag).status).To(Equal(http.StatusNoContent))
+	kept := c.must(http.StatusOK, http.MethodGet, "/interactions/"+field(asking, "interaction", "id").(string), "")
+	g.Expect(field(kept, "interaction", "state")).To(Equal("Active"), "without the option the conversation stays as it is")
 }
