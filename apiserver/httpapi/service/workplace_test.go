@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +15,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
+	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/demo"
 	"platform.dev/platform/internal/publication"
 )
@@ -368,4 +371,34 @@ func TestDeletingAnEntryClosesItsEligibleConversationsOnlyWhenAsked(t *testing.T
 	g.Expect(in(http.MethodDelete, "/api/entries/guided-request?removeDashboardReferences=true", "If-Match", etag).status).To(Equal(http.StatusNoContent))
 	kept := c.must(http.StatusOK, http.MethodGet, "/interactions/"+field(asking, "interaction", "id").(string), "")
 	g.Expect(field(kept, "interaction", "state")).To(Equal("Active"), "without the option the conversation stays as it is")
+}
+
+func TestWorkThatGoesOnForAMinuteBecomesATaskWhoseTurnsNameVisibleParticipants(t *testing.T) {
+	g := NewWithT(t)
+	var offset atomic.Int64
+	server := workServerWith(t, storeFor(t), func(p *workplace.Store) {
+		p.Clock = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	})
+	ws, in := entryWorkspace(t, server)
+	slow := `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"slow-writer"},"definition":{"displayName":"Slow writer","instructions":"@latencyMs 400\n@respond Done"}}`
+	g.Expect(in(http.MethodPost, "/api/agents", slow).status).To(Equal(http.StatusCreated))
+	entry := `{"apiVersion":"platform/v1","kind":"Entry","metadata":{"name":"slow"},"definition":{"fields":[{"name":"request","role":"PrimaryInput"}],` +
+		`"binding":{"agent":{"name":"slow-writer"}},"participants":{"visibility":"Visible"}}}`
+	g.Expect(in(http.MethodPost, "/api/entries", entry).status).To(Equal(http.StatusCreated))
+	g.Expect(in(http.MethodPost, "/api/entries/slow/publish", "").status).To(Equal(http.StatusOK))
+	c := workplaceClient{t: t, server: server, ws: ws}
+
+	quick := c.must(http.StatusCreated, http.MethodPost, "/entries/slow/interactions?waitSeconds=10", `{"input":{"request":"x"}}`)
+	g.Expect(quick).NotTo(HaveKey("task"), "an answer within the minute leaves no Task")
+
+	// Two minutes pass while the agent works.
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		offset.Store(int64(2 * time.Minute))
+	}()
+	settled := c.must(http.StatusCreated, http.MethodPost, "/entries/slow/interactions?waitSeconds=10", `{"input":{"request":"y"}}`)
+	g.Expect(settled).To(HaveKey("task"), "work observed for a minute is durable: it became a Task")
+	activities := c.must(http.StatusOK, http.MethodGet, "/tasks/"+field(settled, "task", "id").(string)+"/activities", "")["items"].([]any)
+	g.Expect(activities).To(ContainElement(And(HaveKeyWithValue("label", "Prepared"), HaveKeyWithValue("participant", "slow-writer"))),
+		"an Entry whose participants are visible names them in its turns")
 }
