@@ -21,7 +21,7 @@ import (
 )
 
 // demoWorkspace is a fresh workspace with the demo Entries published.
-func demoWorkspace(t *testing.T) string {
+func demoWorkspace(t testing.TB) string {
 	t.Helper()
 	ws := routingWorkspace(t)
 	publishDemo(t, ws)
@@ -30,7 +30,7 @@ func demoWorkspace(t *testing.T) string {
 
 // publishDemo seeds the demo into workspace namespace ws and publishes it, as bootstrap and the
 // controllers would (no controller runs in these tests: publication is done here).
-func publishDemo(t *testing.T, ws string) {
+func publishDemo(t testing.TB, ws string) {
 	t.Helper()
 	ctx := context.Background()
 	if err := demo.Seed(ctx, kube, ws); err != nil {
