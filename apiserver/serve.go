@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -27,6 +28,7 @@ import (
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/controllers"
 	"platform.dev/platform/crds"
 	"platform.dev/platform/internal/config"
@@ -162,6 +164,10 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}()
 	resolve := executor.CacheFirst{Cache: informers, Live: kube}
 	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: resolve}, ctrl.Log.WithName("executor")
+	// The Workplace (conversations, Tasks, notifications) is a projection of the runs, written in
+	// their transactions; artifact bytes are files of the data directory.
+	places := workplace.NewStore(db, execOpts.Work, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
+	execOpts.Work.Observer = places
 	if managed, ok := agents.(*provider.ManagedProvider); ok {
 		managed.Client = resolve
 	}
@@ -178,6 +184,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
 		SeedFirstWorkspace: func(ctx context.Context, ws identity.Workspace) error { return demo.Seed(ctx, kube, ws.RouteName) },
 		Work:               execOpts.Work,
+		Workplace:          places,
 		Log:                ctrl.Log.WithName("httpapi"),
 		Executor:           flowExecutor,
 	})

@@ -3,6 +3,7 @@ package work
 import (
 	"context"
 	"database/sql"
+	"time"
 
 	"platform.dev/platform/apiserver/notify"
 )
@@ -40,4 +41,75 @@ func (s *Store) inTxNotify(ctx context.Context, topics func() []string, fn func(
 		s.changes.Publish(topics()...)
 	}
 	return err
+}
+
+// announce records topics to announce when the transaction tx, run by announcing, commits.
+func (s *Store) announce(tx *sql.Tx, topics ...string) {
+	if pending, ok := s.announced.Load(tx); ok {
+		list := pending.(*[]string)
+		*list = append(*list, topics...)
+	}
+}
+
+// announcing runs fn in a transaction of inTx and announces, once it committed, the topics that
+// fn recorded with announce: staged inside it for the other replicas, published here after.
+// Transactions sharing a commit (GroupInTx) run their fns one after the other, so the record of
+// one never mixes with another's.
+func (s *Store) announcing(ctx context.Context, inTx func(context.Context, func(*sql.Tx) error) error, fn func(*sql.Tx) error) error {
+	var topics []string
+	err := inTx(ctx, func(tx *sql.Tx) error {
+		pending := &[]string{}
+		s.announced.Store(tx, pending)
+		defer s.announced.Delete(tx)
+		if err := fn(tx); err != nil {
+			return err
+		}
+		topics = *pending
+		return s.changes.Stage(ctx, tx, s.db.Dialect(), topics...)
+	})
+	if err == nil {
+		s.changes.Publish(topics...)
+	}
+	return err
+}
+
+// WaitSettled waits up to timeout for a Pending or Running run to ask, end or pause, and returns
+// it as it then is: woken by each committed change of the run, never polling. When the hub holds
+// as many subscribers as it serves, it answers at once.
+func (s *Store) WaitSettled(ctx context.Context, workspaceID string, run FlowRun, timeout time.Duration) (FlowRun, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	var sub *notify.Subscription
+	defer func() {
+		if sub != nil {
+			sub.Close()
+		}
+	}()
+	for run.State == StatePending || run.State == StateRunning {
+		if sub == nil {
+			// Subscribed before the read, so that a change between the read and the wait wakes it.
+			var err error
+			if sub, err = s.changes.Subscribe(RunTopic(run.ID)); err != nil {
+				return run, nil
+			}
+		}
+		next, err := s.Run(ctx, workspaceID, run.ID)
+		if err != nil {
+			return run, err
+		}
+		if run = next; run.State != StatePending && run.State != StateRunning {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return run, nil
+		case <-deadline.C:
+			return run, nil
+		case _, ok := <-sub.Events():
+			if !ok {
+				sub = nil // dropped for falling behind: subscribe again and re-read
+			}
+		}
+	}
+	return run, nil
 }

@@ -89,7 +89,7 @@ func benchServer(b *testing.B, s *store.Store) *httptest.Server {
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = informers.Start(ctx) }()
 	b.Cleanup(func() { cancel(); <-stopped })
-	return workServerOn(b, s, loopback, executor.CacheFirst{Cache: informers, Live: loopback}, nil)
+	return workServerOn(b, s, loopback, executor.CacheFirst{Cache: informers, Live: loopback}, nil, nil)
 }
 
 // BenchmarkWorkItemsEndToEnd: WorkItems submitted through the Work API and executed by the

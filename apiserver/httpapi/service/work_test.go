@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
 )
 
@@ -33,20 +35,26 @@ func workServer(t testing.TB, s *store.Store) *httptest.Server {
 	return workServerWith(t, s, nil)
 }
 
-// workServerWith is workServer with settings added to its configuration.
-func workServerWith(t testing.TB, s *store.Store, settings map[string]string) *httptest.Server {
+// workServerWith is workServer with its Workplace store adjusted by tune (a clock).
+func workServerWith(t testing.TB, s *store.Store, tune func(*workplace.Store)) *httptest.Server {
 	t.Helper()
-	return workServerOn(t, s, kube, kube, settings)
+	return workServerOn(t, s, kube, kube, nil, tune)
 }
 
-// workServerOn is workServerWith with the kube client given, and the reader that runs resolve
-// their Flow versions and agents with.
-func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve client.Reader, settings map[string]string) *httptest.Server {
+// workServerOn is workServerWith with the kube client given, the reader that runs resolve their
+// Flow versions and agents with, and settings added to the configuration.
+func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve client.Reader, settings map[string]string,
+	tune func(*workplace.Store)) *httptest.Server {
 	t.Helper()
 	values := map[string]string{"Platform:Authentication:Mode": "Development"}
 	maps.Copy(values, settings)
 	cfg := config.FromMap(config.Testing, values)
 	store := work.New(s)
+	places := workplace.NewStore(s, store, workplace.FileArtifacts{Dir: filepath.Join(t.TempDir(), "artifacts")})
+	store.Observer = places
+	if tune != nil {
+		tune(places)
+	}
 	authorize, err := httpapi.RunAuthorizer(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +68,7 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 	done := make(chan struct{})
 	go func() { defer close(done); exec.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, Work: store, Executor: exec,
+	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, Work: store, Workplace: places, Executor: exec,
 		Ready: func(ctx context.Context) error { return env.Server().Ready(ctx) }})
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +357,7 @@ func TestTheRunStreamReplaysTheHistorySendsNewEventsAndResumesAfterLastEventID(t
 func TestACallerHoldsAtMostItsShareOfRunStreams(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
-		server := workServerWith(t, s, map[string]string{"Platform:Streams:MaxPerPrincipal": "2"})
+		server := workServerOn(t, s, kube, kube, map[string]string{"Platform:Streams:MaxPerPrincipal": "2"}, nil)
 		flow := reportFlowSetup(t, server)
 		runID := field(submitWork(t, server, `{"name":"`+flow+`"}`).body, "flowRun", "id").(string)
 		first, second := openStream(t, server, runID, ""), openStream(t, server, runID, "")
