@@ -3,6 +3,7 @@ package work
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"time"
 
 	"platform.dev/platform/apiserver/notify"
@@ -28,20 +29,24 @@ func WorkspaceTopic(workspaceID string) string { return "workspace/" + workspace
 // through PostgreSQL for the other replicas once Listen runs (notify.Hub.Listen).
 func (s *Store) Changes() *notify.Hub { return s.changes }
 
-// inTxNotify runs fn in a transaction that announces topics: staged inside it for the other
-// replicas, published here once it committed.
+// inTxNotify runs fn in a transaction that announces topics, and those that what fn calls
+// records with Announce (the Workplace's outbox, written by the Observer): staged inside it for
+// the other replicas, published here once it committed.
 func (s *Store) inTxNotify(ctx context.Context, topics func() []string, fn func(*sql.Tx) error) error {
-	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
+	return s.announcing(ctx, s.db.GroupInTx, func(tx *sql.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
-		return s.changes.Stage(ctx, tx, s.db.Dialect(), topics()...)
+		s.announce(tx, topics()...)
+		return nil
 	})
-	if err == nil {
-		s.changes.Publish(topics()...)
-	}
-	return err
 }
+
+// Announce records topics to announce once the transaction tx commits, when tx is one of the
+// store's (InTx, and the transactions of runs and submissions, in which the Observer writes):
+// other planes that write in them (the Workplace's outbox) wake their own subscribers so. It does
+// nothing for another transaction.
+func (s *Store) Announce(tx *sql.Tx, topics ...string) { s.announce(tx, topics...) }
 
 // announce records topics to announce when the transaction tx, run by announcing, commits.
 func (s *Store) announce(tx *sql.Tx, topics ...string) {
@@ -64,7 +69,8 @@ func (s *Store) announcing(ctx context.Context, inTx func(context.Context, func(
 		if err := fn(tx); err != nil {
 			return err
 		}
-		topics = *pending
+		// A transaction that writes many outbox rows announces their workspace's topic once.
+		topics = slices.Compact(slices.Sorted(slices.Values(*pending)))
 		return s.changes.Stage(ctx, tx, s.db.Dialect(), topics...)
 	})
 	if err == nil {

@@ -38,6 +38,17 @@ type Event struct {
 	CreatedAt   time.Time
 }
 
+// Topic is the notification topic of a workspace's outbox: announced by every transaction that
+// appends to it, once that transaction committed (on PostgreSQL to every replica), so that the
+// real-time hub reads the new events instead of polling.
+func Topic(workspaceID string) string { return "workplace/" + workspaceID }
+
+// announcer is the Work store's Announce: the outbox is written in its transactions, which
+// announce what they record once committed.
+type announcer interface {
+	Announce(tx *sql.Tx, topics ...string)
+}
+
 // emit appends an event to the outbox in the transaction of the change it describes. The
 // workspace's counter row is locked until commit, so that the numbers of one workspace's events
 // follow the order in which their transactions commit.
@@ -51,9 +62,14 @@ func (s *Store) emit(ctx context.Context, tx *sql.Tx, workspaceID, principalID, 
 		ON CONFLICT (workspace_id) DO UPDATE SET seq = workplace_event_seqs.seq + 1 RETURNING seq`), workspaceID).Scan(&seq); err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`), workspaceID, seq, name, principalID, string(data), ms(s.now()))
-	return err
+	if _, err = tx.ExecContext(ctx, s.q(`INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`), workspaceID, seq, name, principalID, string(data), ms(s.now())); err != nil {
+		return err
+	}
+	if a, ok := s.Work.(announcer); ok {
+		a.Announce(tx, Topic(workspaceID))
+	}
+	return nil
 }
 
 // emitInteraction tells that a conversation changed, with its version and state now.
