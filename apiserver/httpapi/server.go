@@ -91,6 +91,11 @@ type Server struct {
 	// the shutdown up.
 	stopping     chan struct{}
 	stoppingOnce sync.Once
+	// onShutdown run when Serve shuts down, beside the drain of the requests (WebSocket
+	// connections, which the HTTP server no longer tracks once upgraded).
+	onShutdown []func(context.Context)
+	// ownOriginCheck are the route patterns that check the Origin themselves (the hub's CORS).
+	ownOriginCheck []string
 
 	// oidc and tokens are the OpenID Provider and its bearer token verifier, in modes Oidc and
 	// Hybrid only.
@@ -154,12 +159,24 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	// Cross-site state-changing requests (by Sec-Fetch-Site, else Origin against Host) are
 	// refused: the session cookie must not act for another site's page.
 	csrf := http.NewCrossOriginProtection()
+	for _, pattern := range s.ownOriginCheck {
+		csrf.AddInsecureBypassPattern(pattern)
+	}
 	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteProblem(w, http.StatusForbidden, "cross-origin request refused")
 	}))
 	s.handler = answerProblems(csrf.Handler(mux))
 	return s, nil
 }
+
+// CheckOriginItself exempts the routes of pattern from the cross-origin protection of
+// state-changing requests: they check the Origin themselves (the hub answers CORS for the
+// configured Workplace origin). Areas call it while they register their routes.
+func (s *Server) CheckOriginItself(pattern string) { s.ownOriginCheck = append(s.ownOriginCheck, pattern) }
+
+// OnShutdown runs fn when Serve shuts down, with the deadline of the shutdown, beside the drain
+// of the requests; Serve returns once fn did.
+func (s *Server) OnShutdown(fn func(context.Context)) { s.onShutdown = append(s.onShutdown, fn) }
 
 // Mux is the router, for the areas that serve plain net/http handlers (web pages).
 func (s *Server) Mux() *http.ServeMux { return s.mux }
@@ -244,6 +261,11 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	s.stoppingOnce.Do(func() { close(s.stopping) })
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	var hooks sync.WaitGroup
+	for _, fn := range s.onShutdown {
+		hooks.Go(func() { fn(shutdownCtx) })
+	}
+	defer hooks.Wait()
 	if err := server.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("service API shutdown: %w", err)
 	}

@@ -1,0 +1,304 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// conn is one client's connection: a reader (the request's goroutine) that handles what the
+// client sends, and a writer that sends what is queued for it.
+type conn struct {
+	hub    *Hub
+	slot   *slot
+	ws     *websocket.Conn
+	caller Caller
+	// principal is the caller's, read once.
+	principal string
+
+	out  chan []byte
+	done chan struct{}
+	once sync.Once
+	// final is written last, before the socket closes (a Close message or a refused handshake).
+	final       []byte
+	writerEnded chan struct{}
+
+	lastRead  atomic.Int64
+	lastWrite atomic.Int64
+	// nextCheck is when the caller is checked again; guarded by the hub's lock.
+	nextCheck time.Time
+
+	mu     sync.Mutex
+	groups map[string]*group
+	// names are the workspace names the client joined with (an id or a route name), by group.
+	names map[string]string
+}
+
+func newConn(h *Hub, s *slot, ws *websocket.Conn, caller Caller) *conn {
+	now := time.Now()
+	c := &conn{hub: h, slot: s, ws: ws, caller: caller, principal: caller.PrincipalID(), out: make(chan []byte, h.opts.SendQueue),
+		done: make(chan struct{}), writerEnded: make(chan struct{}), nextCheck: now.Add(h.opts.Revalidate), groups: map[string]*group{}, names: map[string]string{}}
+	c.lastRead.Store(now.UnixNano())
+	c.lastWrite.Store(now.UnixNano())
+	return c
+}
+
+// close ends the connection once, sending final (if any) before the socket closes.
+func (c *conn) close(final []byte) {
+	c.once.Do(func() {
+		c.final = final
+		close(c.done)
+	})
+}
+
+// queue hands a message to the writer without ever waiting: a client whose queue is full does
+// not read what it is sent, and is dropped so that it holds up nobody else.
+func (c *conn) queue(msg []byte) {
+	select {
+	case c.out <- msg:
+	default:
+		c.close(closeMessage("the connection fell behind: it did not read its messages in time", true))
+	}
+}
+
+// serve runs the connection until it ends, then leaves its groups.
+func (c *conn) serve() {
+	go c.write()
+	c.read()
+	c.close(nil)
+	<-c.writerEnded
+	c.mu.Lock()
+	groups := c.groups
+	c.groups = map[string]*group{}
+	c.mu.Unlock()
+	for _, g := range groups {
+		g.remove(c)
+		c.hub.releaseGroup(g)
+	}
+}
+
+// write sends the queued messages, several per frame when more wait, until the connection ends.
+func (c *conn) write() {
+	defer close(c.writerEnded)
+	var batch []byte
+	for {
+		select {
+		case msg := <-c.out:
+			batch = append(batch[:0], msg...)
+		more:
+			for len(batch) < maxBatch {
+				select {
+				case next := <-c.out:
+					batch = append(batch, next...)
+				default:
+					break more
+				}
+			}
+			if err := c.send(batch); err != nil {
+				c.close(nil)
+				c.ws.CloseNow()
+				return
+			}
+			if cap(batch) > 4<<10 {
+				batch = nil // an idle connection keeps no large buffer
+			}
+		case <-c.done:
+			if c.final != nil {
+				_ = c.send(c.final)
+			}
+			// The close handshake waits for the client's answer for a few seconds at most.
+			_ = c.ws.Close(websocket.StatusNormalClosure, "")
+			return
+		}
+	}
+}
+
+func (c *conn) send(b []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	err := c.ws.Write(ctx, websocket.MessageText, b)
+	c.lastWrite.Store(time.Now().UnixNano())
+	return err
+}
+
+// read handles what the client sends until it closes, breaks the protocol or the connection
+// ends otherwise.
+func (c *conn) read() {
+	h := c.hub
+	c.ws.SetReadLimit(h.opts.MaxMessageBytes)
+	// A client that does not finish its handshake in time is closed (a Read whose context ends
+	// closes the socket).
+	handshakeCtx, cancel := context.WithTimeout(context.Background(), h.opts.HandshakeTimeout)
+	defer cancel()
+	var (
+		rest      []byte
+		handshook bool
+	)
+	for {
+		ctx := context.Background()
+		if !handshook {
+			ctx = handshakeCtx
+		}
+		_, data, err := c.ws.Read(ctx)
+		if err != nil {
+			return
+		}
+		c.lastRead.Store(time.Now().UnixNano())
+		if len(rest)+len(data) > int(h.opts.MaxMessageBytes) {
+			c.close(closeMessage(fmt.Sprintf("Connection closed with an error: a message is larger than %d bytes", h.opts.MaxMessageBytes), false))
+			return
+		}
+		var messages [][]byte
+		messages, rest = splitFrame(append(rest, data...))
+		rest = append([]byte(nil), rest...)
+		for _, m := range messages {
+			if !handshook {
+				if err := handshake(m); err != nil {
+					c.close(handshakeError(err.Error()))
+					return
+				}
+				handshook = true
+				cancel()
+				c.queue(handshakeOK)
+				continue
+			}
+			if !c.handle(m) {
+				return
+			}
+		}
+	}
+}
+
+// handle acts on one message; false when the connection ends.
+func (c *conn) handle(raw []byte) bool {
+	m, err := parseMessage(raw)
+	if err != nil {
+		c.close(closeMessage("Connection closed with an error: "+err.Error(), false))
+		return false
+	}
+	switch m.Type {
+	case typeInvocation:
+		if len(m.StreamIDs) > 0 {
+			c.complete(m.InvocationID, "streaming arguments are not supported")
+			return true
+		}
+		c.invoke(m)
+	case typeStreamInvocation:
+		c.complete(m.InvocationID, "the hub has no streaming method: "+truncate(m.Target, 64)+" cannot stream")
+	case typeClose:
+		c.close(nil)
+		return false
+	case typeCancelInvocation, typePing, typeStreamItem, typeCompletion, typeAck, typeSequence:
+		// Invocations complete before the next message is read, so there is nothing to cancel;
+		// the hub invokes nothing that a client completes and never offers stateful reconnect.
+	}
+	return true
+}
+
+// complete answers an invocation that asked for an answer (it has an id).
+func (c *conn) complete(id *string, reason string) {
+	if id != nil {
+		c.queue(completion(*id, reason))
+	}
+}
+
+// invoke runs a hub method: JoinWorkspace or LeaveWorkspace, each with the workspace's id (or
+// route name).
+func (c *conn) invoke(m message) {
+	var workspace string
+	if len(m.Arguments) != 1 || json.Unmarshal(m.Arguments[0], &workspace) != nil || workspace == "" || len(workspace) > 256 {
+		if m.Target == "JoinWorkspace" || m.Target == "LeaveWorkspace" {
+			c.complete(m.InvocationID, m.Target+" takes one argument: the workspace's id")
+			return
+		}
+	}
+	switch m.Target {
+	case "JoinWorkspace":
+		c.complete(m.InvocationID, errorText(c.join(workspace)))
+	case "LeaveWorkspace":
+		c.leave(workspace)
+		c.complete(m.InvocationID, "")
+	default:
+		c.complete(m.InvocationID, fmt.Sprintf("unknown hub method %q: the hub has JoinWorkspace and LeaveWorkspace", truncate(m.Target, 64)))
+	}
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// join adds the connection to the workspace's group, once the caller may read runs there.
+func (c *conn) join(workspace string) error {
+	ctx, cancel := context.WithTimeout(c.hub.ctx, 30*time.Second)
+	defer cancel()
+	id, err := c.caller.Join(ctx, workspace)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	_, joined := c.groups[id]
+	n := len(c.groups)
+	if joined {
+		c.names[workspace] = id
+	}
+	c.mu.Unlock()
+	if joined {
+		return nil
+	}
+	if n >= maxGroupsPerConnection {
+		return fmt.Errorf("a connection joins at most %d workspaces", maxGroupsPerConnection)
+	}
+	g, err := c.hub.acquireGroup(ctx, id)
+	if err != nil {
+		c.hub.opts.Log.Error(err, "opening a workspace group failed", "workspace", id)
+		return errors.New("the workspace's events cannot be read now; try again")
+	}
+	g.add(c)
+	c.mu.Lock()
+	c.groups[id] = g
+	c.names[workspace] = id
+	c.mu.Unlock()
+	return nil
+}
+
+// leave removes the connection from the group of the workspace named by its id or route name.
+func (c *conn) leave(workspace string) {
+	c.mu.Lock()
+	id, ok := c.names[workspace]
+	if !ok {
+		id = workspace
+	}
+	g := c.groups[id]
+	if g != nil {
+		delete(c.groups, id)
+		for name, joined := range c.names {
+			if joined == id {
+				delete(c.names, name)
+			}
+		}
+	}
+	c.mu.Unlock()
+	if g != nil {
+		g.remove(c)
+		c.hub.releaseGroup(g)
+	}
+}
+
+func (c *conn) groupIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.groups))
+	for id := range c.groups {
+		ids = append(ids, id)
+	}
+	return ids
+}

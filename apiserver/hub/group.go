@@ -1,0 +1,198 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"platform.dev/platform/apiserver/notify"
+	"platform.dev/platform/apiserver/workplace"
+)
+
+// events are the names the hub sends: the Workplace's twelve, and nothing else.
+var events = map[string]bool{
+	workplace.EventInteractionUpdated: true, workplace.EventMessageAdded: true, workplace.EventPendingActionCreated: true,
+	workplace.EventPendingActionResolved: true, workplace.EventTaskCreated: true, workplace.EventTaskStatusChanged: true,
+	workplace.EventTaskActivityAdded: true, workplace.EventTaskResultAdded: true, workplace.EventTaskArtifactAdded: true,
+	workplace.EventNotificationCreated: true, workplace.EventNotificationUpdated: true, workplace.EventUnreadNotificationCountChanged: true,
+}
+
+// GroupName is the name of a workspace's group, as the spec gives it.
+func GroupName(workspaceID string) string { return "workspace:" + workspaceID }
+
+// group is the connections of this process that joined one workspace, and the reader that sends
+// them the workspace's outbox events in order: one reader per workspace, woken by the outbox's
+// topic, however many connections listen.
+type group struct {
+	id    string
+	hub   *Hub
+	refs  int // guarded by the hub's lock
+	ready chan struct{}
+	err   error
+	stop  chan struct{}
+
+	mu      sync.RWMutex
+	members map[*conn]struct{}
+}
+
+// acquireGroup returns the workspace's group, opening it for the first member: subscribed to the
+// outbox's topic before it reads the last event's number, so that every event committed after
+// the join is sent.
+func (h *Hub) acquireGroup(ctx context.Context, id string) (*group, error) {
+	h.mu.Lock()
+	g := h.groups[id]
+	if g != nil {
+		g.refs++
+		h.mu.Unlock()
+		select {
+		case <-g.ready:
+		case <-ctx.Done():
+			h.releaseGroup(g)
+			return nil, ctx.Err()
+		}
+		if g.err != nil {
+			h.releaseGroup(g)
+			return nil, g.err
+		}
+		return g, nil
+	}
+	g = &group{id: id, hub: h, refs: 1, ready: make(chan struct{}), stop: make(chan struct{}), members: map[*conn]struct{}{}}
+	h.groups[id] = g
+	h.mu.Unlock()
+
+	sub, err := h.opts.Changes.Subscribe(workplace.Topic(id))
+	var last int64
+	if err == nil {
+		if last, err = h.opts.Source.LastEventSeq(ctx, id); err != nil {
+			sub.Close()
+		}
+	}
+	g.err = err
+	if err != nil {
+		// Later joiners open the group afresh instead of finding this failed one.
+		h.mu.Lock()
+		if h.groups[id] == g {
+			delete(h.groups, id)
+		}
+		h.mu.Unlock()
+	}
+	close(g.ready)
+	if err != nil {
+		h.releaseGroup(g)
+		return nil, err
+	}
+	go g.run(sub, last)
+	return g, nil
+}
+
+// releaseGroup closes the group once its last member left.
+func (h *Hub) releaseGroup(g *group) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if g.refs--; g.refs == 0 {
+		if h.groups[g.id] == g {
+			delete(h.groups, g.id)
+		}
+		close(g.stop)
+	}
+}
+
+func (g *group) add(c *conn) {
+	g.mu.Lock()
+	g.members[c] = struct{}{}
+	g.mu.Unlock()
+}
+
+func (g *group) remove(c *conn) {
+	g.mu.Lock()
+	delete(g.members, c)
+	g.mu.Unlock()
+}
+
+// run sends the events after last, then each batch the outbox's topic announces, until the
+// group closes. A read that fails is tried again; a subscription dropped for falling behind is
+// opened again: the events are read by number, so none is lost and none sent twice.
+func (g *group) run(sub *notify.Subscription, last int64) {
+	h := g.hub
+	defer func() {
+		if sub != nil {
+			sub.Close()
+		}
+	}()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	pause := 100 * time.Millisecond
+	for {
+		var err error
+		if last, err = g.drain(last); err != nil {
+			h.opts.Log.Error(err, "reading the Workplace outbox failed; reading again", "workspace", g.id, "in", pause.String())
+			retry.Reset(pause)
+			pause = min(2*pause, 5*time.Second)
+		} else {
+			pause = 100 * time.Millisecond
+		}
+		var events <-chan notify.Event
+		if sub != nil {
+			events = sub.Events()
+		}
+		select {
+		case <-g.stop:
+			return
+		case <-h.ctx.Done():
+			return
+		case <-retry.C:
+		case _, ok := <-events:
+			if !ok {
+				sub = nil
+			}
+		}
+		if sub == nil {
+			if sub, err = h.opts.Changes.Subscribe(workplace.Topic(g.id)); err != nil {
+				sub = nil
+				retry.Reset(time.Second)
+			}
+		}
+	}
+}
+
+// drain sends every committed event after last and returns the number of the last one sent.
+func (g *group) drain(last int64) (int64, error) {
+	for {
+		page, err := g.hub.opts.Source.Events(g.hub.ctx, g.id, last, readPage)
+		if err != nil {
+			return last, err
+		}
+		for _, e := range page {
+			last = e.Seq
+			if !events[e.Name] {
+				continue
+			}
+			g.deliver(invocation(e.Name, eventArgument(e)), e.PrincipalID)
+		}
+		if len(page) < readPage {
+			return last, nil
+		}
+	}
+}
+
+// eventArgument is the event's payload with its workspace's id.
+func eventArgument(e workplace.Event) json.RawMessage {
+	payload := map[string]any{}
+	_ = json.Unmarshal(e.Payload, &payload)
+	payload["workspaceId"] = e.WorkspaceID
+	b, _ := json.Marshal(payload)
+	return b
+}
+
+// deliver queues one encoded message to every member (only to the Principal's connections for an
+// event of one Principal's notifications). It never waits on a member.
+func (g *group) deliver(msg []byte, principal string) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for c := range g.members {
+		if principal == "" || c.principal == principal {
+			c.queue(msg)
+		}
+	}
+}
