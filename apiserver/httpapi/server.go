@@ -172,7 +172,9 @@ func New(opts Options, areas ...Area) (*Server, error) {
 // CheckOriginItself exempts the routes of pattern from the cross-origin protection of
 // state-changing requests: they check the Origin themselves (the hub answers CORS for the
 // configured Workplace origin). Areas call it while they register their routes.
-func (s *Server) CheckOriginItself(pattern string) { s.ownOriginCheck = append(s.ownOriginCheck, pattern) }
+func (s *Server) CheckOriginItself(pattern string) {
+	s.ownOriginCheck = append(s.ownOriginCheck, pattern)
+}
 
 // OnShutdown runs fn when Serve shuts down, with the deadline of the shutdown, beside the drain
 // of the requests; Serve returns once fn did.
