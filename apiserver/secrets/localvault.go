@@ -293,7 +293,9 @@ type UnavailableError struct {
 	Availability Availability
 }
 
-func (e *UnavailableError) Error() string { return "the Vault is unavailable: " + e.Availability.Message }
+func (e *UnavailableError) Error() string {
+	return "the Vault is unavailable: " + e.Availability.Message
+}
 
 const tagSize = 16
 
