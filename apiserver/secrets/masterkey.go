@@ -176,3 +176,10 @@ func cause(err error) string {
 	}
 	return err.Error()
 }
+
+// Check loads the key and reports only whether it can be used: nil, ErrMasterKeyMissing or a
+// *MasterKeyError.
+func (s MasterKeySource) Check() error {
+	_, err := s.Load()
+	return err
+}
