@@ -19,6 +19,7 @@ import (
 	"platform.dev/platform/apiserver/controlplane"
 	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/httpapi/service"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/kubeauth"
 	"platform.dev/platform/apiserver/provider"
@@ -138,7 +139,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
-	api, err := httpapi.New(httpapi.Options{
+	api, err := service.New(httpapi.Options{
 		Config: cfg, Kube: kube, Ready: server.Ready,
 		Identity:           ids,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),

@@ -29,7 +29,8 @@ const (
 	DevelopmentWorkspace = "default"
 
 	bearerScheme = "bearer"
-	cookieScheme = "cookie"
+	// CookieScheme is the OpenAPI security scheme of the session cookie.
+	CookieScheme = "cookie"
 
 	// SessionCookie holds the session token of a signed-in browser, and nothing else does.
 	SessionCookie = "platform-session"
@@ -65,7 +66,7 @@ type PATGrant struct {
 
 type callerKey struct{}
 
-func callerFrom(ctx context.Context) (Caller, bool) {
+func CallerFrom(ctx context.Context) (Caller, bool) {
 	c, ok := ctx.Value(callerKey{}).(Caller)
 	return c, ok
 }
@@ -115,7 +116,7 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 			}
 		case bearer:
 			ctx, err = s.authenticatePAT(ctx, token)
-		case s.sessions():
+		case s.Sessions():
 			cookie, err := huma.ReadCookie(ctx, SessionCookie)
 			if err != nil || cookie.Value == "" {
 				break
@@ -176,13 +177,13 @@ func bearerToken(header string) (string, bool) {
 
 // localAccounts reports whether callers sign in with local accounts: mode Local or Hybrid on a
 // server that has the identity service.
-func (s *Server) localAccounts() bool {
+func (s *Server) LocalAccounts() bool {
 	return s.identity != nil && (s.mode == ModeLocal || s.mode == ModeHybrid)
 }
 
 // sessions reports whether session cookies authenticate: the server has the identity service and
 // callers sign in, locally or through the OpenID Provider.
-func (s *Server) sessions() bool {
+func (s *Server) Sessions() bool {
 	return s.identity != nil && (s.mode == ModeLocal || s.mode == ModeOidc || s.mode == ModeHybrid)
 }
 
@@ -192,21 +193,40 @@ type (
 	sessionKey struct{}
 )
 
-// overTLS reports whether the request came over TLS (its cookies are then Secure).
-func overTLS(ctx context.Context) bool {
+// OverTLS reports whether the request came over TLS (its cookies are then Secure).
+func OverTLS(ctx context.Context) bool {
 	v, _ := ctx.Value(tlsKey{}).(bool)
 	return v
 }
 
+// WithTLS records whether a request that did not pass the authenticate middleware (a web page)
+// came over TLS, for OverTLS.
+func WithTLS(ctx context.Context, overTLS bool) context.Context {
+	return context.WithValue(ctx, tlsKey{}, overTLS)
+}
+
+// RequestHost is the Host the request was sent to.
+func RequestHost(ctx context.Context) string {
+	host, _ := ctx.Value(hostKey{}).(string)
+	return host
+}
+
+// SessionToken is the session cookie's token that authenticated the request, "" for any other
+// credential.
+func SessionToken(ctx context.Context) string {
+	token, _ := ctx.Value(sessionKey{}).(string)
+	return token
+}
+
 // protected is the security requirement of every operation that needs a caller: a JWT bearer
 // token (or PAT) or the session cookie.
-var protected = []map[string][]string{{bearerScheme: {}}, {cookieScheme: {}}}
+var protected = []map[string][]string{{bearerScheme: {}}, {CookieScheme: {}}}
 
 func securitySchemes() map[string]*huma.SecurityScheme {
 	return map[string]*huma.SecurityScheme{
 		bearerScheme: {Type: "http", Scheme: "bearer", BearerFormat: "JWT",
 			Description: "An OIDC access token (JWT) for the configured audience, or a personal access token."},
-		cookieScheme: {Type: "apiKey", In: "cookie", Name: SessionCookie,
+		CookieScheme: {Type: "apiKey", In: "cookie", Name: SessionCookie,
 			Description: "The session cookie of a signed-in browser."},
 	}
 }

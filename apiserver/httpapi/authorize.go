@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -10,11 +11,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/internal/config"
 )
 
 // The named authorization policies. Every protected operation declares exactly one (see
-// secured); the authorize middleware enforces it before the handler runs.
+// Secured); the authorize middleware enforces it before the handler runs.
 const (
 	PolicyAuthenticated       = "platform:authenticated"
 	PolicyInteractiveUser     = "platform:interactive-user"
@@ -59,9 +63,9 @@ const WorkspaceCookie = "platform-workspace"
 // header or cookie.
 const WorkspaceRouteParam = "workspaceId"
 
-// secured makes op require a caller satisfying policy: 401 without a caller, 403 when the policy
+// Secured makes op require a caller satisfying policy: 401 without a caller, 403 when the policy
 // is not met.
-func secured(op huma.Operation, policy string) huma.Operation {
+func Secured(op huma.Operation, policy string) huma.Operation {
 	op.Security = protected
 	if op.Metadata == nil {
 		op.Metadata = map[string]any{}
@@ -105,16 +109,16 @@ type RequestContext struct {
 
 type requestContextKey struct{}
 
-// requestContextFrom is the context the authorize middleware resolved.
-func requestContextFrom(ctx context.Context) (RequestContext, bool) {
+// RequestContextFrom is the context the authorize middleware resolved.
+func RequestContextFrom(ctx context.Context) (RequestContext, bool) {
 	rc, ok := ctx.Value(requestContextKey{}).(RequestContext)
 	return rc, ok
 }
 
 // workspace is the namespace of the request's workspace, as the authorize middleware resolved it
 // for the operation's policy.
-func (s *Server) workspace(ctx context.Context) (string, error) {
-	rc, ok := requestContextFrom(ctx)
+func (s *Server) Workspace(ctx context.Context) (string, error) {
+	rc, ok := RequestContextFrom(ctx)
 	if !ok {
 		return "", huma.Error500InternalServerError("internal error: the operation declares no workspace policy")
 	}
@@ -122,8 +126,8 @@ func (s *Server) workspace(ctx context.Context) (string, error) {
 }
 
 var (
-	errAuthenticationRequired = huma.Error401Unauthorized("authentication required")
-	errNoPrincipal            = huma.Error403Forbidden("the caller is authenticated but linked to no Principal; an administrator must link the identity")
+	ErrAuthenticationRequired = huma.Error401Unauthorized("authentication required")
+	ErrNoPrincipal            = huma.Error403Forbidden("the caller is authenticated but linked to no Principal; an administrator must link the identity")
 )
 
 // authorize enforces the operation's policy, in the spec's order: authentication (done by
@@ -135,9 +139,9 @@ func (s *Server) authorize(api huma.API) func(huma.Context, func(huma.Context)) 
 			next(ctx)
 			return
 		}
-		caller, ok := callerFrom(ctx.Context())
+		caller, ok := CallerFrom(ctx.Context())
 		if !ok {
-			_ = huma.WriteErr(api, ctx, http.StatusUnauthorized, errAuthenticationRequired.Error())
+			_ = huma.WriteErr(api, ctx, http.StatusUnauthorized, ErrAuthenticationRequired.Error())
 			return
 		}
 		err := s.checkPolicy(ctx, caller, policy)
@@ -146,7 +150,7 @@ func (s *Server) authorize(api huma.API) func(huma.Context, func(huma.Context)) 
 				var rc RequestContext
 				if rc, err = s.resolveWorkspace(ctx, caller); err == nil {
 					if !rc.Permissions.Has(permission) {
-						err = huma.Error403Forbidden("not permitted: " + string(permission) + " is required in workspace " + quote(rc.Namespace))
+						err = huma.Error403Forbidden("not permitted: " + string(permission) + " is required in workspace " + Quote(rc.Namespace))
 					} else {
 						ctx = huma.WithValue(ctx, requestContextKey{}, rc)
 					}
@@ -154,7 +158,7 @@ func (s *Server) authorize(api huma.API) func(huma.Context, func(huma.Context)) 
 			}
 		}
 		if err != nil {
-			writeError(api, ctx, err)
+			WriteError(api, ctx, err)
 			return
 		}
 		next(ctx)
@@ -176,7 +180,7 @@ func (s *Server) checkPolicy(ctx huma.Context, caller Caller, policy string) err
 			return huma.Error403Forbidden("platform administration is not permitted with a personal access token")
 		}
 		if caller.ID == "" {
-			return errNoPrincipal
+			return ErrNoPrincipal
 		}
 		if caller.Credential == CredentialDevelopment {
 			return nil
@@ -186,7 +190,7 @@ func (s *Server) checkPolicy(ctx huma.Context, caller Caller, policy string) err
 		}
 		admin, err := s.identity.IsPlatformAdministrator(ctx.Context(), caller.ID)
 		if err != nil {
-			return problem(err)
+			return Problem(err)
 		}
 		if !admin {
 			return huma.Error403Forbidden("not permitted: platform administrator required")
@@ -197,7 +201,7 @@ func (s *Server) checkPolicy(ctx huma.Context, caller Caller, policy string) err
 		return huma.Error500InternalServerError("internal error: unknown policy " + policy)
 	}
 	if caller.ID == "" {
-		return errNoPrincipal
+		return ErrNoPrincipal
 	}
 	return nil
 }
@@ -223,12 +227,12 @@ func (s *Server) resolveWorkspace(ctx huma.Context, caller Caller) (RequestConte
 	case s.identity == nil || caller.Credential == CredentialDevelopment:
 		rc, err = s.developmentContext(caller, explicit, cookie)
 	default:
-		rc, err = s.identityContext(ctx.Context(), caller, explicit, cookie)
+		rc, err = s.IdentityContext(ctx.Context(), caller, explicit, cookie)
 	}
 	if err != nil {
 		return rc, err
 	}
-	return rc, s.checkNamespace(ctx.Context(), rc.Namespace)
+	return rc, s.CheckNamespace(ctx.Context(), rc.Namespace)
 }
 
 // developmentContext: the development caller may do everything in any workspace.
@@ -246,8 +250,8 @@ func (s *Server) developmentContext(caller Caller, explicit, cookie string) (Req
 	return RequestContext{PrincipalID: caller.ID, WorkspaceID: name, Namespace: name, Permissions: identity.AllPermissions}, nil
 }
 
-func (s *Server) identityContext(ctx context.Context, caller Caller, explicit, cookie string) (RequestContext, error) {
-	notFound := func(name string) error { return huma.Error404NotFound("workspace " + quote(name) + " not found") }
+func (s *Server) IdentityContext(ctx context.Context, caller Caller, explicit, cookie string) (RequestContext, error) {
+	notFound := func(name string) error { return huma.Error404NotFound("workspace " + Quote(name) + " not found") }
 	access := func(selector string) (identity.Access, error) {
 		a, err := s.identity.Access(ctx, caller.ID, selector)
 		if err == nil && caller.PAT != nil && a.Workspace.ID != caller.PAT.WorkspaceID {
@@ -277,7 +281,7 @@ func (s *Server) identityContext(ctx context.Context, caller Caller, explicit, c
 			} else if ws, derr := s.identity.DefaultWorkspace(ctx, caller.ID); derr == nil {
 				selector = ws.ID
 			} else if !errors.Is(derr, identity.ErrWorkspaceNotFound) {
-				return RequestContext{}, problem(derr)
+				return RequestContext{}, Problem(derr)
 			}
 			if selector == "" {
 				return RequestContext{}, huma.Error404NotFound("no workspace: the caller is a member of no active workspace")
@@ -288,7 +292,7 @@ func (s *Server) identityContext(ctx context.Context, caller Caller, explicit, c
 		}
 	}
 	if err != nil {
-		return RequestContext{}, problem(err)
+		return RequestContext{}, Problem(err)
 	}
 	permissions := a.Permissions
 	if caller.PAT != nil {
@@ -301,26 +305,54 @@ func (s *Server) identityContext(ctx context.Context, caller Caller, explicit, c
 }
 
 // checkNamespace: a workspace whose namespace is gone or going is not found.
-func (s *Server) checkNamespace(ctx context.Context, name string) error {
+func (s *Server) CheckNamespace(ctx context.Context, name string) error {
 	ns := &corev1.Namespace{}
 	if err := s.kube.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
-			return huma.Error404NotFound("workspace " + quote(name) + " not found")
+			return huma.Error404NotFound("workspace " + Quote(name) + " not found")
 		}
-		return problem(err)
+		return Problem(err)
 	}
 	if ns.DeletionTimestamp != nil {
-		return huma.Error404NotFound("workspace " + quote(name) + " not found")
+		return huma.Error404NotFound("workspace " + Quote(name) + " not found")
 	}
 	return nil
 }
 
-// writeError writes err (a huma status error, else 500) as Problem Details from a middleware.
-func writeError(api huma.API, ctx huma.Context, err error) {
+// WriteError writes err (a huma status error, else 500) as Problem Details from a middleware.
+func WriteError(api huma.API, ctx huma.Context, err error) {
 	var statusErr huma.StatusError
-	if !errors.As(problem(err), &statusErr) {
+	if !errors.As(Problem(err), &statusErr) {
 		_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
 		return
 	}
 	_ = huma.WriteErr(api, ctx, statusErr.GetStatus(), statusErr.Error())
+}
+
+// RunAuthorizer revalidates, for the executor, that a run's Principal still holds runs/execute
+// in the run's workspace. In Development mode the development Principal holds every permission.
+func RunAuthorizer(cfg *config.Config, ids *identity.Service) (func(context.Context, work.Context) error, error) {
+	mode, err := authenticationMode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, c work.Context) error {
+		if mode == ModeDevelopment && c.PrincipalID == DevelopmentPrincipal {
+			return nil
+		}
+		if ids == nil {
+			return executor.ErrNotPermitted
+		}
+		access, err := ids.Access(ctx, c.PrincipalID, c.WorkspaceID)
+		if errors.Is(err, identity.ErrWorkspaceNotFound) {
+			return fmt.Errorf("workspace %s: %w", c.WorkspaceID, executor.ErrNotPermitted)
+		}
+		if err != nil {
+			return err
+		}
+		if !access.Permissions.Has(identity.PermRunsExecute) {
+			return executor.ErrNotPermitted
+		}
+		return nil
+	}, nil
 }

@@ -7,16 +7,16 @@ import (
 )
 
 // ETag of an object is its quoted resourceVersion; it changes with every write.
-func etag(resourceVersion string) string { return `"` + resourceVersion + `"` }
+func ETag(resourceVersion string) string { return `"` + resourceVersion + `"` }
 
 // IfMatchInput is embedded by every ETag-protected write.
 type IfMatchInput struct {
 	IfMatch string `header:"If-Match" doc:"The ETag of the resource as last read; required. A stale value is refused with 412."`
 }
 
-// requiredResourceVersion returns the resourceVersion the caller last read. A write without it
+// RequiredResourceVersion returns the resourceVersion the caller last read. A write without it
 // is refused with 428, so that no client overwrites a change it has not seen.
-func (in IfMatchInput) requiredResourceVersion() (string, error) {
+func (in IfMatchInput) RequiredResourceVersion() (string, error) {
 	value := strings.TrimSpace(in.IfMatch)
 	if value == "" {
 		return "", huma.Error428PreconditionRequired("this write needs the resource's current ETag in If-Match")
@@ -31,7 +31,7 @@ func (in IfMatchInput) requiredResourceVersion() (string, error) {
 	return value[1 : len(value)-1], nil
 }
 
-// staleETag refuses a write whose If-Match names an older version of the object (412).
-func staleETag(noun, name string) error {
-	return huma.Error412PreconditionFailed(noun + " " + quote(name) + " was changed since the ETag in If-Match was read; reload it and retry")
+// StaleETag refuses a write whose If-Match names an older version of the object (412).
+func StaleETag(noun, name string) error {
+	return huma.Error412PreconditionFailed(noun + " " + Quote(name) + " was changed since the ETag in If-Match was read; reload it and retry")
 }

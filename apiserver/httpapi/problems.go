@@ -13,11 +13,12 @@ import (
 
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/internal/publication"
 )
 
-// problem turns an error from the kube API or the domain into Problem Details (RFC 9457); it is
+// Problem turns an error from the kube API or the domain into Problem Details (RFC 9457); it is
 // the one place that does. Errors that are already huma status errors pass through.
-func problem(err error) error {
+func Problem(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -29,6 +30,9 @@ func problem(err error) error {
 		return workErr
 	}
 	if p := identityProblem(err); p != nil {
+		return p
+	}
+	if p := publicationProblem(err); p != nil {
 		return p
 	}
 	var kube apierrors.APIStatus
@@ -73,6 +77,19 @@ func workProblem(err error) error {
 	return nil
 }
 
+// publicationProblem maps the errors of publication: a draft or version that cannot be published
+// (422 with its field paths) and a contradiction of what is published (409); nil for any other.
+func publicationProblem(err error) error {
+	var invalid *publication.InvalidError
+	switch {
+	case errors.As(err, &invalid):
+		return FieldErrors(invalid.Errs)
+	case errors.Is(err, publication.ErrConflict):
+		return huma.Error409Conflict(strings.TrimSuffix(err.Error(), ": "+publication.ErrConflict.Error()))
+	}
+	return nil
+}
+
 // identityProblem maps the errors of the identity service; nil for any other error. Messages
 // never repeat the input: no username, e-mail address or password reaches a Problem.
 func identityProblem(err error) error {
@@ -85,17 +102,17 @@ func identityProblem(err error) error {
 		}
 		return huma.Error422UnprocessableEntity("the password does not meet the rules", details...)
 	case errors.Is(err, identity.ErrInvalidUsername):
-		return bodyInvalid("username", "1 to 64 characters without control characters or surrounding spaces")
+		return BodyInvalid("username", "1 to 64 characters without control characters or surrounding spaces")
 	case errors.Is(err, identity.ErrUnknownRole):
-		return bodyInvalid("role", "Owner, Admin, Member or Viewer")
+		return BodyInvalid("role", "Owner, Admin, Member or Viewer")
 	case errors.Is(err, identity.ErrInvalidWorkspaceName):
-		return bodyInvalid("name", "a DNS label (lowercase letters, digits and -, at most 63 characters) not starting with kube-")
+		return BodyInvalid("name", "a DNS label (lowercase letters, digits and -, at most 63 characters) not starting with kube-")
 	case errors.Is(err, identity.ErrInvalidDisplayName):
-		return bodyInvalid("displayName", "1 to 128 characters without control characters or surrounding spaces")
+		return BodyInvalid("displayName", "1 to 128 characters without control characters or surrounding spaces")
 	case errors.Is(err, identity.ErrInvalidTheme):
-		return bodyInvalid("theme", "System, Light or Dark")
+		return BodyInvalid("theme", "System, Light or Dark")
 	case errors.Is(err, identity.ErrInvalidStatus):
-		return bodyInvalid("status", "Active or Disabled")
+		return BodyInvalid("status", "Active or Disabled")
 	case errors.Is(err, identity.ErrSelfRevocation):
 		return huma.Error422UnprocessableEntity("a Platform administrator cannot revoke its own grant; another administrator must")
 	case errors.Is(err, identity.ErrSelfDisable):
@@ -132,7 +149,7 @@ func identityProblem(err error) error {
 	return nil
 }
 
-func bodyInvalid(field, rule string) error {
+func BodyInvalid(field, rule string) error {
 	return huma.Error422UnprocessableEntity("the request body is invalid", &huma.ErrorDetail{Location: "body." + field, Message: rule})
 }
 
@@ -155,8 +172,8 @@ func invalid(status metav1.Status) error {
 	return huma.Error422UnprocessableEntity(msg, details...)
 }
 
-// fieldErrors turns validation of a request into Problem Details with the same paths.
-func fieldErrors(errs field.ErrorList) error {
+// FieldErrors turns validation of a request into Problem Details with the same paths.
+func FieldErrors(errs field.ErrorList) error {
 	details := make([]error, 0, len(errs))
 	for _, e := range errs {
 		details = append(details, &huma.ErrorDetail{Message: e.ErrorBody(), Location: "body." + e.Field})
@@ -177,10 +194,10 @@ func describe(details *metav1.StatusDetails) string {
 
 // notFoundHandler answers unknown routes with Problem Details instead of text/plain.
 func notFoundHandler(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	WriteProblem(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 }
 
-func writeProblem(w http.ResponseWriter, status int, detail string) {
+func WriteProblem(w http.ResponseWriter, status int, detail string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, `{"title":%q,"status":%d,"detail":%q}`, http.StatusText(status), status, detail)

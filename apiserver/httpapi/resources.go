@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -34,7 +33,7 @@ type Condition struct {
 	LastTransitionTime time.Time `json:"lastTransitionTime"`
 }
 
-func metadataFrom(m metav1.ObjectMeta) ResourceMetadata {
+func MetadataFrom(m metav1.ObjectMeta) ResourceMetadata {
 	out := ResourceMetadata{Name: m.Name, Tags: m.Labels, Annotations: m.Annotations, UID: string(m.UID), Generation: m.Generation}
 	if !m.CreationTimestamp.IsZero() {
 		t := m.CreationTimestamp.UTC()
@@ -43,7 +42,7 @@ func metadataFrom(m metav1.ObjectMeta) ResourceMetadata {
 	return out
 }
 
-func conditionsFrom(in []metav1.Condition) []Condition {
+func ConditionsFrom(in []metav1.Condition) []Condition {
 	out := make([]Condition, 0, len(in))
 	for _, c := range in {
 		out = append(out, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message,
@@ -52,8 +51,8 @@ func conditionsFrom(in []metav1.Condition) []Condition {
 	return out
 }
 
-// specAPIVersion is what /api bodies carry; the kube spelling is accepted on input too.
-const specAPIVersion = manifest.SpecAPIVersion
+// SpecAPIVersion is what /api bodies carry; the kube spelling is accepted on input too.
+const SpecAPIVersion = manifest.SpecAPIVersion
 
 // ResourceState is the observed state every Management kind reports.
 type ResourceState struct {
@@ -62,71 +61,75 @@ type ResourceState struct {
 	Provisioning       string      `json:"provisioning,omitempty" enum:"Pending,Provisioned,Failed" doc:"Whether the Runtime plane holds the current generation"`
 }
 
-func stateFrom(in platformv1.ResourceStatus) ResourceState {
-	return ResourceState{ObservedGeneration: in.ObservedGeneration, Conditions: conditionsFrom(in.Conditions), Provisioning: string(in.Provisioning)}
+func StateFrom(in platformv1.ResourceStatus) ResourceState {
+	return ResourceState{ObservedGeneration: in.ObservedGeneration, Conditions: ConditionsFrom(in.Conditions), Provisioning: string(in.Provisioning)}
 }
 
-// readyCondition is the Ready condition, or nil before a reconciler reported one.
-func readyCondition(in []metav1.Condition) *Condition {
+// ReadyCondition is the Ready condition, or nil before a reconciler reported one.
+func ReadyCondition(in []metav1.Condition) *Condition {
 	ready := meta.FindStatusCondition(in, platformv1.ReadyCondition)
 	if ready == nil {
 		return nil
 	}
-	return &conditionsFrom([]metav1.Condition{*ready})[0]
+	return &ConditionsFrom([]metav1.Condition{*ready})[0]
 }
 
-// envelopeErrors checks the parts of an envelope that the kube API cannot: the apiVersion
+// EnvelopeErrors checks the parts of an envelope that the kube API cannot: the apiVersion
 // spelling, and on a replace that the body names the object of the path.
-func envelopeErrors(apiVersion string, metadata ResourceMetadata, pathName string) error {
+func EnvelopeErrors(apiVersion string, metadata ResourceMetadata, pathName string) error {
 	var errs field.ErrorList
-	if err := checkAPIVersion(apiVersion, false); err != nil {
+	if err := CheckAPIVersion(apiVersion, false); err != nil {
 		errs = append(errs, err)
 	}
 	if pathName != "" && metadata.Name != pathName {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), metadata.Name, "must match the name in the path"))
 	}
-	return bodyErrors(errs)
+	return BodyErrors(errs)
 }
 
-// checkAPIVersion accepts both spellings of the platform's apiVersion, and none when optional.
-func checkAPIVersion(apiVersion string, optional bool) *field.Error {
+// CheckAPIVersion accepts both spellings of the platform's apiVersion, and none when optional.
+func CheckAPIVersion(apiVersion string, optional bool) *field.Error {
 	if (optional && apiVersion == "") || apiVersion == manifest.SpecAPIVersion || apiVersion == manifest.KubeAPIVersion {
 		return nil
 	}
 	return field.NotSupported(field.NewPath("apiVersion"), apiVersion, []string{manifest.SpecAPIVersion, manifest.KubeAPIVersion})
 }
 
-// bodyErrors is nil without errors, and the Problem Details of fieldErrors otherwise.
-func bodyErrors(errs field.ErrorList) error {
+// BodyErrors is nil without errors, and the Problem Details of FieldErrors otherwise.
+func BodyErrors(errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return fieldErrors(errs)
+	return FieldErrors(errs)
 }
 
-// refusePublishedReference refuses, with 409 naming the referrer, a change to kind/name while a
-// PublishedEntry of namespace ns pins a Flow version (its target or its continuation target) for
-// which uses is true.
-func (s *Server) refusePublishedReference(ctx context.Context, ns, kind, name string, uses func(platformv1.FlowVersionReference) bool) error {
-	entries, err := listNamespace[*platformv1.PublishedEntry](ctx, s, ns, &platformv1.PublishedEntryList{})
-	if err != nil {
-		return err
-	}
-	for _, entry := range entries {
-		targets := []platformv1.FlowVersionReference{entry.Definition.ResolvedTarget}
-		if entry.Definition.ContinuationTarget != nil {
-			targets = append(targets, *entry.Definition.ContinuationTarget)
-		}
-		for _, target := range targets {
-			if uses(target) {
-				return referencedBy(kind, name, "published entry", entry.Name)
-			}
-		}
-	}
-	return nil
-}
-
-// referencedBy is the 409 of a delete that dependency protection refuses.
-func referencedBy(kind, name, referrerKind, referrer string) error {
+// ReferencedBy is the 409 of a delete that dependency protection refuses.
+func ReferencedBy(kind, name, referrerKind, referrer string) error {
 	return huma.Error409Conflict(fmt.Sprintf("%s %q is referenced by %s %q", kind, name, referrerKind, referrer))
+}
+
+// FieldManager is the field manager of the service API's writes to the kube API.
+const FieldManager = "platform-api"
+
+// AgentReadiness says whether an agent can take runs now, and why not. Ready means the agent's
+// Ready condition is True for its current generation: a condition computed for an earlier
+// generation says nothing about the definition a run would execute.
+func AgentReadiness(agent *platformv1.Agent) (bool, string) {
+	switch {
+	case agent.DeletionTimestamp != nil:
+		return false, "the agent is being deleted"
+	case agent.Status.Provisioning == platformv1.ProvisioningFailed:
+		return false, "the agent's provisioning failed"
+	}
+	ready := meta.FindStatusCondition(agent.Status.Conditions, platformv1.ReadyCondition)
+	switch {
+	case ready == nil:
+		return false, "the agent reports no Ready condition yet"
+	case ready.Status != metav1.ConditionTrue:
+		return false, "the agent is not Ready: " + ready.Reason
+	case ready.ObservedGeneration != 0 && ready.ObservedGeneration != agent.Generation,
+		agent.Status.ObservedGeneration != agent.Generation:
+		return false, fmt.Sprintf("the agent's status is of generation %d, not its current %d", agent.Status.ObservedGeneration, agent.Generation)
+	}
+	return true, ""
 }

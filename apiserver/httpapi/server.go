@@ -35,8 +35,13 @@ const OpenAPIPath = "/openapi/v1"
 // Options are the dependencies of the service API.
 type Options struct {
 	Config *config.Config
-	// Kube reads and writes Management objects, with the control plane's loopback identity.
+	// Kube reads and writes Management objects on behalf of callers: the rules of the kube API's
+	// admission apply to what it writes as they do to kubectl.
 	Kube client.Client
+	// PlatformKube writes what only the platform itself writes (published Flow versions and
+	// Entries, system-managed Direct Agent Flows), with the control plane's loopback identity.
+	// Optional: Kube when unset.
+	PlatformKube client.Client
 	// Ready reports whether the platform can serve requests (the kube API and its storage).
 	Ready func(context.Context) error
 	// Identity holds local accounts, sessions and tenancy. Optional: without it no caller signs in
@@ -58,9 +63,12 @@ type Options struct {
 // Server is the service API.
 type Server struct {
 	api     huma.API
+	mux     *http.ServeMux
 	handler http.Handler
 	kube    client.Client
-	ready   func(context.Context) error
+	// platformKube writes what only the platform writes (see Options.PlatformKube).
+	platformKube client.Client
+	ready        func(context.Context) error
 	// config holds, among others, model provider API keys (AI:Providers:<name>:ApiKey).
 	config *config.Config
 
@@ -81,8 +89,12 @@ type Server struct {
 	tokens *oidc.Verifier
 }
 
-// New builds the service API and checks its configuration.
-func New(opts Options) (*Server, error) {
+// Area registers the routes of one functional area of the service API (identity, management,
+// work, ...) on the server. Each area lives in its own package beside this one.
+type Area func(*Server)
+
+// New builds the service API with the routes of areas and checks its configuration.
+func New(opts Options, areas ...Area) (*Server, error) {
 	if opts.Config == nil || opts.Kube == nil || opts.Ready == nil {
 		return nil, errors.New("httpapi: Config, Kube and Ready are required")
 	}
@@ -107,8 +119,11 @@ func New(opts Options) (*Server, error) {
 	api := humago.New(mux, humaConfig)
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
-	s := &Server{api: api, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
+	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
 		work: opts.Work, executor: opts.Executor, log: opts.Log, stopping: make(chan struct{}), config: opts.Config}
+	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
+		s.platformKube = opts.Kube
+	}
 	if s.log.GetSink() == nil {
 		s.log = logr.Discard()
 	}
@@ -118,30 +133,12 @@ func New(opts Options) (*Server, error) {
 	api.UseMiddleware(s.authenticate(api), s.authorize(api))
 
 	s.registerHealth()
-	s.registerAuth()
-	s.registerOIDC()
-	s.registerExternalIdentities()
-	s.registerPATs()
-	s.registerAgents()
-	s.registerFlows()
-	s.registerModelProviders()
-	s.registerModels()
-	s.registerModelProfiles()
-	s.registerDeployments()
-	s.registerWork()
-	s.registerRunStream()
-	s.registerRuntime()
-	s.registerRouting()
-	s.registerAccounts()
-	s.registerPlatformAdministrators()
-	s.registerSecurityAudit()
-	s.registerRequestContext()
-	s.registerPreferences()
-	s.registerOrganization()
+	for _, area := range areas {
+		area(s)
+	}
 	if opts.Config.IsDevelopmentOrTesting() {
 		swaggerui.Register(mux, "/swagger", OpenAPIPath+".json")
 	}
-	s.registerPages(mux)
 	// Run, step and controller metrics for Prometheus; they hold counts by type and state only.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/api/", notFoundHandler)
@@ -149,10 +146,55 @@ func New(opts Options) (*Server, error) {
 	// refused: the session cookie must not act for another site's page.
 	csrf := http.NewCrossOriginProtection()
 	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeProblem(w, http.StatusForbidden, "cross-origin request refused")
+		WriteProblem(w, http.StatusForbidden, "cross-origin request refused")
 	}))
 	s.handler = csrf.Handler(mux)
 	return s, nil
+}
+
+// Mux is the router, for the areas that serve plain net/http handlers (web pages).
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// Kube reads and writes Management objects with the control plane's loopback identity.
+func (s *Server) Kube() client.Client { return s.kube }
+
+// PlatformKube writes what only the platform itself writes: published Flow versions and Entries
+// and system-managed Direct Agent Flows.
+func (s *Server) PlatformKube() client.Client { return s.platformKube }
+
+// Config is the platform's configuration.
+func (s *Server) Config() *config.Config { return s.config }
+
+// Mode is the authentication mode (Platform:Authentication:Mode).
+func (s *Server) Mode() string { return s.mode }
+
+// Identity is the identity service; nil when the server runs without one.
+func (s *Server) Identity() *identity.Service { return s.identity }
+
+// Provision creates what a new workspace needs outside the identity store.
+func (s *Server) Provision(ctx context.Context, ws identity.Workspace) error {
+	return s.provision(ctx, ws)
+}
+
+// Work is the Work plane's store; nil when the server runs without one.
+func (s *Server) Work() *work.Store { return s.work }
+
+// Executor is woken when a run becomes runnable; nil when there is none.
+func (s *Server) Executor() interface{ Wake() } { return s.executor }
+
+// Log records what the service API does (ids, never input or prompt text).
+func (s *Server) Log() logr.Logger { return s.log }
+
+// OIDC is the OpenID Provider of modes Oidc and Hybrid, nil otherwise.
+func (s *Server) OIDC() *oidc.Provider { return s.oidc }
+
+// Stopping is closed when the server begins its shutdown, so that streams end instead of holding
+// it up.
+func (s *Server) Stopping() <-chan struct{} { return s.stopping }
+
+// AddTags adds the functional tags of an area to the OpenAPI document.
+func (s *Server) AddTags(tags ...*huma.Tag) {
+	s.api.OpenAPI().Tags = append(s.api.OpenAPI().Tags, tags...)
 }
 
 // Handler serves every route.
@@ -180,45 +222,11 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	return nil
 }
 
-// Functional tags of the OpenAPI document.
-const (
-	tagHealth         = "Health"
-	tagAuthentication = "Authentication"
-	tagIdentity       = "Identity"
-	tagAgents         = "Agents"
-	tagFlows          = "Flows"
-	tagModelProviders = "Model providers"
-	tagModels         = "Models"
-	tagModelProfiles  = "Model profiles"
-	tagDeployments    = "Deployments"
-
-	tagAccounts               = "Local accounts"
-	tagPlatformAdministrators = "Platform administrators"
-	tagSecurityAudit          = "Security audit"
-	tagRequestContext         = "Request context"
-	tagPreferences            = "Preferences"
-	tagOrganization           = "Organization"
-)
+// tagHealth is the functional tag of the health routes; each area adds its own.
+const tagHealth = "Health"
 
 var tags = []*huma.Tag{
 	{Name: tagHealth, Description: "Liveness and readiness of the service."},
-	{Name: tagAuthentication, Description: "Bootstrap of the first administrator, local and OIDC sign-in, and sign-out."},
-	{Name: tagIdentity, Description: "Identity administration: the external identities linked to Principals."},
-	{Name: tagAgents, Description: "Agents: participants that Flows invoke, with their model profile and tools."},
-	{Name: tagFlows, Description: "Flows: how work is routed to agents; editable drafts and immutable published versions."},
-	{Name: tagModelProviders, Description: "Model providers: where models are served; reads never contact the provider."},
-	{Name: tagModels, Description: "Models: the inventory of models discovered at the model providers."},
-	{Name: tagModelProfiles, Description: "Model profiles: portable generation, reasoning and output intent over one model provider."},
-	{Name: tagRouting, Description: "Routing: one request to the one ready agent of the workspace, executed as a Runtime Run."},
-	{Name: tagDeployments, Description: "Deployments: the runtime view of agents, rebuilt from Management state."},
-	{Name: tagRuntime, Description: "Runtime: durable, asynchronous runs of one agent."},
-	{Name: tagWork, Description: "Work: WorkItems, the FlowRuns that execute them, and the pending actions a run waits on."},
-	{Name: tagAccounts, Description: "Local accounts: creation with initial access, enabling and disabling, for Platform administrators."},
-	{Name: tagPlatformAdministrators, Description: "Platform administrator grants: the instance-level grant, distinct from any workspace role."},
-	{Name: tagSecurityAudit, Description: "The append-only security audit log."},
-	{Name: tagRequestContext, Description: "The caller's Principal, Tenant, Workspace and permissions, and the selected workspace."},
-	{Name: tagPreferences, Description: "The caller's global preferences."},
-	{Name: tagOrganization, Description: "The Tenant, its workspaces, their memberships and roles, and the organization's members."},
 }
 
 type healthOutput struct {

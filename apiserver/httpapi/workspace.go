@@ -19,7 +19,7 @@ type WorkspaceInput struct {
 	Workspace string `header:"X-Platform-Workspace" doc:"Workspace of the request (route name or id); defaults to the selected workspace (cookie), else the caller's first." maxLength:"63"`
 }
 
-func quote(s string) string { return `"` + s + `"` }
+func Quote(s string) string { return `"` + s + `"` }
 
 // NamespaceProvisioner returns the provisioner of new workspaces: it creates the workspace's
 // namespace, named by its route name. A namespace that exists already is kept and used.

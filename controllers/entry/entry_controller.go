@@ -15,6 +15,7 @@ import (
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/controllers/internal/reconcileutil"
+	"platform.dev/platform/internal/publication"
 )
 
 // +kubebuilder:rbac:groups=platform.dev,resources=entries,verbs=get;list;watch
@@ -134,7 +135,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope, b *platformv1.EntryB
 		if version == "" {
 			return nil, nil
 		}
-		fv, err := reconcileutil.FindFlowVersion(ctx, r.Client, ns, flow.Name, version)
+		fv, err := publication.FindFlowVersion(ctx, r.Client, ns, flow.Name, version)
 		switch {
 		case err != nil:
 			return nil, err

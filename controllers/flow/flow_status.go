@@ -1,9 +1,6 @@
 package flow
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,25 +12,10 @@ import (
 
 // updateStatus writes what a complete reconcile observed.
 func updateStatus(s *scope) error {
-	digest, err := definitionDigest(&s.flow.Definition)
-	if err != nil {
-		return err
-	}
-	s.flow.Status.DefinitionDigest = digest
+	s.flow.Status.DefinitionDigest = s.flow.Definition.Digest()
 	setReadyCondition(s)
 	reconcileutil.Observed(&s.flow.Status.ResourceStatus, s.flow.Generation)
 	return nil
-}
-
-// definitionDigest is the digest of the canonical JSON of a definition: encoding/json writes
-// struct fields in declaration order and map keys sorted, so equal definitions digest equally.
-func definitionDigest(def *platformv1.FlowDefinition) (platformv1.Digest, error) {
-	data, err := json.Marshal(def)
-	if err != nil {
-		return "", fmt.Errorf("flow definition digest: %w", err)
-	}
-	sum := sha256.Sum256(data)
-	return platformv1.Digest("sha256:" + hex.EncodeToString(sum[:])), nil
 }
 
 // setReadyCondition reports whether the flow can run: a valid definition (InvalidDefinition,

@@ -69,14 +69,13 @@ func TestSetReadyCondition(t *testing.T) {
 
 func TestDefinitionDigest(t *testing.T) {
 	g := NewWithT(t)
-	a, err := definitionDigest(orchestration())
-	g.Expect(err).NotTo(HaveOccurred())
+	a := orchestration().Digest()
 	g.Expect(string(a)).To(MatchRegexp(`^sha256:[a-f0-9]{64}$`))
-	b, _ := definitionDigest(orchestration())
+	b := orchestration().Digest()
 	g.Expect(b).To(Equal(a), "equal definitions digest equally")
 	changed := orchestration()
 	changed.Steps[1].Prompt = "Write it"
-	c, _ := definitionDigest(changed)
+	c := changed.Digest()
 	g.Expect(c).NotTo(Equal(a), "a changed definition digests differently")
 }
 

@@ -17,6 +17,7 @@ import (
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/httpapi/service"
 	"platform.dev/platform/internal/apply"
 	"platform.dev/platform/internal/config"
 )
@@ -33,7 +34,7 @@ func BenchmarkAgentCreates1000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		api, err := httpapi.New(httpapi.Options{
+		api, err := service.New(httpapi.Options{
 			Config: config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"}),
 			Kube:   kube, Ready: env.Server().Ready,
 		})

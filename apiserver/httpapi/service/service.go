@@ -1,0 +1,19 @@
+// Package service assembles the service API: the shared core (apiserver/httpapi) with the routes
+// of every functional area, each from its own package.
+package service
+
+import (
+	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/httpapi/identity"
+	"platform.dev/platform/apiserver/httpapi/management"
+	"platform.dev/platform/apiserver/httpapi/work"
+)
+
+// Areas are the functional areas of the service API, in the order their routes and tags appear
+// in the OpenAPI document.
+var Areas = []httpapi.Area{identity.Routes, management.Routes, work.Routes}
+
+// New builds the service API with every area.
+func New(opts httpapi.Options) (*httpapi.Server, error) {
+	return httpapi.New(opts, Areas...)
+}

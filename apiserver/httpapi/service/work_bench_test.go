@@ -1,0 +1,138 @@
+package service_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/store/storetest"
+)
+
+func benchCall(b *testing.B, server *httptest.Server, method, path, body string) (int, map[string]any) {
+	req, err := http.NewRequest(method, server.URL+path, bytes.NewBufferString(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	_ = json.Unmarshal(data, &out)
+	return resp.StatusCode, out
+}
+
+// benchFlow creates an agent with instructions and a published, active Direct flow on it.
+func benchFlow(b *testing.B, server *httptest.Server, name, instructions string) {
+	for _, c := range []struct{ path, body string }{
+		{"/api/agents", `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"` + name + `"},"definition":{"instructions":"` + instructions + `"}}`},
+		{"/api/flows", directFlowBody(name, name, "Bench")},
+		{"/api/flows/" + name + "/versions", `{"version":"1.0.0","activate":true}`},
+	} {
+		if status, out := benchCall(b, server, http.MethodPost, c.path, c.body); status != http.StatusCreated {
+			b.Fatalf("%s: %d %v", c.path, status, out)
+		}
+	}
+}
+
+// reportLatencies reports the throughput and the p50 and p99 of the latencies.
+func reportLatencies(b *testing.B, unit string, latencies []time.Duration) {
+	slices.Sort(latencies)
+	at := func(q float64) float64 {
+		return float64(latencies[min(len(latencies)-1, int(q*float64(len(latencies))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(float64(len(latencies))/b.Elapsed().Seconds(), unit)
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+}
+
+var benchFlows atomic.Int64
+
+// BenchmarkWorkItemsEndToEnd: WorkItems submitted through the Work API and executed by the
+// executor to Completed (a Direct flow on a Deterministic agent), by 1, 8 and 64 concurrent
+// clients; the latency is submit -> completed as a client sees it.
+func BenchmarkWorkItemsEndToEnd(b *testing.B) {
+	storetest.ForEachDialectBench(b, func(b *testing.B, s *store.Store) {
+		server := workServer(b, s)
+		for _, clients := range []int{1, 8, 64} {
+			b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+				flow := fmt.Sprintf("bench-%d", benchFlows.Add(1))
+				benchFlow(b, server, flow, "@respond done")
+				body := `{"type":"bench","title":"t","instruction":"i","flowReference":{"name":"` + flow + `"}}`
+				var (
+					next      atomic.Int64
+					mu        sync.Mutex
+					latencies = make([]time.Duration, 0, b.N)
+					wg        sync.WaitGroup
+				)
+				b.ResetTimer()
+				for range clients {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for next.Add(1) <= int64(b.N) {
+							began := time.Now()
+							status, out := benchCall(b, server, http.MethodPost, "/api/work/workitems?waitSeconds=30", body)
+							if status != http.StatusAccepted || field(out, "flowRun", "state") != "Completed" {
+								b.Errorf("submit: %d %v", status, out)
+								return
+							}
+							mu.Lock()
+							latencies = append(latencies, time.Since(began))
+							mu.Unlock()
+						}
+					}()
+				}
+				wg.Wait()
+				if len(latencies) > 0 {
+					reportLatencies(b, "items/s", latencies)
+				}
+			})
+		}
+	})
+}
+
+// BenchmarkSuspendRespondResume: the latency from answering a pending action to the run's
+// completion, as the client that answers sees it (the answer waits for the run to settle).
+func BenchmarkSuspendRespondResume(b *testing.B) {
+	storetest.ForEachDialectBench(b, func(b *testing.B, s *store.Store) {
+		server := workServer(b, s)
+		flow := fmt.Sprintf("bench-ask-%d", benchFlows.Add(1))
+		benchFlow(b, server, flow, `@requestChoice Pick\n@option a A`)
+		latencies := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for range b.N {
+			b.StopTimer()
+			status, out := benchCall(b, server, http.MethodPost, "/api/work/workitems?waitSeconds=30",
+				`{"type":"bench","title":"t","instruction":"i","flowReference":{"name":"`+flow+`"}}`)
+			action, ok := field(out, "flowRun", "pendingAction", "id").(string)
+			if status != http.StatusAccepted || !ok {
+				b.Fatalf("submit: %d %v", status, out)
+			}
+			path := "/api/flowRuns/" + field(out, "flowRun", "id").(string) + "/pending-actions/" + action + "/responses?waitSeconds=30"
+			answer := `{"resumeToken":"` + out["resumeToken"].(string) + `","value":"a"}`
+			b.StartTimer()
+			began := time.Now()
+			status, out = benchCall(b, server, http.MethodPost, path, answer)
+			latencies = append(latencies, time.Since(began))
+			if status != http.StatusOK || field(out, "flowRun", "state") != "Completed" {
+				b.Fatalf("respond: %d %v", status, out)
+			}
+		}
+		reportLatencies(b, "resumes/s", latencies)
+	})
+}
