@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
@@ -280,6 +281,16 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files, listener ne
 	namespaceLifecycle.SetExternalKubeClientSet(kubeClient)
 	if err := namespaceLifecycle.ValidateInitialization(); err != nil {
 		return nil, err
+	}
+	for _, plugin := range o.Admission {
+		if wants, ok := plugin.(initializer.WantsExternalKubeInformerFactory); ok {
+			wants.SetExternalKubeInformerFactory(config.SharedInformerFactory)
+		}
+		if validator, ok := plugin.(admission.InitializationValidator); ok {
+			if err := validator.ValidateInitialization(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	config.AdmissionControl = admission.NewChainHandler(append([]admission.Interface{namespaceLifecycle}, o.Admission...)...)
 	config.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()

@@ -52,11 +52,12 @@ func TestAdmissionRefusesGrantsAndReferencesOutsideTheOwnersBranch(t *testing.T)
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	suffix := randomHex(3)
 	for i, name := range names {
 		tt := tests[name]
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			obj := w.object(tt.kind, tt.in, fmt.Sprintf("adm-%d", i), tt.grants, tt.ref)
+			obj := w.object(tt.kind, tt.in, fmt.Sprintf("adm-%d-%s", i, suffix), tt.grants, tt.ref)
 			err := w.kube.Create(ctx, obj)
 			if tt.wantField == "" {
 				g.Expect(err).NotTo(HaveOccurred())
@@ -75,7 +76,7 @@ func TestAdmissionRevalidatesOnlyWhatAnUpdateChanges(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t)
 	ctx := context.Background()
-	secret := w.object("secret", "tenantA", "stored-before", []grant{{to: "instance", descendants: true}}, "").(*platformv1.Secret)
+	secret := w.object("secret", "tenantA", "stored-before-"+randomHex(3), []grant{{to: "instance", descendants: true}}, "").(*platformv1.Secret)
 	withoutAdmission(func() { g.Expect(w.kube.Create(ctx, secret)).To(Succeed()) })
 
 	secret.Definition.DisplayName = "renamed"
@@ -89,7 +90,7 @@ func TestScopeNamespacesHoldOnlySecretsAndVaults(t *testing.T) {
 	g := NewWithT(t)
 	w := newWorld(t)
 	for _, in := range []string{"instance", "tenantA"} {
-		agent := &platformv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: w.places[in].Namespace, Name: "not-here"}}
+		agent := &platformv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: w.places[in].Namespace, Name: "not-here-" + randomHex(3)}}
 		err := w.kube.Create(context.Background(), agent)
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: %v", in, err)
 		g.Expect(err.Error()).To(ContainSubstring("holds only the Secrets and Vaults of its scope"))

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,17 +27,15 @@ import (
 	"platform.dev/platform/apiserver/testenv"
 )
 
-// The kube API the package's tests share, booted on first use with the secrets admission plugin
-// over a tree whose identity store the tests fill (see newWorld). Each test works on namespaces
-// and names of its own.
+// The world the package's tests share (see newWorld): an identity store, the kube API booted
+// with the secrets admission plugin over it, and the namespaces of every place. Each test works
+// on names of its own.
 var (
-	kubeOnce sync.Once
-	kubeEnv  *testenv.Env
-	kube     client.Client
-	kubeErr  error
-	// admissionTree is the tree admission consults; it starts empty (no identity) and newWorld
-	// points it at its identity store.
-	admissionTree = &switchableTree{}
+	worldOnce   sync.Once
+	sharedWorld *world
+	worldErr    error
+	kubeEnv     *testenv.Env
+	worldStore  *store.Store
 )
 
 func TestMain(m *testing.M) {
@@ -46,23 +43,10 @@ func TestMain(m *testing.M) {
 	if kubeEnv != nil {
 		kubeEnv.Stop()
 	}
-	os.Exit(code)
-}
-
-func kubeClient(t *testing.T) client.Client {
-	t.Helper()
-	kubeOnce.Do(func() {
-		kubeEnv, kubeErr = testenv.Start(context.Background(), testenv.Options{Tune: func(o *controlplane.Options) {
-			o.Admission = append(o.Admission, &switchableAdmission{Admission: secrets.NewAdmission(admissionTree)})
-		}})
-		if kubeErr == nil {
-			kube, kubeErr = client.New(kubeEnv.Config, client.Options{Scheme: platformscheme.Scheme})
-		}
-	})
-	if kubeErr != nil {
-		t.Fatalf("start the kube API: %v", kubeErr)
+	if worldStore != nil {
+		worldStore.Close()
 	}
-	return kube
+	os.Exit(code)
 }
 
 // switchableAdmission is the secrets admission plugin that a test can turn off for a while, to
@@ -87,35 +71,6 @@ func withoutAdmission(fn func()) {
 	fn()
 }
 
-// switchableTree lets the shared admission plugin use the identity store of the test that runs.
-type switchableTree struct {
-	mu   sync.Mutex
-	tree secrets.Tree
-}
-
-func (s *switchableTree) current() secrets.Tree {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.tree == nil {
-		return secrets.IdentityTree{}
-	}
-	return s.tree
-}
-
-func (s *switchableTree) set(t secrets.Tree) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tree = t
-}
-
-func (s *switchableTree) OfNamespace(ctx context.Context, ns string) (secrets.Place, error) {
-	return s.current().OfNamespace(ctx, ns)
-}
-
-func (s *switchableTree) Of(ctx context.Context, ref platformv1.ScopeRef) (secrets.Place, error) {
-	return s.current().Of(ctx, ref)
-}
-
 // world is an identity store with two tenants, A (workspaces a1, a2) and B (workspace b1), the
 // kube namespaces of all of them and of the instance, and the tree over them.
 type world struct {
@@ -127,63 +82,71 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	ctx := context.Background()
-	c := kubeClient(t)
-	s, err := store.Open(ctx, store.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+	worldOnce.Do(func() { sharedWorld, worldErr = buildWorld() })
+	if worldErr != nil {
+		t.Fatalf("the test world: %v", worldErr)
 	}
-	t.Cleanup(func() { s.Close() })
-	w := &world{kube: c, ids: identity.New(s), places: map[string]secrets.Place{}}
-	w.tree = secrets.IdentityTree{Identity: w.ids}
-	suffix := randomHex(3)
+	return sharedWorld
+}
+
+func buildWorld() (*world, error) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "secrets-test-")
+	if err != nil {
+		return nil, err
+	}
+	if worldStore, err = store.Open(ctx, store.Options{DataDir: dir}); err != nil {
+		return nil, err
+	}
+	ids := identity.New(worldStore)
+	kubeEnv, err = testenv.Start(ctx, testenv.Options{Tune: func(o *controlplane.Options) {
+		o.Admission = append(o.Admission, &switchableAdmission{Admission: secrets.NewAdmission(ids)})
+	}})
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(kubeEnv.Config, client.Options{Scheme: platformscheme.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	w := &world{kube: c, ids: ids, places: map[string]secrets.Place{}}
+	w.tree = secrets.IdentityTree{Identity: ids, Namespaces: secrets.KubeNamespaces(c)}
 	for _, tenant := range []struct {
 		name       string
 		workspaces []string
 	}{{"tenantA", []string{"a1", "a2"}}, {"tenantB", []string{"b1"}}} {
 		id := randomHex(16)
-		if _, err := s.DB().ExecContext(ctx, s.Rebind(`INSERT INTO tenants (id, name, status, created_at) VALUES (?, ?, 'Active', ?)`),
+		if _, err := worldStore.DB().ExecContext(ctx, worldStore.Rebind(`INSERT INTO tenants (id, name, status, created_at) VALUES (?, ?, 'Active', ?)`),
 			id, tenant.name, time.Now().UTC()); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		w.places[tenant.name] = w.place(t, scope.Of(scope.Tenant, id).Ref())
+		if w.places[tenant.name], err = w.tree.Of(ctx, scope.Of(scope.Tenant, id).Ref()); err != nil {
+			return nil, err
+		}
 		for _, name := range tenant.workspaces {
-			ws, err := w.ids.CreateWorkspace(ctx, id, name+"-"+suffix, "")
+			ws, err := ids.CreateWorkspace(ctx, id, name, "")
 			if err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
-			w.places[name] = w.place(t, scope.Of(scope.Workspace, ws.ID).Ref())
+			if w.places[name], err = w.tree.Of(ctx, scope.Of(scope.Workspace, ws.ID).Ref()); err != nil {
+				return nil, err
+			}
 		}
 	}
-	w.places["instance"] = w.place(t, scope.Of(scope.Instance, "").Ref())
-	for name, p := range w.places {
+	if w.places["instance"], err = w.tree.Of(ctx, platformv1.InstanceScope); err != nil {
+		return nil, err
+	}
+	for _, p := range w.places {
 		if err := secrets.EnsureScopeNamespace(ctx, c, p); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if p.Scope.Kind == scope.Workspace {
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}
-			if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-				t.Fatalf("namespace of %s: %v", name, err)
+			if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}); err != nil {
+				return nil, err
 			}
 		}
-		if p.Scope.Kind != scope.Instance {
-			t.Cleanup(func() {
-				c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}})
-			})
-		}
 	}
-	admissionTree.set(w.tree)
-	t.Cleanup(func() { admissionTree.set(nil) })
-	return w
-}
-
-func (w *world) place(t *testing.T, ref platformv1.ScopeRef) secrets.Place {
-	t.Helper()
-	p, err := w.tree.Of(context.Background(), ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return w, nil
 }
 
 func randomHex(n int) string {

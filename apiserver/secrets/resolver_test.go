@@ -8,12 +8,14 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"platform.dev/platform/apis/platform/scope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/secrets"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 // grant is a usePolicy grant of the table below; to names a place of the world.
@@ -140,11 +142,12 @@ func TestResolverAppliesTheRulesOfScopesAndGrants(t *testing.T) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	suffix := randomHex(3)
 	for i, name := range names {
 		tt := tests[name]
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			secretName, vaultName := fmt.Sprintf("s-%d", i), fmt.Sprintf("v-%d", i)
+			secretName, vaultName := fmt.Sprintf("s-%d-%s", i, suffix), fmt.Sprintf("v-%d-%s", i, suffix)
 			vaultIn := tt.vaultIn
 			if vaultIn == "" {
 				vaultIn = tt.secretIn
@@ -213,12 +216,12 @@ func TestSameNamedSecretsAtDifferentScopesAreDistinct(t *testing.T) {
 	ctx := context.Background()
 	name := "same-" + randomHex(3)
 	// One Vault of the tenant, granted to a1, stores both Secrets' values.
-	vault := &platformv1.Vault{ObjectMeta: metav1.ObjectMeta{Namespace: w.places["tenantA"].Namespace, Name: "shared"}}
+	vault := &platformv1.Vault{ObjectMeta: metav1.ObjectMeta{Namespace: w.places["tenantA"].Namespace, Name: name}}
 	vault.Definition.UsePolicy = w.policy([]grant{{to: "a1"}})
 	g.Expect(w.kube.Create(ctx, vault)).To(Succeed())
 	for _, in := range []string{"tenantA", "a1"} {
 		secret := &platformv1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.places[in].Namespace, Name: name}}
-		secret.Definition.Vault = platformv1.VaultReference{Name: "shared", ScopeRef: w.places["tenantA"].Ref()}
+		secret.Definition.Vault = platformv1.VaultReference{Name: platformv1.ResourceName(name), ScopeRef: w.places["tenantA"].Ref()}
 		secret.Definition.UsePolicy = w.policy([]grant{{to: "a1"}})
 		g.Expect(w.kube.Create(ctx, secret)).To(Succeed())
 	}
@@ -231,4 +234,39 @@ func TestSameNamedSecretsAtDifferentScopesAreDistinct(t *testing.T) {
 	g.Expect(own.Entry().Key).To(Equal(ancestors.Entry().Key), "the same vault key in the same Vault")
 	g.Expect(strings.HasPrefix(string(own.Entry().SecretScope), "/workspaces/")).To(BeTrue())
 	g.Expect(strings.HasPrefix(string(ancestors.Entry().SecretScope), "/tenants/")).To(BeTrue())
+}
+
+func TestAConsumerInAPackNamespaceUsesTheSecretsOfItsWorkspace(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t)
+	ctx := context.Background()
+	packNamespace, err := resourcenamespace.Ensure(ctx, w.kube, w.places["a1"].Namespace, "acme.tools")
+	g.Expect(err).NotTo(HaveOccurred())
+	place, err := w.tree.OfNamespace(ctx, packNamespace)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(place.Scope).To(Equal(w.places["a1"].Scope), "a Pack namespace belongs to its workspace's scope")
+	g.Expect(place.ResourceNamespace).To(Equal(platformv1.ResourceNamespace("acme.tools")))
+
+	name := "pack-key-" + randomHex(3)
+	vault := &platformv1.Vault{ObjectMeta: metav1.ObjectMeta{Namespace: w.places["a1"].Namespace, Name: name}}
+	g.Expect(w.kube.Create(ctx, vault)).To(Succeed())
+	secret := &platformv1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.places["a1"].Namespace, Name: name}}
+	secret.Definition.Vault.Name = platformv1.ResourceName(name)
+	g.Expect(w.kube.Create(ctx, secret)).To(Succeed())
+
+	res, err := (&secrets.Resolver{Reader: w.kube, Tree: w.tree}).Resolve(ctx, packNamespace, "definition.credential", platformv1.SecretReference{Name: platformv1.ResourceName(name)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Secret.Namespace).To(Equal(w.places["a1"].Namespace))
+
+	// Admission reads namespaces from the server's informer, which learns of the new Pack
+	// namespace shortly after it was made.
+	g.Eventually(func(g Gomega) {
+		inPack := &platformv1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: packNamespace, Name: "in-pack-" + randomHex(3)}}
+		inPack.Definition.Vault.Name = platformv1.ResourceName(name)
+		err := w.kube.Create(ctx, inPack)
+		if err == nil {
+			w.kube.Delete(ctx, inPack)
+		}
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "Packs carry Secrets only as bindings: %v", err)
+	}).Should(Succeed())
 }

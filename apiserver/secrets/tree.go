@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"platform.dev/platform/apis/platform/scope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 // ErrScopeNotFound: a scopeRef names a tenant or workspace that does not exist.
@@ -24,6 +28,9 @@ type Place struct {
 	Tenant string
 	// Namespace holds the scope's Secrets and Vaults (a workspace's own namespace).
 	Namespace string
+	// ResourceNamespace is set when the place was found from a workspace's non-default resource
+	// namespace (a Pack's): the kube namespace asked about, which is not Namespace.
+	ResourceNamespace platformv1.ResourceNamespace
 }
 
 // Ref is the canonical scopeRef of the place.
@@ -78,6 +85,30 @@ type Tree interface {
 // workspace of its own named by the namespace, directly below the instance.
 type IdentityTree struct {
 	Identity *identity.Service
+	// Namespaces reads kube namespaces, so that a workspace's Pack namespace places as that
+	// workspace (see package resourcenamespace); nil places every namespace as a workspace's own.
+	Namespaces NamespaceGetter
+}
+
+// NamespaceGetter reads one kube namespace; nil and no error when it does not exist.
+type NamespaceGetter interface {
+	Namespace(ctx context.Context, name string) (*corev1.Namespace, error)
+}
+
+// KubeNamespaces reads namespaces through c.
+func KubeNamespaces(c client.Reader) NamespaceGetter { return kubeNamespaces{c} }
+
+type kubeNamespaces struct{ c client.Reader }
+
+func (k kubeNamespaces) Namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	if err := k.c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return ns, nil
 }
 
 var _ Tree = IdentityTree{}
@@ -86,6 +117,17 @@ var _ Tree = IdentityTree{}
 func (t IdentityTree) OfNamespace(ctx context.Context, ns string) (Place, error) {
 	if s, ok := scope.OfNamespace(ns); ok {
 		return t.Of(ctx, s.Ref())
+	}
+	if t.Namespaces != nil {
+		n, err := t.Namespaces.Namespace(ctx, ns)
+		if err != nil {
+			return Place{}, err
+		}
+		if n != nil && resourcenamespace.IsResourceNamespace(n) {
+			p, err := t.workspace(ctx, resourcenamespace.WorkspaceOf(n))
+			p.ResourceNamespace = resourcenamespace.Of(n)
+			return p, err
+		}
 	}
 	return t.workspace(ctx, ns)
 }
