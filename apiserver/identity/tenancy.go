@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"platform.dev/platform/apis/platform/scope"
+	"platform.dev/platform/apis/platform/ownerscope"
 )
 
 // Errors of bootstrap and tenancy.
@@ -58,7 +58,7 @@ type BootstrapRequest struct {
 // namespace name, outside the kube- prefix kube reserves for itself and the names of the
 // instance's and tenants' own namespaces (see package scope).
 func ValidateWorkspaceName(name string) error {
-	if len(validation.IsDNS1123Label(name)) > 0 || strings.HasPrefix(name, "kube-") || scope.IsReservedNamespace(name) {
+	if len(validation.IsDNS1123Label(name)) > 0 || strings.HasPrefix(name, "kube-") || ownerscope.IsReservedNamespace(name) {
 		return ErrInvalidWorkspaceName
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	"platform.dev/platform/apis/platform/scope"
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/identity"
 )
@@ -206,5 +206,5 @@ func (z *Authorizer) Visibility(ctx context.Context, u user.Info) (func(string) 
 			visible[ws.RouteName] = true
 		}
 	}
-	return func(name string) bool { return visible[name] || (scopes && scope.IsReservedNamespace(name)) }, nil
+	return func(name string) bool { return visible[name] || (scopes && ownerscope.IsReservedNamespace(name)) }, nil
 }

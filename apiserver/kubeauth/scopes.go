@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	"platform.dev/platform/apis/platform/scope"
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 )
 
@@ -17,7 +17,7 @@ func scopeNamespaceOf(a authorizer.Attributes) (string, bool) {
 	if a.GetAPIGroup() == "" && a.GetResource() == "namespaces" {
 		ns = a.GetName()
 	}
-	return ns, ns != "" && scope.IsReservedNamespace(ns)
+	return ns, ns != "" && ownerscope.IsReservedNamespace(ns)
 }
 
 // authorizeScope decides a Principal's requests in the namespace of the instance or of a tenant:

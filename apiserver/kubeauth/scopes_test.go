@@ -8,7 +8,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	"platform.dev/platform/apis/platform/scope"
+	"platform.dev/platform/apis/platform/ownerscope"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/kubeauth"
 	"platform.dev/platform/apiserver/store"
@@ -27,18 +27,18 @@ func TestScopeNamespacesAreForPlatformAdministratorsOnly(t *testing.T) {
 		request request
 		want    authorizer.Decision
 	}{
-		"an administrator reads the instance's Secrets":        {who: "admin", request: request{"platform.dev", "secrets", "list", scope.InstanceNamespace, ""}, want: authorizer.DecisionAllow},
+		"an administrator reads the instance's Secrets":        {who: "admin", request: request{"platform.dev", "secrets", "list", ownerscope.InstanceNamespace, ""}, want: authorizer.DecisionAllow},
 		"an administrator writes a tenant's Vaults":            {who: "admin", request: request{"platform.dev", "vaults", "create", "tenant", ""}, want: authorizer.DecisionAllow},
-		"an administrator deletes the instance's Secrets":      {who: "admin", request: request{"platform.dev", "secrets", "delete", scope.InstanceNamespace, "x"}, want: authorizer.DecisionAllow},
-		"an administrator reads the scope namespace itself":    {who: "admin", request: request{"", "namespaces", "get", "", scope.InstanceNamespace}, want: authorizer.DecisionAllow},
-		"an administrator reads the Events that explain them":  {who: "admin", request: request{"events.k8s.io", "events", "list", scope.InstanceNamespace, ""}, want: authorizer.DecisionAllow},
-		"an administrator may not put Agents there":            {who: "admin", request: request{"platform.dev", "agents", "create", scope.InstanceNamespace, ""}, want: authorizer.DecisionDeny},
-		"an administrator may not delete the scope namespace":  {who: "admin", request: request{"", "namespaces", "delete", "", scope.InstanceNamespace}, want: authorizer.DecisionDeny},
-		"an administrator's personal access token cannot":      {who: "admin-pat", request: request{"platform.dev", "secrets", "list", scope.InstanceNamespace, ""}, want: authorizer.DecisionDeny},
-		"a workspace Owner cannot read the instance's Secrets": {who: "member", request: request{"platform.dev", "secrets", "get", scope.InstanceNamespace, "x"}, want: authorizer.DecisionDeny},
+		"an administrator deletes the instance's Secrets":      {who: "admin", request: request{"platform.dev", "secrets", "delete", ownerscope.InstanceNamespace, "x"}, want: authorizer.DecisionAllow},
+		"an administrator reads the scope namespace itself":    {who: "admin", request: request{"", "namespaces", "get", "", ownerscope.InstanceNamespace}, want: authorizer.DecisionAllow},
+		"an administrator reads the Events that explain them":  {who: "admin", request: request{"events.k8s.io", "events", "list", ownerscope.InstanceNamespace, ""}, want: authorizer.DecisionAllow},
+		"an administrator may not put Agents there":            {who: "admin", request: request{"platform.dev", "agents", "create", ownerscope.InstanceNamespace, ""}, want: authorizer.DecisionDeny},
+		"an administrator may not delete the scope namespace":  {who: "admin", request: request{"", "namespaces", "delete", "", ownerscope.InstanceNamespace}, want: authorizer.DecisionDeny},
+		"an administrator's personal access token cannot":      {who: "admin-pat", request: request{"platform.dev", "secrets", "list", ownerscope.InstanceNamespace, ""}, want: authorizer.DecisionDeny},
+		"a workspace Owner cannot read the instance's Secrets": {who: "member", request: request{"platform.dev", "secrets", "get", ownerscope.InstanceNamespace, "x"}, want: authorizer.DecisionDeny},
 		"a tenant member cannot read the tenant's Secrets":     {who: "member", request: request{"platform.dev", "secrets", "list", "tenant", ""}, want: authorizer.DecisionDeny},
 		"a tenant member cannot see the tenant's namespace":    {who: "member", request: request{"", "namespaces", "get", "", "tenant"}, want: authorizer.DecisionDeny},
-		"a not-yet-made tenant namespace is just as reserved":  {who: "member", request: request{"platform.dev", "vaults", "list", scope.TenantNamespacePrefix + "future", ""}, want: authorizer.DecisionDeny},
+		"a not-yet-made tenant namespace is just as reserved":  {who: "member", request: request{"platform.dev", "vaults", "list", ownerscope.TenantNamespacePrefix + "future", ""}, want: authorizer.DecisionDeny},
 	}
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -53,7 +53,7 @@ func TestScopeNamespacesAreForPlatformAdministratorsOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tenantNamespace, err := scope.TenantNamespace(home.TenantID)
+		tenantNamespace, err := ownerscope.TenantNamespace(home.TenantID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestScopeNamespacesAreForPlatformAdministratorsOnly(t *testing.T) {
 			for who, want := range map[string]bool{"admin": true, "admin-pat": false, "member": false} {
 				visible, err := z.Visibility(ctx, users[who])
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(visible(scope.InstanceNamespace)).To(Equal(want), who)
+				g.Expect(visible(ownerscope.InstanceNamespace)).To(Equal(want), who)
 				g.Expect(visible(tenantNamespace)).To(Equal(want), who)
 				g.Expect(visible(home.RouteName)).To(BeTrue(), who)
 			}

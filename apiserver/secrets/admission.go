@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
-	"platform.dev/platform/apis/platform/scope"
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/identity"
 )
@@ -95,7 +95,7 @@ func (a *Admission) Validate(ctx context.Context, attrs admission.Attributes, _ 
 	}
 	resource := attrs.GetResource().Resource
 	r := a.resolver()
-	if scope.IsReservedNamespace(attrs.GetNamespace()) && resource != "secrets" && resource != "vaults" {
+	if ownerscope.IsReservedNamespace(attrs.GetNamespace()) && resource != "secrets" && resource != "vaults" {
 		return admission.NewForbidden(attrs, fmt.Errorf("namespace %s holds only the Secrets and Vaults of its scope", attrs.GetNamespace()))
 	}
 	var check func(context.Context, *Resolver, Place, runtime.Object, runtime.Object) (field.ErrorList, error)

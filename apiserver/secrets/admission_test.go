@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"platform.dev/platform/apis/platform/scope"
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/secrets"
 )
@@ -46,7 +46,7 @@ func TestAdmissionRefusesGrantsAndReferencesOutsideTheOwnersBranch(t *testing.T)
 	}
 	w := newWorld(t)
 	ctx := context.Background()
-	w.places["nowhere"] = placeNamed(scope.Of(scope.Tenant, "0000000000000000000000000000beef"))
+	w.places["nowhere"] = placeNamed(ownerscope.Of(ownerscope.Tenant, "0000000000000000000000000000beef"))
 	names := make([]string, 0, len(tests))
 	for name := range tests {
 		names = append(names, name)
@@ -97,8 +97,8 @@ func TestScopeNamespacesHoldOnlySecretsAndVaults(t *testing.T) {
 	}
 }
 
-func placeNamed(s scope.Scope) secrets.Place {
-	ns, _ := scope.TenantNamespace(s.ID)
+func placeNamed(s ownerscope.Scope) secrets.Place {
+	ns, _ := ownerscope.TenantNamespace(s.ID)
 	return secrets.Place{Scope: s, Tenant: s.ID, Namespace: ns}
 }
 

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformscheme "platform.dev/platform/apis/platform/scheme"
-	"platform.dev/platform/apis/platform/scope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/controlplane"
 	"platform.dev/platform/apiserver/identity"
@@ -120,7 +120,7 @@ func buildWorld() (*world, error) {
 			id, tenant.name, time.Now().UTC()); err != nil {
 			return nil, err
 		}
-		if w.places[tenant.name], err = w.tree.Of(ctx, scope.Of(scope.Tenant, id).Ref()); err != nil {
+		if w.places[tenant.name], err = w.tree.Of(ctx, ownerscope.Of(ownerscope.Tenant, id).Ref()); err != nil {
 			return nil, err
 		}
 		for _, name := range tenant.workspaces {
@@ -128,7 +128,7 @@ func buildWorld() (*world, error) {
 			if err != nil {
 				return nil, err
 			}
-			if w.places[name], err = w.tree.Of(ctx, scope.Of(scope.Workspace, ws.ID).Ref()); err != nil {
+			if w.places[name], err = w.tree.Of(ctx, ownerscope.Of(ownerscope.Workspace, ws.ID).Ref()); err != nil {
 				return nil, err
 			}
 		}
@@ -140,7 +140,7 @@ func buildWorld() (*world, error) {
 		if err := secrets.EnsureScopeNamespace(ctx, c, p); err != nil {
 			return nil, err
 		}
-		if p.Scope.Kind == scope.Workspace {
+		if p.Scope.Kind == ownerscope.Workspace {
 			if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}); err != nil {
 				return nil, err
 			}

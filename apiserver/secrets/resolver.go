@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"platform.dev/platform/apis/platform/scope"
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 )
 
@@ -69,32 +69,13 @@ type Resolver struct {
 	Tree   Tree
 }
 
-// Resolve resolves ref for a consumer whose objects live in consumerNamespace. field is the
-// reference's path in the consumer's definition, for messages ("definition.credential").
+// Resolve resolves ref for a consumer whose objects live in consumerNamespace: the Secret, then
+// its Vault. field is the reference's path in the consumer's definition, for messages
+// ("definition.credential").
 func (r *Resolver) Resolve(ctx context.Context, consumerNamespace, field string, ref platformv1.SecretReference) (*Resolution, error) {
-	consumer, err := r.Tree.OfNamespace(ctx, consumerNamespace)
-	if err != nil {
-		return nil, r.placeError(err, field, "namespace "+consumerNamespace)
-	}
-	owner, err := r.Reach(ctx, consumer, field, ref.ScopeRef)
+	secret, consumer, owner, err := r.resolveSecret(ctx, consumerNamespace, field, ref)
 	if err != nil {
 		return nil, err
-	}
-	if ref.Namespace != "" && ref.Namespace != platformv1.DefaultResourceNamespace {
-		return nil, refuse(platformv1.SecretNotFoundReason,
-			"%s.namespace: Secrets live in the default resource namespace of their scope, not in %q", field, ref.Namespace)
-	}
-	secret := &platformv1.Secret{}
-	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: string(ref.Name)}, secret); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, err
-		}
-		return nil, refuse(platformv1.SecretNotFoundReason, "%s.name: Secret %q not found in %s%s",
-			field, ref.Name, owner, notSearchedHint(ref.ScopeRef))
-	}
-	if owner.Scope != consumer.Scope && !Granted(secret.Definition.UsePolicy, owner, consumer) {
-		return nil, refuse(platformv1.UseNotGrantedReason,
-			"%s: Secret %q of %s grants no use to %s (definition.usePolicy.grants)", field, ref.Name, owner, consumer)
 	}
 	res, err := r.resolveVault(ctx, secret, owner)
 	if err != nil {
@@ -102,6 +83,41 @@ func (r *Resolver) Resolve(ctx context.Context, consumerNamespace, field string,
 	}
 	res.Consumer = consumer
 	return res, nil
+}
+
+// ResolveSecret resolves only the Secret that ref names for the consumer, not its Vault: whether
+// the Vault resolves and holds the value is the Secret's own status.
+func (r *Resolver) ResolveSecret(ctx context.Context, consumerNamespace, field string, ref platformv1.SecretReference) (*platformv1.Secret, error) {
+	secret, _, _, err := r.resolveSecret(ctx, consumerNamespace, field, ref)
+	return secret, err
+}
+
+func (r *Resolver) resolveSecret(ctx context.Context, consumerNamespace, field string, ref platformv1.SecretReference) (*platformv1.Secret, Place, Place, error) {
+	consumer, err := r.Tree.OfNamespace(ctx, consumerNamespace)
+	if err != nil {
+		return nil, Place{}, Place{}, r.placeError(err, field, "namespace "+consumerNamespace)
+	}
+	owner, err := r.Reach(ctx, consumer, field, ref.ScopeRef)
+	if err != nil {
+		return nil, Place{}, Place{}, err
+	}
+	if ref.Namespace != "" && ref.Namespace != platformv1.DefaultResourceNamespace {
+		return nil, Place{}, Place{}, refuse(platformv1.SecretNotFoundReason,
+			"%s.namespace: Secrets live in the default resource namespace of their scope, not in %q", field, ref.Namespace)
+	}
+	secret := &platformv1.Secret{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: string(ref.Name)}, secret); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, Place{}, Place{}, err
+		}
+		return nil, Place{}, Place{}, refuse(platformv1.SecretNotFoundReason, "%s.name: Secret %q not found in %s%s",
+			field, ref.Name, owner, notSearchedHint(ref.ScopeRef))
+	}
+	if owner.Scope != consumer.Scope && !Granted(secret.Definition.UsePolicy, owner, consumer) {
+		return nil, Place{}, Place{}, refuse(platformv1.UseNotGrantedReason,
+			"%s: Secret %q of %s grants no use to %s (definition.usePolicy.grants)", field, ref.Name, owner, consumer)
+	}
+	return secret, consumer, owner, nil
 }
 
 // ResolveVaultOf resolves the Vault of a Secret for the Secret itself: the Secret is the
@@ -182,7 +198,7 @@ func Granted(policy *platformv1.UsePolicy, owner, user Place) bool {
 		return false
 	}
 	for _, g := range policy.Grants {
-		s, err := scope.Parse(g.ScopeRef)
+		s, err := ownerscope.Parse(g.ScopeRef)
 		if err != nil || level(s.Kind) < level(owner.Scope.Kind) {
 			continue
 		}
@@ -193,9 +209,9 @@ func Granted(policy *platformv1.UsePolicy, owner, user Place) bool {
 			continue
 		}
 		switch s.Kind {
-		case scope.Instance:
+		case ownerscope.Instance:
 			return true
-		case scope.Tenant:
+		case ownerscope.Tenant:
 			if user.Tenant == s.ID {
 				return true
 			}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"platform.dev/platform/apis/platform/scope"
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/internal/resourcenamespace"
@@ -177,7 +177,7 @@ func TestResolverAppliesTheRulesOfScopesAndGrants(t *testing.T) {
 			if tt.ref != "" {
 				ref.ScopeRef = w.places[tt.ref].Ref()
 				if tt.refByRouteName {
-					ref.ScopeRef = scope.Of(scope.Workspace, w.places[tt.ref].Namespace).Ref()
+					ref.ScopeRef = ownerscope.Of(ownerscope.Workspace, w.places[tt.ref].Namespace).Ref()
 				}
 			}
 

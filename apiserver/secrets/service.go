@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"platform.dev/platform/apis/platform/scope"
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 )
 
@@ -19,8 +19,14 @@ import (
 // leaves the Vault, always through the Resolver.
 type Service struct {
 	Resolver *Resolver
-	Vault    *LocalVault
+	// Vault is the Local Vault; nil in a controller manager that runs without the SQL store of
+	// `platform serve`, where every Vault reports that it cannot be seen.
+	Vault *LocalVault
 }
+
+// detached is the availability of every Vault without a Local Vault to ask.
+var detached = Availability{Reason: platformv1.VaultUnavailableReason,
+	Message: "this controller manager runs without the SQL store of platform serve, so it cannot see the Local Vault"}
 
 // ErrNotLocal refuses values for a Vault whose provider is not Local (the only provider).
 var ErrNotLocal = errors.New("the Vault's provider is not Local, the only provider that stores values")
@@ -32,6 +38,9 @@ func (s *Service) SetValue(ctx context.Context, secret *platformv1.Secret, value
 	if err := CheckValue(value); err != nil {
 		return err
 	}
+	if s.Vault == nil {
+		return &UnavailableError{Availability: detached}
+	}
 	res, err := s.vaultOf(ctx, secret)
 	if err != nil {
 		return err
@@ -41,6 +50,9 @@ func (s *Service) SetValue(ctx context.Context, secret *platformv1.Secret, value
 
 // DeleteValue removes the value of secret from its Vault; false when there was none.
 func (s *Service) DeleteValue(ctx context.Context, secret *platformv1.Secret) (bool, error) {
+	if s.Vault == nil {
+		return false, &UnavailableError{Availability: detached}
+	}
 	res, err := s.vaultOf(ctx, secret)
 	if err != nil {
 		return false, err
@@ -71,6 +83,9 @@ func (s *Service) Value(ctx context.Context, consumerNamespace, field string, re
 	if p := res.Vault.Definition.Provider; p != "" && p != platformv1.LocalVault {
 		return nil, fmt.Errorf("%w: Vault %q has provider %q", ErrNotLocal, res.Vault.Name, p)
 	}
+	if s.Vault == nil {
+		return nil, &UnavailableError{Availability: detached}
+	}
 	value, err := s.Vault.Get(ctx, res.Entry())
 	if err != nil {
 		return nil, fmt.Errorf("%s: Secret %q of %s: %w", field, res.Secret.Name, res.SecretPlace, err)
@@ -100,6 +115,10 @@ func (s *Service) InspectSecret(ctx context.Context, secret *platformv1.Secret) 
 		return SecretInspection{}, err
 	}
 	var in SecretInspection
+	if s.Vault == nil {
+		in.Availability = detached
+		return in, nil
+	}
 	if in.Availability, err = s.Vault.Availability(ctx, res.VaultPlace.Ref(), res.Vault.Name); err != nil {
 		return in, err
 	}
@@ -116,16 +135,33 @@ func (s *Service) VaultAvailability(ctx context.Context, vault *platformv1.Vault
 		}
 		return Availability{}, err
 	}
+	if s.Vault == nil {
+		return detached, nil
+	}
 	return s.Vault.Availability(ctx, place.Ref(), vault.Name)
+}
+
+// Watch calls fn with the Local Vault's changes until ctx ends (see LocalVault.Watch); without a
+// Local Vault there are none.
+func (s *Service) Watch(ctx context.Context, fn func(Change)) {
+	if s.Vault != nil {
+		s.Vault.Watch(ctx, fn)
+	}
+}
+
+// NamespaceOf is the kube namespace that holds the objects of the scope ref.
+func (s *Service) NamespaceOf(ctx context.Context, ref platformv1.ScopeRef) (string, error) {
+	place, err := s.Resolver.Tree.Of(ctx, ref)
+	return place.Namespace, err
 }
 
 // EnsureScopeNamespace creates the namespace of an instance or tenant place, labelled, when it is
 // missing; a workspace's namespace is the workspace's own and is left alone.
 func EnsureScopeNamespace(ctx context.Context, c client.Client, place Place) error {
-	if place.Scope.Kind == scope.Workspace {
+	if place.Scope.Kind == ownerscope.Workspace {
 		return nil
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: place.Namespace, Labels: scope.Labels(place.Scope)}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: place.Namespace, Labels: ownerscope.Labels(place.Scope)}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}

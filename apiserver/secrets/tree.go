@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"platform.dev/platform/apis/platform/scope"
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/internal/resourcenamespace"
@@ -22,7 +22,7 @@ var ErrScopeNotFound = errors.New("no such scope")
 // Place is a scope with what the rules need of its position in the tree: the tenant it belongs
 // to and the kube namespace that holds its objects.
 type Place struct {
-	Scope scope.Scope
+	Scope ownerscope.Scope
 	// Tenant is the tenant id of a tenant, or of a workspace that belongs to one; empty for the
 	// instance and for a workspace the identity store does not know.
 	Tenant string
@@ -40,11 +40,11 @@ func (p Place) Ref() platformv1.ScopeRef { return p.Scope.Ref() }
 func (p Place) String() string { return string(p.Ref()) }
 
 // level orders the kinds from the root: instance 0, tenant 1, workspace 2.
-func level(k scope.Kind) int {
+func level(k ownerscope.Kind) int {
 	switch k {
-	case scope.Instance:
+	case ownerscope.Instance:
 		return 0
-	case scope.Tenant:
+	case ownerscope.Tenant:
 		return 1
 	}
 	return 2
@@ -53,10 +53,10 @@ func level(k scope.Kind) int {
 // Contains reports whether q is p or lies below it.
 func (p Place) Contains(q Place) bool {
 	switch p.Scope.Kind {
-	case scope.Instance:
+	case ownerscope.Instance:
 		return true
-	case scope.Tenant:
-		return q.Tenant == p.Scope.ID && q.Scope.Kind != scope.Instance
+	case ownerscope.Tenant:
+		return q.Tenant == p.Scope.ID && q.Scope.Kind != ownerscope.Instance
 	}
 	return q.Scope == p.Scope
 }
@@ -66,8 +66,8 @@ func (p Place) IsAncestorOf(q Place) bool { return p.Scope != q.Scope && p.Conta
 
 // names reports whether ref names the place: its canonical scopeRef, or, for a workspace, the
 // route name that selects it everywhere else.
-func (p Place) names(s scope.Scope) bool {
-	return s.Kind == p.Scope.Kind && (s.ID == p.Scope.ID || (s.Kind == scope.Workspace && s.ID == p.Namespace))
+func (p Place) names(s ownerscope.Scope) bool {
+	return s.Kind == p.Scope.Kind && (s.ID == p.Scope.ID || (s.Kind == ownerscope.Workspace && s.ID == p.Namespace))
 }
 
 // Tree places scopes: where a namespace's objects belong and what a scopeRef names.
@@ -115,7 +115,7 @@ var _ Tree = IdentityTree{}
 
 // OfNamespace implements Tree.
 func (t IdentityTree) OfNamespace(ctx context.Context, ns string) (Place, error) {
-	if s, ok := scope.OfNamespace(ns); ok {
+	if s, ok := ownerscope.OfNamespace(ns); ok {
 		return t.Of(ctx, s.Ref())
 	}
 	if t.Namespaces != nil {
@@ -134,15 +134,15 @@ func (t IdentityTree) OfNamespace(ctx context.Context, ns string) (Place, error)
 
 // Of implements Tree.
 func (t IdentityTree) Of(ctx context.Context, ref platformv1.ScopeRef) (Place, error) {
-	s, err := scope.Parse(ref)
+	s, err := ownerscope.Parse(ref)
 	if err != nil {
 		return Place{}, fmt.Errorf("%w: %v", ErrScopeNotFound, err)
 	}
 	switch s.Kind {
-	case scope.Instance:
-		return Place{Scope: s, Namespace: scope.InstanceNamespace}, nil
-	case scope.Tenant:
-		ns, err := scope.TenantNamespace(s.ID)
+	case ownerscope.Instance:
+		return Place{Scope: s, Namespace: ownerscope.InstanceNamespace}, nil
+	case ownerscope.Tenant:
+		ns, err := ownerscope.TenantNamespace(s.ID)
 		if err != nil {
 			return Place{}, fmt.Errorf("%w: %s", ErrScopeNotFound, ref)
 		}
@@ -163,14 +163,14 @@ func (t IdentityTree) workspace(ctx context.Context, selector string) (Place, er
 	if t.Identity != nil {
 		ws, err := t.Identity.Workspace(ctx, selector)
 		if err == nil {
-			return Place{Scope: scope.Of(scope.Workspace, ws.ID), Tenant: ws.TenantID, Namespace: ws.RouteName}, nil
+			return Place{Scope: ownerscope.Of(ownerscope.Workspace, ws.ID), Tenant: ws.TenantID, Namespace: ws.RouteName}, nil
 		}
 		if !errors.Is(err, identity.ErrWorkspaceNotFound) {
 			return Place{}, err
 		}
 	}
-	if len(validation.IsDNS1123Label(selector)) > 0 || scope.IsReservedNamespace(selector) {
+	if len(validation.IsDNS1123Label(selector)) > 0 || ownerscope.IsReservedNamespace(selector) {
 		return Place{}, fmt.Errorf("%w: /workspaces/%s", ErrScopeNotFound, selector)
 	}
-	return Place{Scope: scope.Of(scope.Workspace, selector), Namespace: selector}, nil
+	return Place{Scope: ownerscope.Of(ownerscope.Workspace, selector), Namespace: selector}, nil
 }

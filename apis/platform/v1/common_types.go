@@ -236,7 +236,7 @@ type UsePolicy struct {
 
 // UseGrant allows one scope (and optionally its descendants) to use a resource. A grant may only
 // target the owner's own branch: never a sibling, an ancestor or another tenant's branch (checked
-// by the reconciler, which knows the scope tree).
+// by admission, which knows the scope tree).
 type UseGrant struct {
 	// scopeRef is the scope given use.
 	// +required

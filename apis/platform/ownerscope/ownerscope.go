@@ -1,4 +1,4 @@
-// Package scope names the owner scopes of Secrets and Vaults (the instance, a tenant, a
+// Package ownerscope names the owner scopes of Secrets and Vaults (the instance, a tenant, a
 // workspace), parses their scopeRefs, and says which kube namespace holds the objects of each.
 //
 // A workspace's objects live in the workspace's own namespace (its route name). The instance and
@@ -6,7 +6,7 @@
 // authorizer can recognize them from the name alone and give them to Platform administrators only:
 // `platform-instance`, and `platform-tenant-<tenant id>`. Both carry the label ScopeLabel (and
 // tenants TenantLabel) for people and selectors; the name is what the platform trusts.
-package scope
+package ownerscope
 
 import (
 	"fmt"
