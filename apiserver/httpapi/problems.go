@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/internal/publication"
 )
@@ -33,6 +34,9 @@ func Problem(err error) error {
 		return p
 	}
 	if p := publicationProblem(err); p != nil {
+		return p
+	}
+	if p := secretsProblem(err); p != nil {
 		return p
 	}
 	var kube apierrors.APIStatus
@@ -86,6 +90,32 @@ func publicationProblem(err error) error {
 		return FieldErrors(invalid.Errs)
 	case errors.Is(err, publication.ErrConflict):
 		return huma.Error409Conflict(strings.TrimSuffix(err.Error(), ": "+publication.ErrConflict.Error()))
+	}
+	return nil
+}
+
+// secretsProblem maps the errors of Secrets and Vaults; nil for any other error. No message holds
+// a value or a key: they name Secrets, Vaults, scopes and where the master key comes from.
+func secretsProblem(err error) error {
+	var (
+		refusal     *secrets.Refusal
+		unavailable *secrets.UnavailableError
+	)
+	switch {
+	case errors.Is(err, secrets.ErrValueEmpty):
+		return BodyInvalid("value", "at least one byte; remove a value with DELETE instead")
+	case errors.Is(err, secrets.ErrValueTooLarge):
+		return BodyInvalid("value", fmt.Sprintf("at most %d bytes", secrets.MaxValueBytes))
+	case errors.As(err, &refusal):
+		return huma.Error409Conflict("the Secret's Vault cannot be used: " + refusal.Message)
+	case errors.As(err, &unavailable):
+		return huma.Error409Conflict(unavailable.Error())
+	case errors.Is(err, secrets.ErrNotLocal), errors.Is(err, secrets.ErrValueUnreadable):
+		return huma.Error409Conflict(err.Error())
+	case errors.Is(err, secrets.ErrValueMissing):
+		return huma.Error404NotFound(err.Error())
+	case errors.Is(err, secrets.ErrMasterKeyExists):
+		return huma.Error409Conflict(err.Error() + "; nothing was changed")
 	}
 	return nil
 }

@@ -131,13 +131,25 @@ func (v *LocalVault) Availability(ctx context.Context, vaultScope platformv1.Sco
 	return Availability{Available: true, Reason: platformv1.ResolvedReason, Message: "Local Vault with its master key from " + v.MasterKey.Describe()}, nil
 }
 
+// KeyAvailability says whether the master key itself loads, whatever any Vault holds.
+func (v *LocalVault) KeyAvailability() (Availability, error) {
+	_, err := v.MasterKey.Load()
+	if unavailable, ok := keyUnavailable(err, v.MasterKey); ok {
+		return unavailable, nil
+	}
+	if err != nil {
+		return Availability{}, err
+	}
+	return Availability{Available: true, Reason: platformv1.ResolvedReason, Message: "the master key loads from " + v.MasterKey.Describe()}, nil
+}
+
 // keyUnavailable turns a master key that cannot be used into the Availability that says so.
 func keyUnavailable(err error, source MasterKeySource) (Availability, bool) {
 	var invalid *MasterKeyError
 	switch {
 	case errors.Is(err, ErrMasterKeyMissing):
 		return Availability{Reason: platformv1.MasterKeyMissingReason, Message: fmt.Sprintf(
-			"the Local Vault has no master key: initialize it (a Platform administrator's POST /api/vaults/local/initialize creates %s) or set %s to 32 random bytes in Base64",
+			"the Local Vault has no master key: initialize it (a Platform administrator's POST /api/local-vault/initialize creates %s) or set %s to 32 random bytes in Base64",
 			source.File, MasterKeyVariable)}, true
 	case errors.As(err, &invalid):
 		return Availability{Reason: platformv1.MasterKeyInvalidReason, Message: invalid.Error()}, true

@@ -83,6 +83,8 @@ type tableFixture struct {
 	names   [roleCount]string
 	// spare principals that rows act upon.
 	spareAccount, spareAdmin, spareMember, spareRemoved identity.Account
+	// secretNames are the fixture Secrets of the workspace, the instance and the tenant.
+	secretNames map[string]string
 }
 
 const tablePassword = "Table-Passw0rd!"
@@ -124,6 +126,7 @@ func newTableFixture(t *testing.T, db *store.Store) *tableFixture {
 			t.Fatalf("fixture %s: %d %v", c.path, r.status, r.body)
 		}
 	}
+	f.secretFixtures()
 	return f
 }
 
@@ -333,6 +336,7 @@ func routeRoleTable() map[string]tableRow {
 	}}
 
 	workRows(rows)
+	secretRows(rows)
 	return rows
 }
 
