@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/retry"
@@ -94,7 +94,7 @@ func (p *Publisher) PublishEntry(ctx context.Context, entry *platformv1.Entry, b
 func (p *Publisher) replacePublished(ctx context.Context, want *platformv1.PublishedEntry) (EntryResult, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		existing := &platformv1.PublishedEntry{}
-		err := p.Client.Get(ctx, client.ObjectKeyFromObject(want), existing)
+		err := p.reader().Get(ctx, client.ObjectKeyFromObject(want), existing)
 		switch {
 		case apierrors.IsNotFound(err):
 			err := p.Client.Create(ctx, want, client.FieldOwner(FieldOwner))
@@ -133,7 +133,7 @@ func SamePublication(a, b *platformv1.PublishedEntryDefinition) bool {
 func (p *Publisher) recordEntryPublication(ctx context.Context, entry *platformv1.Entry, record platformv1.EntryPublicationRecord) error {
 	current := &platformv1.Entry{}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := p.Client.Get(ctx, client.ObjectKeyFromObject(entry), current); err != nil {
+		if err := p.reader().Get(ctx, client.ObjectKeyFromObject(entry), current); err != nil {
 			return err
 		}
 		current.Status.PublishedGeneration = record.Generation
@@ -153,12 +153,12 @@ func (p *Publisher) recordEntryPublication(ctx context.Context, entry *platformv
 
 // ownerWorkspaceID is the id of the workspace that kube namespace ns belongs to.
 func (p *Publisher) ownerWorkspaceID(ctx context.Context, ns string) (string, error) {
-	workspace, err := resourcenamespace.WorkspaceOfName(ctx, p.Client, ns)
+	workspace, err := resourcenamespace.WorkspaceOfName(ctx, p.reader(), ns)
 	if err != nil {
 		return "", err
 	}
 	own := &corev1.Namespace{}
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: workspace}, own); err != nil {
+	if err := p.reader().Get(ctx, client.ObjectKey{Name: workspace}, own); err != nil {
 		return "", err
 	}
 	return resourcenamespace.WorkspaceIDOf(own), nil
@@ -169,7 +169,7 @@ func (p *Publisher) ownerWorkspaceID(ctx context.Context, ns string) (string, er
 func (p *Publisher) resolveBinding(ctx context.Context, ns string, b *platformv1.EntryBinding, path *field.Path) (platformv1.FlowVersionReference, error) {
 	if b.Agent != nil {
 		agent := &platformv1.Agent{}
-		err := p.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(b.Agent.Name)}, agent)
+		err := p.reader().Get(ctx, client.ObjectKey{Namespace: ns, Name: string(b.Agent.Name)}, agent)
 		if apierrors.IsNotFound(err) {
 			return platformv1.FlowVersionReference{}, invalid(field.NotFound(path.Child("agent", "name"), b.Agent.Name))
 		}
@@ -183,7 +183,7 @@ func (p *Publisher) resolveBinding(ctx context.Context, ns string, b *platformv1
 		return ref, err
 	}
 	ref := b.Flow
-	flowNS, err := resourcenamespace.Resolve(ctx, p.Client, ns, ref.Namespace)
+	flowNS, err := resourcenamespace.Resolve(ctx, p.reader(), ns, ref.Namespace)
 	if errors.Is(err, resourcenamespace.ErrNotFound) {
 		return platformv1.FlowVersionReference{}, invalid(field.NotFound(path.Child("flow", "namespace"), ref.Namespace))
 	}
@@ -191,7 +191,7 @@ func (p *Publisher) resolveBinding(ctx context.Context, ns string, b *platformv1
 		return platformv1.FlowVersionReference{}, err
 	}
 	flow := &platformv1.Flow{}
-	err = p.Client.Get(ctx, client.ObjectKey{Namespace: flowNS, Name: string(ref.Name)}, flow)
+	err = p.reader().Get(ctx, client.ObjectKey{Namespace: flowNS, Name: string(ref.Name)}, flow)
 	if apierrors.IsNotFound(err) {
 		return platformv1.FlowVersionReference{}, invalid(field.NotFound(path.Child("flow", "name"), ref.Name))
 	}
@@ -209,7 +209,7 @@ func (p *Publisher) resolveBinding(ctx context.Context, ns string, b *platformv1
 				fmt.Sprintf("Flow %q has no active version: publish and activate one, or name an exact version", ref.Name)))
 		}
 	}
-	fv, err := FindFlowVersion(ctx, p.Client, flowNS, flow.Name, version)
+	fv, err := FindFlowVersion(ctx, p.reader(), flowNS, flow.Name, version)
 	if err != nil {
 		return platformv1.FlowVersionReference{}, err
 	}

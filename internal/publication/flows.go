@@ -51,8 +51,18 @@ type Publisher struct {
 	// Client writes FlowVersions, PublishedEntries and Direct Agent Flows; it must act as the
 	// platform (the control plane's loopback identity).
 	Client client.Client
+	// Reader reads what publication checks; Client when nil. A controller passes its manager's
+	// uncached reader, so that it never decides on a stale cache.
+	Reader client.Reader
 	// Clock is the time source; time.Now when nil.
 	Clock func() time.Time
+}
+
+func (p *Publisher) reader() client.Reader {
+	if p.Reader != nil {
+		return p.Reader
+	}
+	return p.Client
 }
 
 func (p *Publisher) now() metav1.Time {
@@ -107,6 +117,8 @@ func (p *Publisher) PublishFlowVersion(ctx context.Context, flow *platformv1.Flo
 	}
 	snapshot := *flow.Definition.DeepCopy()
 	snapshot.Version = version
+	// Who publishes the draft is no part of what is published.
+	snapshot.Publication = ""
 	digest := snapshot.Digest()
 	published := &platformv1.FlowVersion{
 		ObjectMeta: metav1.ObjectMeta{Namespace: flow.Namespace, Name: name},
@@ -124,7 +136,7 @@ func (p *Publisher) PublishFlowVersion(ctx context.Context, flow *platformv1.Flo
 	case apierrors.IsAlreadyExists(err):
 		result.Created = false
 		existing := &platformv1.FlowVersion{}
-		if err := p.Client.Get(ctx, client.ObjectKey{Namespace: flow.Namespace, Name: name}, existing); err != nil {
+		if err := p.reader().Get(ctx, client.ObjectKey{Namespace: flow.Namespace, Name: name}, existing); err != nil {
 			return FlowVersionResult{}, err
 		}
 		if string(existing.Definition.FlowName) != flow.Name || existing.Definition.Version != version {
@@ -149,7 +161,7 @@ func (p *Publisher) PublishFlowVersion(ctx context.Context, flow *platformv1.Flo
 func (p *Publisher) recordFlowPublication(ctx context.Context, flow *platformv1.Flow, version platformv1.SemanticVersion, created, activate bool) (platformv1.SemanticVersion, error) {
 	current := &platformv1.Flow{}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := p.Client.Get(ctx, client.ObjectKeyFromObject(flow), current); err != nil {
+		if err := p.reader().Get(ctx, client.ObjectKeyFromObject(flow), current); err != nil {
 			return err
 		}
 		changed := false
@@ -213,7 +225,7 @@ func (p *Publisher) EnsureDirectAgentFlow(ctx context.Context, ns string, agent 
 	}
 	flow := &platformv1.Flow{}
 	key := client.ObjectKey{Namespace: ns, Name: DirectAgentFlowName(agent.Name)}
-	err := p.Client.Get(ctx, key, flow)
+	err := p.reader().Get(ctx, key, flow)
 	switch {
 	case apierrors.IsNotFound(err):
 		flow = &platformv1.Flow{

@@ -271,18 +271,35 @@ type EntryBinding struct {
 	Flow *FlowReference `json:"flow,omitempty"`
 }
 
-// EntryPublicationPolicy says who publishes an Entry's draft.
+// PublicationPolicy says who publishes a draft (of an Entry or a Flow).
 // +kubebuilder:validation:Enum=Manual;Automatic
-type EntryPublicationPolicy string
+type PublicationPolicy string
 
 const (
 	// ManualPublication: the draft is published only by an explicit publish request
-	// (POST /api/entries/{name}/publish); edits stay invisible to the Workplace until then.
-	ManualPublication EntryPublicationPolicy = "Manual"
-	// AutomaticPublication: the Entry controller publishes every generation of the draft as soon
-	// as its binding resolves, so a GitOps repository of Agent, Flow and Entry manifests yields
-	// published Entries without an imperative call.
-	AutomaticPublication EntryPublicationPolicy = "Automatic"
+	// (POST /api/entries/{name}/publish, POST /api/flows/{name}/versions); edits stay invisible
+	// until then.
+	ManualPublication PublicationPolicy = "Manual"
+	// AutomaticPublication: the controller publishes every generation of the draft as soon as it
+	// can (an Entry once its binding resolves; a Flow as the immutable version its
+	// definition.version names, activated), so a GitOps repository of Agent, Flow and Entry
+	// manifests yields published Entries without an imperative call.
+	AutomaticPublication PublicationPolicy = "Automatic"
+)
+
+// PublishedCondition is True when the draft's current generation is published.
+const PublishedCondition = "Published"
+
+// Reasons of the Published condition of an Entry.
+const (
+	// PublishedReason: the current generation of the draft is published.
+	PublishedReason = "Published"
+	// DraftNotPublishedReason: the draft has changes (or was never published) and its
+	// publication is Manual; the Workplace sees the last publication, if any.
+	DraftNotPublishedReason = "DraftNotPublished"
+	// PublicationFailedReason: the automatic publication of the current generation failed; the
+	// message says why, with the field path at fault.
+	PublicationFailedReason = "PublicationFailed"
 )
 
 // EntryDefinition is the editable draft of an Entry (the spec's EntryDraft). Changes are invisible
@@ -293,7 +310,7 @@ type EntryDefinition struct {
 	// binding resolves.
 	// +optional
 	// +kubebuilder:default=Manual
-	Publication EntryPublicationPolicy `json:"publication,omitempty"`
+	Publication PublicationPolicy `json:"publication,omitempty"`
 	// EntryPresentation is what the Entry shows and accepts.
 	EntryPresentation `json:",inline"`
 	// binding selects the Agent or the Flow the Entry submits to.
