@@ -4,6 +4,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -145,7 +146,10 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	localVault := &secrets.LocalVault{Store: db, MasterKey: masterKey}
 	secretValues := &secrets.Service{Resolver: &secrets.Resolver{Reader: kube,
 		Tree: secrets.IdentityTree{Identity: ids, Namespaces: secrets.KubeNamespaces(kube)}}, Vault: localVault}
-	if err := masterKey.Check(); err != nil {
+	switch err := masterKey.Check(); {
+	case errors.Is(err, secrets.ErrMasterKeyMissing):
+		ctrl.Log.WithName("secrets").Info("the Local Vault has no master key yet: a Platform administrator initializes it (POST /api/local-vault/initialize), or set " + secrets.MasterKeyVariable)
+	case err != nil:
 		ctrl.Log.WithName("secrets").Info("the Local Vault is unavailable until its master key is fixed", "reason", err.Error())
 	}
 	if err := secrets.EnsureScopeNamespace(ctx, kube, secrets.Place{Scope: ownerscope.Of(ownerscope.Instance, ""), Namespace: ownerscope.InstanceNamespace}); err != nil {
