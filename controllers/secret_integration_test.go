@@ -6,10 +6,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/secrets"
+	secretcontroller "platform.dev/platform/controllers/secret"
 )
 
 var _ = Describe("Secrets and Vaults", func() {
@@ -40,6 +43,34 @@ var _ = Describe("Secrets and Vaults", func() {
 		Expect(existed).To(BeTrue())
 		expectReady(secret, metav1.ConditionFalse, platformv1.SecretValueMissingReason)
 		Expect(secret.Status.State).To(Equal(platformv1.SecretMissing))
+	})
+
+	It("deleting a Secret removes its value from the Vault, unless another Secret of its scope uses the same entry", func() {
+		twin := &platformv1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "twin"},
+			Definition: platformv1.SecretDefinition{Vault: platformv1.VaultReference{Name: "local"}, VaultKey: "api-key"}}
+		Expect(k8sClient.Create(ctx, twin)).To(Succeed())
+		Expect(values.SetValue(ctx, secret, []byte("sk-shared-entry"))).To(Succeed())
+		expectReady(twin, metav1.ConditionTrue, platformv1.ResolvedReason)
+		Expect(twin.Finalizers).To(ContainElement(secretcontroller.VaultEntryFinalizer))
+		entry, err := values.EntryOf(ctx, secret)
+		Expect(err).NotTo(HaveOccurred())
+
+		Expect(k8sClient.Delete(ctx, twin)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(twin), twin)) }).Should(BeTrue())
+		state, err := localVault.State(ctx, entry)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(state.Present).To(BeTrue(), "the other Secret still uses the entry")
+
+		Expect(k8sClient.Delete(ctx, secret)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(secret), secret)) }).Should(BeTrue())
+		state, err = localVault.State(ctx, entry)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(state.Present).To(BeFalse(), "no ciphertext outlives its last Secret")
+
+		again := &platformv1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-key"},
+			Definition: platformv1.SecretDefinition{Vault: platformv1.VaultReference{Name: "local"}}}
+		Expect(k8sClient.Create(ctx, again)).To(Succeed())
+		expectReady(again, metav1.ConditionFalse, platformv1.SecretValueMissingReason)
 	})
 
 	It("a Secret whose Vault does not exist is VaultNotFound with the field path", func() {

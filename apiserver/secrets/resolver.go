@@ -43,12 +43,15 @@ type Resolution struct {
 }
 
 // Entry is the Vault entry that holds the Secret's value.
-func (r *Resolution) Entry() Entry {
-	key := r.Secret.Definition.VaultKey
+func (r *Resolution) Entry() Entry { return entryOf(r.Secret, r.SecretPlace, r.VaultPlace) }
+
+// entryOf is the entry of secret, owned by secretPlace, in its Vault of vaultPlace.
+func entryOf(secret *platformv1.Secret, secretPlace, vaultPlace Place) Entry {
+	key := secret.Definition.VaultKey
 	if key == "" {
-		key = r.Secret.Name
+		key = secret.Name
 	}
-	return Entry{VaultScope: r.VaultPlace.Ref(), Vault: r.Vault.Name, SecretScope: r.SecretPlace.Ref(), Key: key}
+	return Entry{VaultScope: vaultPlace.Ref(), Vault: string(secret.Definition.Vault.Name), SecretScope: secretPlace.Ref(), Key: key}
 }
 
 // Resolver applies the rules of Secret and Vault use. It is the one implementation of them:

@@ -141,6 +141,44 @@ func (s *Service) VaultAvailability(ctx context.Context, vault *platformv1.Vault
 	return s.Vault.Availability(ctx, place.Ref(), vault.Name)
 }
 
+// EntryOf is the Vault entry of secret, from its references alone: its Vault need not exist any
+// more, so that the entry of a deleted Secret can be released.
+func (s *Service) EntryOf(ctx context.Context, secret *platformv1.Secret) (Entry, error) {
+	place, err := s.Resolver.Tree.OfNamespace(ctx, secret.Namespace)
+	if err != nil {
+		return Entry{}, err
+	}
+	vaultPlace, err := s.Resolver.Reach(ctx, place, "definition.vault", secret.Definition.Vault.ScopeRef)
+	if err != nil {
+		return Entry{}, err
+	}
+	return entryOf(secret, place, vaultPlace), nil
+}
+
+// ReleaseEntry removes the value of a Secret that is being deleted, unless one of others (the
+// Secrets of its namespace) still uses the same entry. Without a Local Vault there is nothing to
+// release.
+func (s *Service) ReleaseEntry(ctx context.Context, secret *platformv1.Secret, others []platformv1.Secret) error {
+	if s.Vault == nil {
+		return nil
+	}
+	entry, err := s.EntryOf(ctx, secret)
+	if err != nil {
+		return err
+	}
+	for i := range others {
+		other := &others[i]
+		if other.UID == secret.UID || !other.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if e, err := s.EntryOf(ctx, other); err == nil && e == entry {
+			return nil
+		}
+	}
+	_, err = s.Vault.Delete(ctx, entry)
+	return err
+}
+
 // Watch calls fn with the Local Vault's changes until ctx ends (see LocalVault.Watch); without a
 // Local Vault there are none.
 func (s *Service) Watch(ctx context.Context, fn func(Change)) {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -26,13 +27,18 @@ const vaultIndex = "definition.vault.name"
 // value written through another replica, or a key file changed under the running server.
 const SecretResync = 2 * time.Minute
 
-// +kubebuilder:rbac:groups=platform.dev,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=platform.dev,resources=secrets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=platform.dev,resources=secrets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=platform.dev,resources=secrets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=platform.dev,resources=vaults,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
-// Reconciler reports whether each Secret's Vault resolves and holds its value. It never reads a
-// value; it owns nothing outside the Secret's status, so it needs no finalizer.
+// VaultEntryFinalizer holds a Secret until its value is removed from its Vault, so that no
+// ciphertext outlives its Secret and a new Secret of the same name starts Missing.
+const VaultEntryFinalizer = "platform.dev/vault-entry"
+
+// Reconciler reports whether each Secret's Vault resolves and holds its value, and removes the
+// value when the Secret is deleted (VaultEntryFinalizer). It never reads a value.
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
@@ -71,7 +77,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !secret.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+		return reconcileutil.IgnoreConflict(r.releaseEntry(ctx, secret))
+	}
+	if !controllerutil.ContainsFinalizer(secret, VaultEntryFinalizer) {
+		patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(secret, VaultEntryFinalizer)
+		if err := r.Client.Patch(ctx, secret, patch); err != nil {
+			return reconcileutil.IgnoreConflict(client.IgnoreNotFound(err))
+		}
 	}
 	base := secret.DeepCopy()
 	s := &scope{secret: secret}
@@ -94,6 +107,28 @@ func (r *Reconciler) reconcileVault(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	s.inspection = in
 	return ctrl.Result{RequeueAfter: SecretResync}, nil
+}
+
+// releaseEntry removes the value of a Secret being deleted from its Vault, unless another Secret
+// of its namespace uses the same entry, then lets the deletion proceed. A Secret whose scope or
+// Vault scope no longer exists has no entry to reach: it is let go.
+func (r *Reconciler) releaseEntry(ctx context.Context, secret *platformv1.Secret) error {
+	if !controllerutil.ContainsFinalizer(secret, VaultEntryFinalizer) {
+		return nil
+	}
+	others := &platformv1.SecretList{}
+	if err := r.Client.List(ctx, others, client.InNamespace(secret.Namespace)); err != nil {
+		return err
+	}
+	err := r.Secrets.ReleaseEntry(ctx, secret, others.Items)
+	if _, refused := secrets.AsRefusal(err); refused || errors.Is(err, secrets.ErrScopeNotFound) {
+		log.FromContext(ctx).Info("the deleted Secret's Vault entry cannot be reached; nothing to remove", "reason", err.Error())
+	} else if err != nil {
+		return err
+	}
+	patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(secret, VaultEntryFinalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, secret, patch))
 }
 
 // secretsOfVault maps a Vault to the Secrets that may store their values in it: those naming a
