@@ -62,7 +62,9 @@ var _ = Describe("Secrets and Vaults", func() {
 		Expect(state.Present).To(BeTrue(), "the other Secret still uses the entry")
 
 		Expect(k8sClient.Delete(ctx, secret)).To(Succeed())
-		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(secret), secret)) }).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(secret), secret))
+		}).Should(BeTrue())
 		state, err = localVault.State(ctx, entry)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(state.Present).To(BeFalse(), "no ciphertext outlives its last Secret")
