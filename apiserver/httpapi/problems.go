@@ -136,7 +136,7 @@ func identityProblem(err error) error {
 	case errors.Is(err, identity.ErrUnknownRole):
 		return BodyInvalid("role", "Owner, Admin, Member or Viewer")
 	case errors.Is(err, identity.ErrInvalidWorkspaceName):
-		return BodyInvalid("name", "a DNS label (lowercase letters, digits and -, at most 63 characters) not starting with kube-")
+		return BodyInvalid("name", "a DNS label (lowercase letters, digits and -, at most 63 characters) not starting with kube- or platform-tenant- and other than platform-instance")
 	case errors.Is(err, identity.ErrInvalidDisplayName):
 		return BodyInvalid("displayName", "1 to 128 characters without control characters or surrounding spaces")
 	case errors.Is(err, identity.ErrInvalidTheme):

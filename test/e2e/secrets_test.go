@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
-	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -17,63 +15,6 @@ import (
 	"platform.dev/platform/apiserver/provider/openaitest"
 )
 
-// recorder is a client of the service API that keeps every response body it received, so that a
-// test can search them all.
-type recorder struct {
-	t         *testing.T
-	base      string
-	cookie    *http.Cookie
-	responses bytes.Buffer
-}
-
-func (r *recorder) call(method, path, workspace string, body any) (int, map[string]any) {
-	r.t.Helper()
-	var reader io.Reader
-	if body != nil {
-		data, _ := json.Marshal(body)
-		reader = bytes.NewReader(data)
-	}
-	req, _ := http.NewRequest(method, r.base+path, reader)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if workspace != "" {
-		req.Header.Set("X-Platform-Workspace", workspace)
-	}
-	if r.cookie != nil {
-		req.AddCookie(r.cookie)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	r.responses.WriteString(method + " " + path + "\n")
-	for name, values := range resp.Header {
-		r.responses.WriteString(name + ": " + strings.Join(values, ",") + "\n")
-	}
-	r.responses.Write(data)
-	r.responses.WriteString("\n")
-	out := map[string]any{}
-	_ = json.Unmarshal(data, &out)
-	for _, c := range resp.Cookies() {
-		if c.Name == "platform-session" && c.Value != "" {
-			r.cookie = c
-		}
-	}
-	return resp.StatusCode, out
-}
-
-func (r *recorder) must(want int, method, path, workspace string, body any) map[string]any {
-	r.t.Helper()
-	status, out := r.call(method, path, workspace, body)
-	if status != want {
-		r.t.Fatalf("%s %s: status %d, want %d: %v", method, path, status, want, out)
-	}
-	return out
-}
-
 // TestSecretValuesStayWriteOnlyFromTheAPIToTheModelCall is the newcomer's path through the built
 // binary: initialize the Local Vault, apply the samples, write the Secret's value through the
 // API, see the Secret Configured and the Vault Available, and have an agent's model call carry
@@ -85,7 +26,8 @@ func TestSecretValuesStayWriteOnlyFromTheAPIToTheModelCall(t *testing.T) {
 	g := NewWithT(t)
 	dataDir := t.TempDir()
 	s := mustStartServer(t, dataDir)
-	api := &recorder{t: t, base: s.ServiceURL(t)}
+	var responses bytes.Buffer
+	client := &api{t: t, base: s.ServiceURL(t), transcript: &responses}
 	values := map[string]string{
 		"workspace": "sk-e2e-workspace-value-7d41c0a9",
 		"tenant":    "sk-e2e-tenant-value-b35e21f8",
@@ -93,20 +35,20 @@ func TestSecretValuesStayWriteOnlyFromTheAPIToTheModelCall(t *testing.T) {
 		"replaced":  "sk-e2e-replaced-value-4f0e9d22",
 	}
 
-	api.must(http.StatusCreated, http.MethodPost, "/api/auth/bootstrap", "", map[string]any{
+	client.must(http.StatusCreated, http.MethodPost, "/api/auth/bootstrap", "", map[string]any{
 		"username": "admin", "password": e2ePassword, "displayName": "Admin", "tenantName": "Acme", "workspaceName": "home"})
-	tenantID := api.must(http.StatusOK, http.MethodGet, "/api/identity/workspaces/home", "", nil)["tenantId"].(string)
+	tenantID := client.must(http.StatusOK, http.MethodGet, "/api/identity/workspaces/home", "", nil)["tenantId"].(string)
 
 	// The newcomer's commands: initialize the vault, apply the samples, set the value.
-	status := api.must(http.StatusOK, http.MethodGet, "/api/local-vault", "", nil)
+	status := client.must(http.StatusOK, http.MethodGet, "/api/local-vault", "", nil)
 	g.Expect(status["reason"]).To(Equal("MasterKeyMissing"))
-	initialized := api.must(http.StatusCreated, http.MethodPost, "/api/local-vault/initialize", "", nil)
+	initialized := client.must(http.StatusCreated, http.MethodPost, "/api/local-vault/initialize", "", nil)
 	keyFile := filepath.Join(dataDir, "local-vault.key")
 	g.Expect(initialized).To(Equal(map[string]any{"status": "Available", "path": keyFile}))
 	info, err := os.Stat(keyFile)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o600)))
-	api.must(http.StatusConflict, http.MethodPost, "/api/local-vault/initialize", "", nil)
+	client.must(http.StatusConflict, http.MethodPost, "/api/local-vault/initialize", "", nil)
 
 	s.mustKubectl(t, "apply", "-n", "home", "-f", samplesDir)
 	jsonpath := func(resource, name, path string) string {
@@ -116,23 +58,23 @@ func TestSecretValuesStayWriteOnlyFromTheAPIToTheModelCall(t *testing.T) {
 		WithTimeout(30 * time.Second).Should(Equal("Available"))
 	g.Eventually(func() string { return jsonpath("secrets.platform.dev", "openai-api-key", "{.status.state}") }).
 		WithTimeout(30 * time.Second).Should(Equal("Missing"))
-	api.must(http.StatusNoContent, http.MethodPut, "/api/secrets/openai-api-key/value", "home", map[string]any{"value": values["workspace"]})
+	client.must(http.StatusNoContent, http.MethodPut, "/api/secrets/openai-api-key/value", "home", map[string]any{"value": values["workspace"]})
 	g.Eventually(func() string {
 		return jsonpath("secrets.platform.dev", "openai-api-key", `{.status.state} {.status.conditions[?(@.type=="Ready")].status}`)
 	}).WithTimeout(30 * time.Second).Should(Equal("Configured True"))
 
 	// A replaced value, and values of the tenant and of the instance.
-	api.must(http.StatusNoContent, http.MethodPut, "/api/secrets/openai-api-key/value", "home", map[string]any{"value": values["replaced"]})
-	api.must(http.StatusNoContent, http.MethodPut, "/api/secrets/openai-api-key/value", "home", map[string]any{"value": values["workspace"]})
+	client.must(http.StatusNoContent, http.MethodPut, "/api/secrets/openai-api-key/value", "home", map[string]any{"value": values["replaced"]})
+	client.must(http.StatusNoContent, http.MethodPut, "/api/secrets/openai-api-key/value", "home", map[string]any{"value": values["workspace"]})
 	for scope, prefix := range map[string]string{"tenant": "/api/tenants/" + tenantID, "instance": "/api/instance"} {
-		api.must(http.StatusCreated, http.MethodPut, prefix+"/vaults/central", "", map[string]any{"apiVersion": "platform/v1", "kind": "Vault",
+		client.must(http.StatusCreated, http.MethodPut, prefix+"/vaults/central", "", map[string]any{"apiVersion": "platform/v1", "kind": "Vault",
 			"metadata": map[string]any{"name": "central"}, "definition": map[string]any{"provider": "Local"}})
-		api.must(http.StatusCreated, http.MethodPut, prefix+"/secrets/shared-key", "", map[string]any{"apiVersion": "platform/v1", "kind": "Secret",
+		client.must(http.StatusCreated, http.MethodPut, prefix+"/secrets/shared-key", "", map[string]any{"apiVersion": "platform/v1", "kind": "Secret",
 			"metadata":   map[string]any{"name": "shared-key"},
 			"definition": map[string]any{"vault": map[string]any{"name": "central"}, "usePolicy": map[string]any{"grants": []any{map[string]any{"scopeRef": "/tenants/" + tenantID, "includeDescendants": true}}}}})
-		api.must(http.StatusNoContent, http.MethodPut, prefix+"/secrets/shared-key/value", "", map[string]any{"value": values[scope]})
+		client.must(http.StatusNoContent, http.MethodPut, prefix+"/secrets/shared-key/value", "", map[string]any{"value": values[scope]})
 	}
-	api.must(http.StatusUnprocessableEntity, http.MethodPut, "/api/secrets/openai-api-key/value", "home", map[string]any{"value": strings.Repeat("v", 65537)})
+	client.must(http.StatusUnprocessableEntity, http.MethodPut, "/api/secrets/openai-api-key/value", "home", map[string]any{"value": strings.Repeat("v", 65537)})
 
 	// An agent's model call carries the key of its provider's Secret.
 	endpoint := openaitest.New()
@@ -156,10 +98,10 @@ definition: {instructions: Answer briefly., modelProfile: {name: test}}
 	r := s.kubectlStdin(manifest, "apply", "-n", "home", "-f", "-")
 	g.Expect(r.ExitCode).To(Equal(0), r.String())
 	uid := jsonpath("agents.platform.dev", "asker", "{.metadata.uid}")
-	run := api.must(http.StatusAccepted, http.MethodPost, "/api/runtime/runs", "home", map[string]any{
+	run := client.must(http.StatusAccepted, http.MethodPost, "/api/runtime/runs", "home", map[string]any{
 		"agent": map[string]any{"resourceId": uid}, "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hello"}}}})
 	g.Eventually(func() any {
-		_, out := api.call(http.MethodGet, "/api/runtime/runs/"+run["id"].(string), "home", nil)
+		_, out := client.call(http.MethodGet, "/api/runtime/runs/"+run["id"].(string), "home", nil)
 		return out["status"]
 	}).WithTimeout(30 * time.Second).Should(Equal("Completed"))
 	chats := endpoint.Chats()
@@ -168,13 +110,13 @@ definition: {instructions: Answer briefly., modelProfile: {name: test}}
 
 	// Reads of every kind, and the audit records, join the responses searched below.
 	for _, path := range []string{"/api/secrets", "/api/secrets/openai-api-key", "/api/vaults", "/api/vaults/local", "/api/modelproviders/test-llm"} {
-		api.must(http.StatusOK, http.MethodGet, path, "home", nil)
+		client.must(http.StatusOK, http.MethodGet, path, "home", nil)
 	}
 	for _, prefix := range []string{"/api/tenants/" + tenantID, "/api/instance"} {
-		api.must(http.StatusOK, http.MethodGet, prefix+"/secrets", "", nil)
-		api.must(http.StatusOK, http.MethodGet, prefix+"/secrets/shared-key", "", nil)
+		client.must(http.StatusOK, http.MethodGet, prefix+"/secrets", "", nil)
+		client.must(http.StatusOK, http.MethodGet, prefix+"/secrets/shared-key", "", nil)
 	}
-	api.must(http.StatusOK, http.MethodGet, "/api/identity/audit-events", "", nil)
+	client.must(http.StatusOK, http.MethodGet, "/api/identity/audit-events", "", nil)
 	kubectlOut := s.mustKubectl(t, "get", "secrets.platform.dev,vaults.platform.dev,events", "-A", "-o", "yaml")
 
 	// The server flushes its files on a clean stop; search them after it.
@@ -183,7 +125,7 @@ definition: {instructions: Answer briefly., modelProfile: {name: test}}
 	}
 	searched := map[string][]byte{
 		"the server's output": []byte(s.output()),
-		"every API response":  api.responses.Bytes(),
+		"every API response":  responses.Bytes(),
 		"kubectl's output":    []byte(kubectlOut),
 	}
 	err = filepath.WalkDir(dataDir, func(path string, d fs.DirEntry, err error) error {
@@ -209,9 +151,9 @@ definition: {instructions: Answer briefly., modelProfile: {name: test}}
 	g.Expect(etcdFiles).To(BeNumerically(">", 0), "etcd's files are searched")
 	g.Expect(bytes.Contains(searched[filepath.Join(dataDir, "platform.db")], []byte("openai-api-key"))).To(BeTrue())
 	g.Expect(anyContains(searched, filepath.Join(dataDir, "etcd"), "openai-api-key")).To(BeTrue())
-	g.Expect(bytes.Contains(api.responses.Bytes(), []byte("openai-api-key"))).To(BeTrue())
-	g.Expect(bytes.Contains(api.responses.Bytes(), []byte(`"action":"local-account.login"`)) ||
-		bytes.Contains(api.responses.Bytes(), []byte(`instance.bootstrapped`))).To(BeTrue(), "the audit records are among the responses")
+	g.Expect(bytes.Contains(responses.Bytes(), []byte("openai-api-key"))).To(BeTrue())
+	g.Expect(bytes.Contains(responses.Bytes(), []byte(`"action":"local-account.login"`)) ||
+		bytes.Contains(responses.Bytes(), []byte(`instance.bootstrapped`))).To(BeTrue(), "the audit records are among the responses")
 	for what, data := range searched {
 		for scope, value := range values {
 			g.Expect(bytes.Contains(data, []byte(value))).To(BeFalse(), "%s holds the %s value in plain text", what, scope)

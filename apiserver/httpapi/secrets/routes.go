@@ -55,6 +55,14 @@ func (r *routes) service() (*domain.Service, error) {
 	return nil, huma.Error503ServiceUnavailable("this server runs without a Vault")
 }
 
+// localVault is the Local Vault, or 503 when the server runs without one.
+func (r *routes) localVault() (*domain.LocalVault, error) {
+	if svc := r.Secrets(); svc != nil && svc.Vault != nil {
+		return svc.Vault, nil
+	}
+	return nil, huma.Error503ServiceUnavailable("this server runs without a Vault")
+}
+
 // scopeSpec is one owner scope's routes: where they are and which policy guards them.
 type scopeSpec struct {
 	prefix, id, where string
@@ -333,11 +341,11 @@ func (r *routes) registerLocalVault() {
 		OperationID: "get-local-vault", Method: http.MethodGet, Path: "/api/local-vault", Tags: []string{tagLocalVault},
 		Summary: "Read whether the Local Vault's master key loads",
 	}, httpapi.PolicyPlatformAdmin), func(ctx context.Context, _ *struct{}) (*struct{ Body LocalVaultStatus }, error) {
-		svc, err := r.service()
-		if err != nil || svc.Vault == nil {
-			return nil, huma.Error503ServiceUnavailable("this server runs without a Vault")
+		vault, err := r.localVault()
+		if err != nil {
+			return nil, err
 		}
-		a, err := svc.Vault.KeyAvailability()
+		a, err := vault.KeyAvailability()
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
@@ -355,11 +363,11 @@ func (r *routes) registerLocalVault() {
 			"variable is set. The answer holds the status and the file's absolute path, never the key.",
 		DefaultStatus: http.StatusCreated,
 	}, httpapi.PolicyPlatformAdmin), func(ctx context.Context, _ *struct{}) (*struct{ Body LocalVaultInitialized }, error) {
-		svc, err := r.service()
-		if err != nil || svc.Vault == nil {
-			return nil, huma.Error503ServiceUnavailable("this server runs without a Vault")
+		vault, err := r.localVault()
+		if err != nil {
+			return nil, err
 		}
-		path, err := svc.Vault.Initialize()
+		path, err := vault.Initialize()
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
