@@ -93,6 +93,11 @@ func (a *Admission) Validate(ctx context.Context, attrs admission.Attributes, _ 
 	if !a.WaitForReady() {
 		return admission.NewForbidden(attrs, errors.New("not yet ready to handle request"))
 	}
+	if attrs.GetOperation() == admission.Update && sameDefinition(attrs.GetObject(), attrs.GetOldObject()) {
+		// Metadata (a finalizer on its way out) or nothing changed: never refuse it, whatever
+		// happened to the object's scope since it was stored.
+		return nil
+	}
 	resource := attrs.GetResource().Resource
 	r := a.resolver()
 	if ownerscope.IsReservedNamespace(attrs.GetNamespace()) && resource != "secrets" && resource != "vaults" {
@@ -224,6 +229,13 @@ func (a *Admission) checkGrants(ctx context.Context, r *Resolver, owner Place, p
 		}
 	}
 	return errs, nil
+}
+
+// sameDefinition reports whether two versions of an object have equal definitions.
+func sameDefinition(obj, old runtime.Object) bool {
+	u, ok1 := obj.(*unstructured.Unstructured)
+	o, ok2 := old.(*unstructured.Unstructured)
+	return ok1 && ok2 && equality.Semantic.DeepEqual(u.Object["definition"], o.Object["definition"])
 }
 
 // decode converts the unstructured object the CRD storage hands admission into its type.

@@ -126,3 +126,23 @@ func (w *world) object(kind, in, name string, grants []grant, ref string) client
 	p.Definition.Credential = &platformv1.SecretReference{Name: "key", ScopeRef: scopeRef}
 	return p
 }
+
+func TestAdmissionNeverRefusesAnUpdateThatLeavesTheDefinitionAlone(t *testing.T) {
+	g := NewWithT(t)
+	w := newWorld(t)
+	ctx := context.Background()
+	// A tenant namespace whose tenant the identity store does not know (gone, or never there).
+	orphanNamespace, _ := ownerscope.TenantNamespace("0000000000000000000000000000cafe")
+	g.Expect(secrets.EnsureScopeNamespace(ctx, w.kube, placeNamed(ownerscope.Of(ownerscope.Tenant, "0000000000000000000000000000cafe")))).To(Succeed())
+	secret := &platformv1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: orphanNamespace, Name: "left-behind", Finalizers: []string{"platform.dev/vault-entry"}}}
+	secret.Definition.Vault.Name = "local"
+	withoutAdmission(func() { g.Expect(w.kube.Create(ctx, secret)).To(Succeed()) })
+
+	secret.Definition.DisplayName = "changed"
+	err := w.kube.Update(ctx, secret)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a change of the definition is checked: %v", err)
+	g.Expect(w.kube.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	secret.Finalizers = nil
+	g.Expect(w.kube.Update(ctx, secret)).To(Succeed(), "removing a finalizer is never refused")
+	g.Expect(w.kube.Delete(ctx, secret)).To(Succeed())
+}

@@ -6,7 +6,6 @@ package secrets
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -371,7 +370,7 @@ func (r *routes) registerLocalVault() {
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		r.Log().Info("Local Vault initialized", "keyFile", path, "at", time.Now().UTC())
+		r.Log().Info("Local Vault initialized", "keyFile", path)
 		return &struct{ Body LocalVaultInitialized }{Body: LocalVaultInitialized{Status: string(platformv1.VaultAvailable), Path: path}}, nil
 	})
 }
