@@ -18,7 +18,7 @@ import (
 )
 
 var _ = Describe("The samples", func() {
-	It("apply into default and every sample becomes Ready, the Secret once its value is written", func() {
+	It("apply into default and every sample becomes Ready, the Secret once its value is written; the Flow and the Entry publish themselves", func() {
 		var out, errOut bytes.Buffer
 		err := apply.Run(ctx, apply.Options{
 			// The folder's Kustomization file has no manifest extension and is skipped.
@@ -32,6 +32,11 @@ var _ = Describe("The samples", func() {
 		GinkgoWriter.Print(out.String())
 
 		inDefault := client.InNamespace(metav1.NamespaceDefault)
+		// The Flow and the Entry publish automatically: their published objects appear.
+		published := &platformv1.PublishedEntry{}
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "support-request"}, published)
+		}).Should(Succeed())
 		ready := map[string]client.ObjectList{
 			"agents":            &platformv1.AgentList{},
 			"model profiles":    &platformv1.ModelProfileList{},
@@ -79,17 +84,18 @@ var _ = Describe("The samples", func() {
 		Expect(secret.Status.ValueUpdatedTime).NotTo(BeNil())
 		Expect(secret.Status.Provisioning).To(Equal(platformv1.ProvisioningProvisioned))
 
-		published := &platformv1.PublishedEntry{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "support-request"}, published)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(published), published)).To(Succeed())
 		Expect(published.Status.TargetState).To(Equal(platformv1.TargetExecutable))
+		Expect(published.Definition.ResolvedTarget).To(Equal(platformv1.FlowVersionReference{Name: "direct-support-triage", Version: "1.0.0"}),
+			"the Agent-bound sample Entry is published through the agent's Direct Agent Flow")
 		trigger := &platformv1.Trigger{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "weekday-support-digest"}, trigger)).To(Succeed())
 		Expect(trigger.Status.NextFireTime).NotTo(BeNil())
 		agent := &platformv1.Agent{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "support-triage"}, agent)).To(Succeed())
 		Expect(agent.Status.ResolvedModel).To(Equal(&platformv1.ResolvedModel{
-			ModelProfile: "default", Provider: "openai", ProviderType: platformv1.OpenAICompatibleProvider, Model: "gpt-4.1-mini",
-		}))
+			ModelProfile: "offline", Provider: "offline", ProviderType: platformv1.DeterministicProvider, Model: "deterministic",
+		}), "the sample agent runs offline")
 		profile := &platformv1.ModelProfile{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "default"}, profile)).To(Succeed())
 		Expect(profile.Status.Model).To(Equal(&platformv1.LocalObjectReference{Name: "openai-gpt-4.1-mini"}))

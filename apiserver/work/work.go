@@ -297,9 +297,11 @@ type Submission struct {
 	// WorkTaskID is the public Task the work continues; empty makes the WorkItem its own Task.
 	WorkTaskID      string
 	ParentFlowRunID string
-	Type            string
-	Title           string
-	Instruction     string
+	// TriggerMessageID is the conversation message that started a continuation.
+	TriggerMessageID string
+	Type             string
+	Title            string
+	Instruction      string
 	// FlowName and FlowVersion are the exact Flow version the run executes.
 	FlowName    string
 	FlowVersion string
