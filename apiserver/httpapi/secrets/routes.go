@@ -5,6 +5,7 @@ package secrets
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -82,11 +83,15 @@ func (r *routes) place(ctx context.Context, p scopeParams, ensure bool) (domain.
 		if err != nil {
 			return place, err
 		}
-		return svc.Resolver.Tree.OfNamespace(ctx, ns)
+		place, err = svc.Resolver.Tree.OfNamespace(ctx, ns)
+		return place, httpapi.Problem(err)
 	case p.tenantID != "":
 		place, err = svc.Resolver.Tree.Of(ctx, ownerscope.Of(ownerscope.Tenant, p.tenantID).Ref())
-		if err != nil {
+		if errors.Is(err, domain.ErrScopeNotFound) {
 			return place, huma.Error404NotFound("tenant " + httpapi.Quote(p.tenantID) + " not found")
+		}
+		if err != nil {
+			return place, httpapi.Problem(err)
 		}
 	default:
 		if place, err = svc.Resolver.Tree.Of(ctx, platformv1.InstanceScope); err != nil {

@@ -305,3 +305,16 @@ func secretRows(rows map[string]tableRow) {
 
 // randomName is a short name part unique to this test binary's run.
 func randomName() string { return uniqueWorkspace("s") }
+
+func TestAnUnknownTenantsSecretsAreNotFound(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		e := newIdentityEnv(t, db)
+		g := NewWithT(t)
+		for _, path := range []string{"/api/tenants/0000000000000000000000000000dead/secrets", "/api/tenants/not-a-tenant/vaults/local"} {
+			r := e.do(e.adminCookie, http.MethodGet, path, "")
+			expectProblem(g, r, http.StatusNotFound)
+		}
+		r := e.do(e.adminCookie, http.MethodPut, "/api/tenants/0000000000000000000000000000dead/vaults/local", vaultBody("local", ""))
+		expectProblem(g, r, http.StatusNotFound)
+	})
+}
