@@ -282,9 +282,15 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 }
 
 // render builds an Agent step's message: the prompt with {{ input }} replaced by the step input
-// and {{ field }} by a field of it; without a prompt, the input itself.
+// and {{ field }} by a field of it; without a prompt, the input itself, or the message of a
+// conversation's input ({"message": ..., "fields": ...}).
 func render(prompt string, in any) string {
 	if prompt == "" {
+		if m, ok := in.(map[string]any); ok {
+			if message, ok := m["message"].(string); ok {
+				return message
+			}
+		}
 		return text(in)
 	}
 	var b strings.Builder

@@ -14,6 +14,7 @@ import (
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/publication"
 )
 
@@ -37,6 +38,9 @@ func Problem(err error) error {
 		return p
 	}
 	if p := secretsProblem(err); p != nil {
+		return p
+	}
+	if p := workplaceProblem(err); p != nil {
 		return p
 	}
 	var kube apierrors.APIStatus
@@ -116,6 +120,22 @@ func secretsProblem(err error) error {
 		return huma.Error404NotFound(err.Error())
 	case errors.Is(err, secrets.ErrMasterKeyExists):
 		return huma.Error409Conflict(err.Error() + "; nothing was changed")
+	}
+	return nil
+}
+
+// workplaceProblem maps the Workplace store's errors; nil for any other error. Their messages
+// are written for people and hold no token, prompt or answer.
+func workplaceProblem(err error) error {
+	switch {
+	case errors.Is(err, workplace.ErrNotFound):
+		return huma.Error404NotFound(err.Error())
+	case errors.Is(err, workplace.ErrStale):
+		return huma.Error412PreconditionFailed(err.Error())
+	case errors.Is(err, workplace.ErrConflict), errors.Is(err, workplace.ErrProtected), errors.Is(err, workplace.ErrBlocked):
+		return huma.Error409Conflict(err.Error())
+	case errors.Is(err, workplace.ErrArtifactTooLarge):
+		return huma.Error413RequestEntityTooLarge(err.Error())
 	}
 	return nil
 }

@@ -72,6 +72,13 @@ func (s *Store) Observe(ctx context.Context, tx *sql.Tx, run work.FlowRun, event
 	case !errors.Is(err, ErrNotFound):
 		return err
 	}
+	if c.task == nil && c.interaction != nil &&
+		TaskReferenceVisible(platformv1.TaskDisplay(c.interaction.TaskDisplay), TaskFacts{Observed: s.now().Sub(c.interaction.CreatedAt)}) {
+		// Work observed for a while is durable: it becomes a Task before this transition is told.
+		if err := s.materializeTask(ctx, tx, c, ""); err != nil {
+			return err
+		}
+	}
 	for _, e := range events {
 		if err := s.project(ctx, tx, c, e); err != nil {
 			return fmt.Errorf("workplace projection of %s: %w", e.Type, err)
@@ -349,10 +356,9 @@ func (s *Store) syncTaskState(ctx context.Context, tx *sql.Tx, c *conversation) 
 
 func (s *Store) countMilestone(ctx context.Context, tx *sql.Tx, c *conversation) error {
 	if c.task == nil {
-		// Two finished turns make the work substantial: it becomes a Task then.
-		var turns int
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM flow_run_events WHERE work_task_id = ? AND type = ?`),
-			c.run.WorkTaskID, work.EventStepCompleted).Scan(&turns); err != nil {
+		// Two finished turns of participants make the work substantial: it becomes a Task then.
+		turns, err := s.finishedTurns(ctx, tx, c)
+		if err != nil {
 			return err
 		}
 		if !TaskReferenceVisible(platformv1.TaskDisplay(c.interaction.TaskDisplay), TaskFacts{Milestones: turns}) {
@@ -365,6 +371,27 @@ func (s *Store) countMilestone(ctx context.Context, tx *sql.Tx, c *conversation)
 	c.task.Milestones++
 	_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET milestones = milestones + 1 WHERE id = ?`), c.task.ID)
 	return err
+}
+
+// finishedTurns counts the Agent steps of the run's work that completed (this run's steps are
+// described by its pinned Flow; a continuation's earlier runs counted when they ran).
+func (s *Store) finishedTurns(ctx context.Context, tx *sql.Tx, c *conversation) (int, error) {
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT step FROM flow_run_events WHERE run_id = ? AND type = ?`), c.run.ID, work.EventStepCompleted)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	turns := 0
+	for rows.Next() {
+		var step string
+		if err := rows.Scan(&step); err != nil {
+			return 0, err
+		}
+		if st, ok := c.step(step); ok && st.Type == platformv1.AgentStep {
+			turns++
+		}
+	}
+	return turns, rows.Err()
 }
 
 func (s *Store) activity(ctx context.Context, tx *sql.Tx, c *conversation, a Activity) error {

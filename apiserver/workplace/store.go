@@ -663,3 +663,19 @@ func (s *Store) notify(ctx context.Context, tx *sql.Tx, n Notification) error {
 		n.ID, n.WorkspaceID, n.PrincipalID, n.Kind, boolInt(n.Attention), n.Title, nullString(n.TaskID), nullString(n.InteractionID), n.RunID, ms(s.now()))
 	return err
 }
+
+// PendingActionOf reads a pending action of the workspace by its id, with the run it suspends,
+// when it belongs to the conversation interactionID (an empty interactionID: to the Task taskID);
+// any other is not found.
+func (s *Store) PendingActionOf(ctx context.Context, workspaceID, interactionID, taskID, actionID string) (actionRunID string, err error) {
+	query, arg := `interaction_id = ?`, interactionID
+	if interactionID == "" {
+		query, arg = `task_id = ?`, taskID
+	}
+	err = s.db.DB().QueryRowContext(ctx, s.q(`SELECT run_id FROM pending_actions WHERE id = ? AND workspace_id = ? AND `+query),
+		actionID, workspaceID, arg).Scan(&actionRunID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("pending action: %w", ErrNotFound)
+	}
+	return actionRunID, err
+}

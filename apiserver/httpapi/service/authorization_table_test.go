@@ -369,6 +369,7 @@ func routeRoleTable() map[string]tableRow {
 	}}
 
 	workRows(rows)
+	workplaceRows(rows)
 	secretRows(rows)
 	return rows
 }
