@@ -4,6 +4,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/apiserver/controlplane"
 	"platform.dev/platform/apiserver/executor"
@@ -26,6 +28,7 @@ import (
 	"platform.dev/platform/apiserver/kubeauth"
 	"platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/provider"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
@@ -90,6 +93,10 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
+	masterKey, err := secrets.MasterKeySourceFrom(cfg, opts.DataDir)
+	if err != nil {
+		return err
+	}
 	httpListener, err := net.Listen("tcp", httpAddr)
 	if err != nil {
 		return fmt.Errorf("service API: %w", err)
@@ -128,6 +135,8 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	opts.Authenticators = append(opts.Authenticators, tokens.Request())
 	opts.Authorizers = append(opts.Authorizers, workspaces)
 	opts.NamespaceVisibility = workspaces.Visibility
+	// The rules of scopes (grants, references, what scope namespaces hold) are admission's.
+	opts.Admission = append(opts.Admission, secrets.NewAdmission(ids))
 
 	server, err := controlplane.Start(ctx, opts)
 	if err != nil {
@@ -168,8 +177,26 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// their transactions; artifact bytes are files of the data directory.
 	places := workplace.NewStore(db, execOpts.Work, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
 	execOpts.Work.Observer = places
+	// One Resolver of Secret references and one Local Vault for the service API and the model
+	// providers; the controllers get their own Resolver over their cache (controllers.SetupAll).
+	// A missing or malformed master key leaves the Vaults Unavailable, with the reason in their
+	// status: the platform runs on.
+	localVault := &secrets.LocalVault{Store: db, MasterKey: masterKey}
+	secretValues := &secrets.Service{Resolver: &secrets.Resolver{Reader: kube,
+		Tree: secrets.IdentityTree{Identity: ids, Namespaces: secrets.KubeNamespaces(kube)}}, Vault: localVault}
+	switch err := masterKey.Check(); {
+	case errors.Is(err, secrets.ErrMasterKeyMissing):
+		ctrl.Log.WithName("secrets").Info("the Local Vault has no master key yet: a Platform administrator initializes it (POST /api/local-vault/initialize), or set " + secrets.MasterKeyVariable)
+	case err != nil:
+		ctrl.Log.WithName("secrets").Info("the Local Vault is unavailable until its master key is fixed", "reason", err.Error())
+	}
+	if err := secrets.EnsureScopeNamespace(ctx, kube, secrets.Place{Scope: ownerscope.Of(ownerscope.Instance, ""), Namespace: ownerscope.InstanceNamespace}); err != nil {
+		return fmt.Errorf("the instance's namespace: %w", err)
+	}
+	ctrlOpts.Identity, ctrlOpts.LocalVault = ids, localVault
 	if managed, ok := agents.(*provider.ManagedProvider); ok {
 		managed.Client = resolve
+		managed.Credentials = secretValues
 	}
 	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {
 		return err
@@ -187,6 +214,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Workplace:          places,
 		Log:                ctrl.Log.WithName("httpapi"),
 		Executor:           flowExecutor,
+		Secrets:            secretValues,
 	})
 	if err != nil {
 		return err

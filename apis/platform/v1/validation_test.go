@@ -785,7 +785,7 @@ func TestSamplesApply(t *testing.T) {
 		})
 		g.Expect(err).NotTo(HaveOccurred(), file)
 	}
-	// FlowVersion and PublishedEntry are written by the platform only: they have no sample.
+	// FlowVersion and PublishedEntry have none: the platform publishes them from Flows and Entries.
 	g.Expect(kinds).To(HaveLen(15), "a sample for every kind people author")
 }
 
