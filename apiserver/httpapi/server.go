@@ -20,6 +20,7 @@ import (
 
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/apiserver/identity"
+	connlimit "platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/oidc"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/work"
@@ -259,8 +260,10 @@ func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
 	// Every connection is bounded in time: headers must arrive within 10 s and a keep-alive
 	// connection is closed after a minute without a request. Bodies and answers are not: a
 	// waiting request or a run stream may last. (The listener caps how many are open.)
+	// A connection a handler takes over for a long life (the hub's WebSockets) asks the listener,
+	// through ConnContext, never to close it to make room (connlimit.Keep).
 	server := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-		MaxHeaderBytes: 64 << 10}
+		MaxHeaderBytes: 64 << 10, ConnContext: connlimit.ConnContext}
 	done := make(chan error, 1)
 	go func() { done <- server.Serve(listener) }()
 	select {

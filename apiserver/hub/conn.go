@@ -22,7 +22,13 @@ type conn struct {
 	// principal is the caller's, read once.
 	principal string
 
-	out  chan []byte
+	// pending is what waits to be written, queued the bytes it holds: bounded by SendQueueBytes.
+	// The frames are shared with the other members of a group and never written to.
+	qmu     sync.Mutex
+	pending [][]byte
+	queued  int
+	// wake tells the writer that pending has something.
+	wake chan struct{}
 	done chan struct{}
 	once sync.Once
 	// final is written last, before the socket closes (a Close message or a refused handshake).
@@ -31,6 +37,8 @@ type conn struct {
 
 	lastRead  atomic.Int64
 	lastWrite atomic.Int64
+	// writing is when the write in progress began (Unix ns), 0 between writes.
+	writing atomic.Int64
 	// nextCheck is when the caller is checked again; guarded by the hub's lock.
 	nextCheck time.Time
 
@@ -42,7 +50,7 @@ type conn struct {
 
 func newConn(h *Hub, s *slot, ws *websocket.Conn, caller Caller) *conn {
 	now := time.Now()
-	c := &conn{hub: h, slot: s, ws: ws, caller: caller, principal: caller.PrincipalID(), out: make(chan []byte, h.opts.SendQueue),
+	c := &conn{hub: h, slot: s, ws: ws, caller: caller, principal: caller.PrincipalID(), wake: make(chan struct{}, 1),
 		done: make(chan struct{}), writerEnded: make(chan struct{}), nextCheck: now.Add(h.opts.Revalidate), groups: map[string]*group{}, names: map[string]string{}}
 	c.lastRead.Store(now.UnixNano())
 	c.lastWrite.Store(now.UnixNano())
@@ -57,14 +65,33 @@ func (c *conn) close(final []byte) {
 	})
 }
 
-// queue hands a message to the writer without ever waiting: a client whose queue is full does
-// not read what it is sent, and is dropped so that it holds up nobody else.
+// queue hands a message to the writer without ever waiting: a client that lets more than
+// SendQueueBytes wait does not read what it is sent, and is dropped so that it holds up nobody
+// else. (A single message is always taken: the queue bounds a backlog, not a message.)
 func (c *conn) queue(msg []byte) {
-	select {
-	case c.out <- msg:
-	default:
+	c.qmu.Lock()
+	if c.queued > 0 && c.queued+len(msg) > c.hub.opts.SendQueueBytes {
+		c.qmu.Unlock()
 		c.close(closeMessage("the connection fell behind: it did not read its messages in time", true))
+		return
 	}
+	c.pending = append(c.pending, msg)
+	c.queued += len(msg)
+	c.qmu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns what waits to be written and empties the queue, keeping spare's array for the
+// next messages.
+func (c *conn) take(spare [][]byte) [][]byte {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	out := c.pending
+	c.pending, c.queued = spare[:0], 0
+	return out
 }
 
 // serve runs the connection until it ends, then leaves its groups.
@@ -83,30 +110,44 @@ func (c *conn) serve() {
 	}
 }
 
-// write sends the queued messages, several per frame when more wait, until the connection ends.
+// write sends the queued messages, as many per frame as fit in maxBatch bytes, until the
+// connection ends.
 func (c *conn) write() {
 	defer close(c.writerEnded)
-	var batch []byte
+	var (
+		batch []byte
+		spare [][]byte
+	)
 	for {
 		select {
-		case msg := <-c.out:
-			batch = append(batch[:0], msg...)
-		more:
-			for len(batch) < maxBatch {
-				select {
-				case next := <-c.out:
-					batch = append(batch, next...)
-				default:
-					break more
+		case <-c.wake:
+			msgs := c.take(spare)
+			for i, m := range msgs {
+				if len(batch) > 0 && len(batch)+len(m) > maxBatch {
+					if !c.flush(batch) {
+						return
+					}
+					batch = batch[:0]
 				}
+				if len(batch) == 0 && (len(m) >= maxBatch || i == len(msgs)-1) {
+					// A whole frame already: sent as it is, without a copy.
+					if !c.flush(m) {
+						return
+					}
+					continue
+				}
+				batch = append(batch, m...)
 			}
-			if err := c.send(batch); err != nil {
-				c.close(nil)
-				c.ws.CloseNow()
+			if len(batch) > 0 && !c.flush(batch) {
 				return
 			}
+			clear(msgs) // the frames go, with the events they hold
+			spare, batch = msgs, batch[:0]
 			if cap(batch) > 4<<10 {
 				batch = nil // an idle connection keeps no large buffer
+			}
+			if cap(spare) > 64 {
+				spare = nil
 			}
 		case <-c.done:
 			if c.final != nil {
@@ -119,11 +160,24 @@ func (c *conn) write() {
 	}
 }
 
+// flush sends a frame; false when the connection broke (it is closed then).
+func (c *conn) flush(frame []byte) bool {
+	if err := c.send(frame); err != nil {
+		c.close(nil)
+		c.ws.CloseNow()
+		return false
+	}
+	return true
+}
+
 func (c *conn) send(b []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	err := c.ws.Write(ctx, websocket.MessageText, b)
-	c.lastWrite.Store(time.Now().UnixNano())
+	// No context per write (a timer each, for every member of every event): the sweep closes a
+	// connection whose write has taken longer than writeTimeout.
+	now := time.Now().UnixNano()
+	c.writing.Store(now)
+	err := c.ws.Write(context.Background(), websocket.MessageText, b)
+	c.writing.Store(0)
+	c.lastWrite.Store(now)
 	return err
 }
 

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -156,19 +157,16 @@ func (g *group) run(sub *notify.Subscription, last int64) {
 	}
 }
 
-// drain sends every committed event after last and returns the number of the last one sent.
+// drain sends every committed event after last and returns the number of the last one read.
 func (g *group) drain(last int64) (int64, error) {
 	for {
 		page, err := g.hub.opts.Source.Events(g.hub.ctx, g.id, last, readPage)
 		if err != nil {
 			return last, err
 		}
-		for _, e := range page {
-			last = e.Seq
-			if !events[e.Name] {
-				continue
-			}
-			g.deliver(invocation(e.Name, eventArgument(e)), e.PrincipalID)
+		if len(page) > 0 {
+			last = page[len(page)-1].Seq
+			g.deliver(encodePage(page))
 		}
 		if len(page) < readPage {
 			return last, nil
@@ -185,14 +183,87 @@ func eventArgument(e workplace.Event) json.RawMessage {
 	return b
 }
 
-// deliver queues one encoded message to every member (only to the Principal's connections for an
-// event of one Principal's notifications). It never waits on a member.
-func (g *group) deliver(msg []byte, principal string) {
+// encoded is a page of events as the members receive them, each event encoded once: everyone is
+// what members receive whose Principal has no event of its own in the page; own, by Principal,
+// what that Principal's members receive (the events for everyone and its own, in order).
+type encoded struct {
+	everyone []byte
+	own      map[string][]byte
+}
+
+// encodePage encodes the events of a page that the hub sends (the spec's twelve names).
+func encodePage(page []workplace.Event) encoded {
+	var e encoded
+	for _, ev := range page {
+		if !events[ev.Name] {
+			continue
+		}
+		msg := invocation(ev.Name, eventArgument(ev))
+		if ev.PrincipalID == "" {
+			e.everyone = append(e.everyone, msg...)
+			for p, b := range e.own {
+				e.own[p] = append(b, msg...)
+			}
+			continue
+		}
+		if e.own == nil {
+			e.own = map[string][]byte{}
+		}
+		b, ok := e.own[ev.PrincipalID]
+		if !ok {
+			b = append([]byte(nil), e.everyone...)
+		}
+		e.own[ev.PrincipalID] = append(b, msg...)
+	}
+	return e
+}
+
+// frames splits messages (each ending with the separator) into frames of at most maxBatch bytes,
+// at message boundaries (a message larger than that is a frame of its own). The separator never
+// occurs inside a JSON message: encoding/json escapes control characters.
+func frames(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > maxBatch {
+		cut := bytes.LastIndexByte(b[:maxBatch], recordSeparator) + 1
+		if cut == 0 {
+			cut = bytes.IndexByte(b, recordSeparator) + 1
+		}
+		if cut == 0 || cut == len(b) {
+			break
+		}
+		out = append(out, b[:cut:cut])
+		b = b[cut:]
+	}
+	if len(b) > 0 {
+		out = append(out, b)
+	}
+	return out
+}
+
+// deliver queues a page to every member: the frames of one encoding shared by all the members
+// that receive the same events, so that a busy workspace costs a few frames per member, encoded
+// once, not a message per event and member. It never waits on a member.
+func (g *group) deliver(e encoded) {
+	if len(e.everyone) == 0 && len(e.own) == 0 {
+		return
+	}
+	everyone := frames(e.everyone)
+	var own map[string][][]byte
+	if len(e.own) > 0 {
+		own = make(map[string][][]byte, len(e.own))
+		for p, b := range e.own {
+			own[p] = frames(b)
+		}
+	}
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	for c := range g.members {
-		if principal == "" || c.principal == principal {
-			c.queue(msg)
+		fs := everyone
+		if mine, ok := own[c.principal]; ok {
+			fs = mine
+		}
+		for _, f := range fs {
+			c.queue(f)
 		}
 	}
 }

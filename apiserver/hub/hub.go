@@ -25,7 +25,7 @@ const (
 	DefaultMaxConnections             = 10000
 	DefaultMaxConnectionsPerPrincipal = 32
 	DefaultMaxMessageBytes            = 32 << 10
-	DefaultSendQueue                  = 256
+	DefaultSendQueueBytes             = 1 << 20
 	DefaultKeepAlive                  = 15 * time.Second
 	DefaultClientTimeout              = 30 * time.Second
 	DefaultHandshakeTimeout           = 15 * time.Second
@@ -86,6 +86,10 @@ type Options struct {
 	Authenticate func(*http.Request) (Caller, error)
 	// Problem answers a request with Problem Details.
 	Problem func(w http.ResponseWriter, status int, detail string)
+	// Upgraded, when set, is told of each request whose connection became a WebSocket (the
+	// service API's listener then never closes it to make room: the hub bounds its connections
+	// itself and drops the silent ones).
+	Upgraded func(*http.Request)
 	// AllowedOrigins are the origins (scheme://host[:port]) of browser pages on other hosts that
 	// may connect with the browser's credentials: the configured Workplace origin. Pages of the
 	// hub's own host, and clients that send no Origin, always may.
@@ -97,9 +101,9 @@ type Options struct {
 	MaxConnectionsPerPrincipal int
 	// MaxMessageBytes bounds a message (and a frame) a client sends.
 	MaxMessageBytes int64
-	// SendQueue bounds the messages waiting to be written to one connection: a client that lets
-	// more wait is dropped, so that it never holds up the others.
-	SendQueue int
+	// SendQueueBytes bounds what waits to be written to one connection: a client that lets more
+	// wait is dropped, so that it never holds up the others.
+	SendQueueBytes int
 	// KeepAlive: the hub pings a connection it has sent nothing for that long. ClientTimeout: it
 	// drops a client it heard nothing from for that long. HandshakeTimeout bounds the handshake.
 	KeepAlive, ClientTimeout, HandshakeTimeout time.Duration
@@ -146,7 +150,7 @@ func New(opts Options) (*Hub, error) {
 	defaults := []struct {
 		v   *int
 		def int
-	}{{&opts.MaxConnections, DefaultMaxConnections}, {&opts.MaxConnectionsPerPrincipal, DefaultMaxConnectionsPerPrincipal}, {&opts.SendQueue, DefaultSendQueue}}
+	}{{&opts.MaxConnections, DefaultMaxConnections}, {&opts.MaxConnectionsPerPrincipal, DefaultMaxConnectionsPerPrincipal}, {&opts.SendQueueBytes, DefaultSendQueueBytes}}
 	for _, d := range defaults {
 		if *d.v <= 0 {
 			*d.v = d.def
@@ -212,9 +216,13 @@ func (h *Hub) sweep(now time.Time) {
 			h.releaseLocked(token)
 		}
 	}
-	var due []*conn
+	var due, stuck []*conn
 	for c := range h.conns {
-		switch {
+		switch writing := c.writing.Load(); {
+		case writing != 0 && now.Sub(time.Unix(0, writing)) > writeTimeout:
+			// A peer that takes no bytes for that long is gone.
+			stuck = append(stuck, c)
+			continue
 		case now.Sub(time.Unix(0, c.lastRead.Load())) > h.opts.ClientTimeout:
 			c.close(closeMessage("Server timeout elapsed without receiving a message from the client.", false))
 			continue
@@ -227,6 +235,10 @@ func (h *Hub) sweep(now time.Time) {
 		}
 	}
 	h.mu.Unlock()
+	for _, c := range stuck {
+		c.close(nil)
+		c.ws.CloseNow() // the write in progress fails at once
+	}
 	for _, c := range due {
 		select {
 		case h.checks <- struct{}{}:
@@ -496,6 +508,9 @@ func (h *Hub) ServeWebSocket(w http.ResponseWriter, r *http.Request) {
 		h.releaseLocked(s.token)
 		h.mu.Unlock()
 		return
+	}
+	if h.opts.Upgraded != nil {
+		h.opts.Upgraded(r)
 	}
 	c := newConn(h, s, ws, caller)
 	h.mu.Lock()

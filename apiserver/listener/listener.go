@@ -5,6 +5,7 @@
 package listener
 
 import (
+	"context"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -77,7 +78,7 @@ func (l *limited) quietest(n int, cutoff int64) []*conn {
 	out := make([]*conn, 0, n)
 	for c := range l.open {
 		last := c.last.Load()
-		if last > cutoff {
+		if last > cutoff || c.kept.Load() {
 			continue
 		}
 		if len(out) < n {
@@ -120,6 +121,31 @@ type conn struct {
 	owner  *limited
 	last   atomic.Int64
 	closed atomic.Bool
+	// kept is set for a connection that outlives its request (a WebSocket): it is never closed
+	// to make room, its handler bounds how many there are and ends the silent ones itself.
+	kept atomic.Bool
+}
+
+type connKey struct{}
+
+// ConnContext is an http.Server's ConnContext: it records the listener's connection in the
+// context of its requests, for Keep.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if lc, ok := c.(*conn); ok {
+		return context.WithValue(ctx, connKey{}, lc)
+	}
+	return ctx
+}
+
+// Keep marks the connection of a request (whose server's ConnContext is ConnContext) as one that
+// the listener never closes to make room: a connection taken over by its handler for a long life
+// (the real-time hub's WebSockets, which ping every 15 s and so look quiet between pings). The
+// handler bounds such connections itself, below the listener's cap, and closes those whose
+// client went silent. Without a Limit listener it does nothing.
+func Keep(ctx context.Context) {
+	if c, ok := ctx.Value(connKey{}).(*conn); ok {
+		c.kept.Store(true)
+	}
 }
 
 func (c *conn) touch() { c.last.Store(time.Now().UnixNano()) }

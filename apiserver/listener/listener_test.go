@@ -95,6 +95,39 @@ func TestAListenerAtItsCapOfBusyConnectionsRefusesTheNewcomer(t *testing.T) {
 	}
 }
 
+// A connection its handler keeps (a WebSocket) is never closed to make room, however quiet: the
+// quiet keep-alive beside it is closed instead.
+func TestAListenerAtItsCapNeverClosesAKeptConnection(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	l := listener.Limit(raw, 2)
+	server := &http.Server{ConnContext: listener.ConnContext, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/keep" {
+			listener.Keep(r.Context())
+		}
+		io.WriteString(w, "ok")
+	})}
+	go server.Serve(l)
+	t.Cleanup(func() { server.Close() })
+	addr := raw.Addr().String()
+
+	kept, err := net.Dial("tcp", addr)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { kept.Close() })
+	_, err = io.WriteString(kept, "GET /keep HTTP/1.1\r\nHost: x\r\n\r\n")
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := http.ReadResponse(bufio.NewReader(kept), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	idle := idleClient(t, addr)
+	time.Sleep(1100 * time.Millisecond)
+
+	g.Expect(get(addr)).To(Equal("ok"))
+	g.Expect(closed(idle)).To(BeTrue(), "the quiet keep-alive made room")
+	g.Expect(closed(kept)).To(BeFalse(), "the kept connection stays")
+}
+
 // A quarter of the descriptors (at least 256) stays for the store and etcd; the service API gets
 // two thirds of the rest.
 func TestTheBudgetLeavesHeadroomForTheStoreAndEtcd(t *testing.T) {

@@ -93,6 +93,27 @@ func stopHubServer(t *testing.T, s *server) {
 	}
 }
 
+// login signs a local account in and returns its client.
+func login(t *testing.T, base, username string) apiClient {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/auth/local/login", strings.NewReader(
+		`{"username":"`+username+`","password":"Change-me-1st!"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("login %s: %d", username, resp.StatusCode)
+	}
+	var cookies []string
+	for _, c := range resp.Cookies() {
+		cookies = append(cookies, c.Name+"="+c.Value)
+	}
+	return apiClient{t: t, base: base, cookie: strings.Join(cookies, "; ")}
+}
+
 func bootstrapAdmin(t *testing.T, base string) apiClient {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/api/auth/bootstrap", strings.NewReader(
@@ -234,6 +255,29 @@ func TestTheOfficialSignalRClientHearsTheWorkplaceOfTheWorkspaceItJoined(t *test
 		closed := withToken.WaitAfter(mark, 15*time.Second, "close", signalrtest.OfType("closed"))
 		g.Expect(closed["error"]).To(ContainSubstring("no longer authenticates"))
 		t.Logf("closed %s after the revocation", time.Since(began).Round(100*time.Millisecond))
+	})
+
+	t.Run("a removed membership and a disabled account stop their connections within seconds", func(t *testing.T) {
+		g := NewWithT(t)
+		listeners := map[string]*signalrtest.Client{}
+		accounts := map[string]map[string]any{}
+		for _, name := range []string{"member", "leaver"} {
+			accounts[name] = admin.must(http.StatusCreated, http.MethodPost, "/api/identity/accounts/",
+				`{"username":"`+name+`","password":"Change-me-1st!","workspace":"default","role":"Member"}`)
+			listeners[name] = signalrtest.Start(t, signalrtest.Options{URL: hubURL, Cookie: login(t, base, name).cookie})
+		}
+		for _, c := range listeners {
+			c.Started()
+			g.Expect(c.Invoke("JoinWorkspace", "default")).To(BeEmpty())
+		}
+		admin.must(http.StatusNoContent, http.MethodDelete, "/api/identity/workspaces/"+workspaceID+"/memberships/"+
+			accounts["leaver"]["principalId"].(string), "")
+		closed := listeners["leaver"].Wait(15*time.Second, "close after the membership's removal", signalrtest.OfType("closed"))
+		g.Expect(closed["error"]).To(ContainSubstring("may no longer listen"))
+		admin.must(http.StatusOK, http.MethodPut, "/api/identity/accounts/"+accounts["member"]["accountId"].(string)+"/status",
+			`{"status":"Disabled"}`)
+		closed = listeners["member"].Wait(15*time.Second, "close after the account was disabled", signalrtest.OfType("closed"))
+		g.Expect(closed["error"]).To(ContainSubstring("no longer authenticates"))
 	})
 
 	t.Run("after a server restart the client reconnects, joins again and reads over REST", func(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"platform.dev/platform/test/signalr/signalrtest"
 )
 
 // readmeScript is every sh block of the README in order, as one bash script. Lines that run make
@@ -46,6 +48,7 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 			t.Skipf("%s is not on PATH (.ci/run installs it)", tool)
 		}
 	}
+	signalrtest.Available(t)
 	g := NewWithT(t)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -55,6 +58,9 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 	clone := t.TempDir()
 	g.Expect(os.Symlink(filepath.Join(root, "config"), filepath.Join(clone, "config"))).To(Succeed())
 	g.Expect(os.MkdirAll(filepath.Join(clone, "bin"), 0o755)).To(Succeed())
+	// The hub's walkthrough runs test/signalr/listen.mjs with its installed client.
+	g.Expect(os.MkdirAll(filepath.Join(clone, "test"), 0o755)).To(Succeed())
+	g.Expect(os.Symlink(filepath.Join(root, "test", "signalr"), filepath.Join(clone, "test", "signalr"))).To(Succeed())
 	g.Expect(os.Symlink(platformBinary, filepath.Join(clone, "bin", "platform"))).To(Succeed())
 	s, err := startServerEnv(filepath.Join(clone, ".data"), []string{"PLATFORM_ENVIRONMENT=Development"})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -73,7 +79,7 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out, s.output())
 	g.Expect(string(out)).To(And(ContainSubstring(`"state": "Completed"`), ContainSubstring(`"answer": "detailed"`),
-		ContainSubstring("RunCompleted")), "%s", out)
+		ContainSubstring("RunCompleted"), MatchRegexp(`(?m)^TaskStatusChanged \{.*"taskId"`)), "%s", out)
 }
 
 func withoutKubeconfig(env []string) []string {

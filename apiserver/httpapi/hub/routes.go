@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,11 +30,32 @@ const (
 	SettingMaxConnections             = "Platform:Hub:MaxConnections"
 	SettingMaxConnectionsPerPrincipal = "Platform:Hub:MaxConnectionsPerPrincipal"
 	SettingMaxMessageBytes            = "Platform:Hub:MaxMessageBytes"
-	SettingSendQueueLength            = "Platform:Hub:SendQueueLength"
+	SettingSendQueueBytes             = "Platform:Hub:SendQueueBytes"
 	SettingRevalidateSeconds          = "Platform:Hub:RevalidateSeconds"
 	SettingEventRetentionMinutes      = "Platform:Hub:EventRetentionMinutes"
 	SettingAllowedOrigins             = "Platform:Hub:AllowedOrigins"
+	// SettingWorkplaceURL is where the Workplace UI is served (the setting the server's sign-in
+	// redirects use too): its origin may always call the hub with the browser's credentials.
+	SettingWorkplaceURL = "Platform:Workplace:Url"
+	// DefaultWorkplaceURL is `platform workplace`'s default address.
+	DefaultWorkplaceURL = "http://127.0.0.1:5180/"
 )
+
+// allowedOrigins are the configured Workplace's origin and those of Platform:Hub:AllowedOrigins
+// (a comma-separated list of scheme://host[:port]).
+func allowedOrigins(cfg *config.Config, log logr.Logger) []string {
+	workplaceURL := strings.TrimSpace(cfg.Get(SettingWorkplaceURL))
+	if workplaceURL == "" {
+		workplaceURL = DefaultWorkplaceURL
+	}
+	var out []string
+	if u, err := url.Parse(workplaceURL); err == nil && u.Scheme != "" && u.Host != "" {
+		out = append(out, u.Scheme+"://"+u.Host)
+	} else {
+		log.Info("ignoring an invalid setting: the Workplace's origin may not call the hub from a browser", "setting", SettingWorkplaceURL)
+	}
+	return append(out, strings.Split(cfg.Get(SettingAllowedOrigins), ",")...)
+}
 
 // Routes serves the hub when the server has the Workplace (whose outbox it sends).
 func Routes(s *httpapi.Server) {
@@ -52,11 +74,12 @@ func Routes(s *httpapi.Server) {
 		Changes:                    s.Work().Changes(),
 		Authenticate:               l.authenticate,
 		Problem:                    httpapi.WriteProblem,
-		AllowedOrigins:             strings.Split(cfg.Get(SettingAllowedOrigins), ","),
+		Upgraded:                   func(r *http.Request) { listener.Keep(r.Context()) },
+		AllowedOrigins:             allowedOrigins(cfg, log),
 		MaxConnections:             setting(cfg, log, SettingMaxConnections, maxConnections, 1_000_000),
 		MaxConnectionsPerPrincipal: setting(cfg, log, SettingMaxConnectionsPerPrincipal, domain.DefaultMaxConnectionsPerPrincipal, 1_000_000),
 		MaxMessageBytes:            int64(setting(cfg, log, SettingMaxMessageBytes, domain.DefaultMaxMessageBytes, 16<<20)),
-		SendQueue:                  setting(cfg, log, SettingSendQueueLength, domain.DefaultSendQueue, 1_000_000),
+		SendQueueBytes:             setting(cfg, log, SettingSendQueueBytes, domain.DefaultSendQueueBytes, 1<<30),
 		Revalidate:                 time.Duration(setting(cfg, log, SettingRevalidateSeconds, 5, 3600)) * time.Second,
 		Retention:                  time.Duration(setting(cfg, log, SettingEventRetentionMinutes, 60, 60*24*365)) * time.Minute,
 		Log:                        log,

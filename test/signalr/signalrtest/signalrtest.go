@@ -2,7 +2,7 @@
 // under the machine's Node.js for tests: the real peer of the real-time hub.
 //
 // The client needs `npm ci` in test/signalr (.ci/run does it); without node or without the
-// installed package the tests that need it are skipped.
+// installed package the tests that need it are skipped (and fail under CI).
 package signalrtest
 
 import (
@@ -65,14 +65,20 @@ func dir() string {
 	return filepath.Dir(filepath.Dir(file))
 }
 
-// Available skips the test when node or the client's npm package is missing.
+// Available skips the test when node or the client's npm package is missing; under CI (CI set),
+// where .ci/run installs both, it fails instead, so that the hub's tests never pass unrun.
 func Available(t testing.TB) {
 	t.Helper()
+	skip := t.Skip
+	if os.Getenv("CI") != "" {
+		skip = t.Fatal
+	}
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("SignalR client tests skipped: node is not on PATH (install Node.js, then run `npm ci` in test/signalr)")
+		skip("SignalR client tests skipped: node is not on PATH (install Node.js, then run `npm ci` in test/signalr)")
+		return
 	}
 	if _, err := os.Stat(filepath.Join(dir(), "node_modules", "@microsoft", "signalr", "package.json")); err != nil {
-		t.Skip("SignalR client tests skipped: test/signalr/node_modules is missing (run `npm ci` in test/signalr)")
+		skip("SignalR client tests skipped: test/signalr/node_modules is missing (run `npm ci` in test/signalr)")
 	}
 }
 
