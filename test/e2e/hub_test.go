@@ -114,6 +114,7 @@ func login(t *testing.T, base, username string) apiClient {
 	return apiClient{t: t, base: base, cookie: strings.Join(cookies, "; ")}
 }
 
+// bootstrapAdmin bootstraps the instance (workspace default) and waits for its demo Entries.
 func bootstrapAdmin(t *testing.T, base string) apiClient {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/api/auth/bootstrap", strings.NewReader(
@@ -131,7 +132,17 @@ func bootstrapAdmin(t *testing.T, base string) apiClient {
 	for _, c := range resp.Cookies() {
 		cookies = append(cookies, c.Name+"="+c.Value)
 	}
-	return apiClient{t: t, base: base, cookie: strings.Join(cookies, "; ")}
+	admin := apiClient{t: t, base: base, cookie: strings.Join(cookies, "; ")}
+	// The demo Entries that bootstrap seeds are published by the controllers, a moment later.
+	NewWithT(t).Eventually(func(g Gomega) {
+		_, view := admin.call(http.MethodGet, "/api/dashboards/home/view", "")
+		entries, _ := view["entries"].([]any)
+		g.Expect(entries).To(HaveLen(3), "%v", view)
+		for _, e := range entries {
+			g.Expect(e).To(HaveKeyWithValue("entry", HaveKeyWithValue("targetState", "Executable")), "%v", e)
+		}
+	}).WithTimeout(60 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	return admin
 }
 
 // setupUploadEntry creates and publishes the Entry "upload", whose flow asks for a file: its
