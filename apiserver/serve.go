@@ -177,6 +177,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// their transactions; artifact bytes are files of the data directory.
 	places := workplace.NewStore(db, execOpts.Work, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
 	execOpts.Work.Observer = places
+	execOpts.Artifacts = places.Blobs
 	// One Resolver of Secret references and one Local Vault for the service API and the model
 	// providers; the controllers get their own Resolver over their cache (controllers.SetupAll).
 	// A missing or malformed master key leaves the Vaults Unavailable, with the reason in their

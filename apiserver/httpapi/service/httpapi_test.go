@@ -84,6 +84,8 @@ type response struct {
 	status int
 	header http.Header
 	body   map[string]any
+	// raw is the body as it came.
+	raw string
 }
 
 func call(t *testing.T, server *httptest.Server, method, path, body string, headers ...string) response {
@@ -104,7 +106,7 @@ func call(t *testing.T, server *httptest.Server, method, path, body string, head
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	out := response{status: resp.StatusCode, header: resp.Header}
+	out := response{status: resp.StatusCode, header: resp.Header, raw: string(data)}
 	// Only JSON is decoded: a stream of server-sent events or an artifact's bytes is read to its end.
 	if len(data) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		if err := json.Unmarshal(data, &out.body); err != nil {

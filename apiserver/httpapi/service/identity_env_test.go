@@ -57,7 +57,7 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	authorize, err := httpapi.RunAuthorizer(cfg, svc)
 	g.Expect(err).NotTo(HaveOccurred())
 	exec, err := executor.New(executor.Options{Work: workStore, Resolver: executor.KubeResolver{Client: kube},
-		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond})
+		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond, Artifacts: places.Blobs})
 	g.Expect(err).NotTo(HaveOccurred())
 	execCtx, stopExec := context.WithCancel(context.Background())
 	execDone := make(chan struct{})

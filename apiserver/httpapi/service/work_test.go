@@ -60,7 +60,7 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 		t.Fatal(err)
 	}
 	exec, err := executor.New(executor.Options{Work: store, Resolver: executor.KubeResolver{Client: resolve},
-		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond})
+		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond, Artifacts: places.Blobs})
 	if err != nil {
 		t.Fatal(err)
 	}
