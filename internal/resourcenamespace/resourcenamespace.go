@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -146,4 +147,22 @@ func lookup(ctx context.Context, c client.Reader, workspace string, rns platform
 		return "", fmt.Errorf("resource namespace %s of workspace %s: %w", rns, workspace, ErrNotFound)
 	}
 	return name, nil
+}
+
+// Namespaces are the kube namespaces of the workspace whose route name is workspace: its own
+// first, then those of its other resource namespaces, in name order. It lists namespaces by the
+// workspace label, so it costs one read whatever the number of workspaces.
+func Namespaces(ctx context.Context, c client.Reader, workspace string) ([]string, error) {
+	list := &corev1.NamespaceList{}
+	if err := c.List(ctx, list, client.MatchingLabels{WorkspaceLabel: workspace}); err != nil {
+		return nil, err
+	}
+	var others []string
+	for _, ns := range list.Items {
+		if ns.Name != workspace {
+			others = append(others, ns.Name)
+		}
+	}
+	slices.Sort(others)
+	return append([]string{workspace}, others...), nil
 }

@@ -53,9 +53,10 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	go func() { defer close(execDone); exec.Run(execCtx) }()
 	t.Cleanup(func() { stopExec(); <-execDone })
 	api, err := service.New(httpapi.Options{
-		Config: cfg,
-		Kube:   kube,
-		Ready:  func(ctx context.Context) error { return env.Server().Ready(ctx) },
+		Config:       cfg,
+		Kube:         kube,
+		PlatformKube: platformKube,
+		Ready:        func(ctx context.Context) error { return env.Server().Ready(ctx) },
 		// Identity and ProvisionWorkspace switch on local accounts (the default mode is Local).
 		Identity:           svc,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),

@@ -43,7 +43,7 @@ func workServer(t testing.TB, s *store.Store) *httptest.Server {
 	done := make(chan struct{})
 	go func() { defer close(done); exec.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, Work: store, Executor: exec,
+	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: platformKube, Work: store, Executor: exec,
 		Ready: func(ctx context.Context) error { return env.Server().Ready(ctx) }})
 	if err != nil {
 		t.Fatal(err)
