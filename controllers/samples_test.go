@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,6 +25,20 @@ var _ = Describe("The samples", func() {
 			Paths:     []string{filepath.Join("..", "config", "samples")},
 			Namespace: metav1.NamespaceDefault,
 			Dynamic:   platform.Dynamic,
+			Mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(platform.Kube.Discovery())),
+			Out:       &out, Err: &errOut,
+		})
+		Expect(err).NotTo(HaveOccurred(), "%s", errOut.String())
+		GinkgoWriter.Print(out.String())
+		// config/published-samples is what the platform writes when it publishes the samples' Flow
+		// and Entry: only the platform's identity may apply it.
+		platformDynamic, err := dynamic.NewForConfig(platform.Platform)
+		Expect(err).NotTo(HaveOccurred())
+		out.Reset()
+		err = apply.Run(ctx, apply.Options{
+			Paths:     []string{filepath.Join("..", "config", "published-samples")},
+			Namespace: metav1.NamespaceDefault,
+			Dynamic:   platformDynamic,
 			Mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(platform.Kube.Discovery())),
 			Out:       &out, Err: &errOut,
 		})

@@ -28,7 +28,10 @@ var (
 	ctx       context.Context
 	cancel    context.CancelFunc
 	platform  *testenv.Env
-	k8sClient client.Client
+	// k8sClient is the administrator's, as kubectl's; platformClient is the platform's own, for
+	// what only the platform writes (published Flow versions and Entries, system-managed Flows).
+	k8sClient      client.Client
+	platformClient client.Client
 	mgrCancel context.CancelFunc
 	mgrDone   chan error
 )
@@ -49,8 +52,12 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient, err = client.New(platform.Config, client.Options{Scheme: platformscheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
+	platformClient, err = client.New(platform.Platform, client.Options{Scheme: platformscheme.Scheme})
+	Expect(err).NotTo(HaveOccurred())
 
-	mgr, err := controllers.NewManager(platform.Config, controllers.Options{LeaderElection: true})
+	// The controllers run as the platform (the loopback identity), as in `platform serve`: the
+	// kube API's admission rules let only the platform write some objects.
+	mgr, err := controllers.NewManager(platform.Platform, controllers.Options{LeaderElection: true})
 	Expect(err).NotTo(HaveOccurred())
 	var mgrCtx context.Context
 	mgrCtx, mgrCancel = context.WithCancel(ctx)

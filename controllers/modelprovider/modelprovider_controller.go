@@ -100,8 +100,16 @@ func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) (ctrl.Re
 		s.credentialProblem = problem
 		return ctrl.Result{}, nil
 	}
+	ns, problem, err := reconcileutil.ResolveNamespace(ctx, r.Client, s.provider.Namespace, ref.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if problem != "" {
+		s.credentialProblem = "definition.credential.namespace: " + problem
+		return ctrl.Result{}, nil
+	}
 	secret := &platformv1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.provider.Namespace, Name: string(ref.Name)}, secret)
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(ref.Name)}, secret)
 	if err != nil {
 		if client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, err
@@ -113,10 +121,11 @@ func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) (ctrl.Re
 
 // providersOfSecret maps a Secret to the providers whose credential it is.
 func (r *Reconciler) providersOfSecret(ctx context.Context, obj client.Object) []reconcile.Request {
-	providers := &platformv1.ModelProviderList{}
-	if err := r.Client.List(ctx, providers, client.InNamespace(obj.GetNamespace()), client.MatchingFields{credentialIndex: obj.GetName()}); err != nil {
+	// A provider may name a Secret of another resource namespace of its workspace.
+	requests, err := reconcileutil.WorkspaceRequests(ctx, r.Client, obj.GetNamespace(), func() client.ObjectList { return &platformv1.ModelProviderList{} },
+		client.MatchingFields{credentialIndex: obj.GetName()})
+	if err != nil {
 		log.FromContext(ctx).Error(err, "listing model providers of a secret", "secret", obj.GetName())
-		return nil
 	}
-	return reconcileutil.Requests(providers)
+	return requests
 }

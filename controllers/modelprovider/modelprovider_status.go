@@ -36,16 +36,13 @@ func validateDefinition(def *platformv1.ModelProviderDefinition, path *field.Pat
 	return errs
 }
 
-// unresolvable says why a credential reference cannot be resolved in the provider's workspace
-// namespace, or "" when it can. Secrets of another scope (a tenant, the instance) and of a Pack's
-// resource namespace live where the scope tree puts them, which is not built yet: such a
-// reference is reported rather than guessed.
+// unresolvable says why a credential reference cannot be resolved from the provider's workspace
+// namespace, or "" when it can. Secrets of another scope (a tenant, the instance) live where the
+// scope tree puts them, which is not built yet: such a reference is reported rather than guessed.
+// A Pack's resource namespace of the workspace resolves (see reconcileCredential).
 func unresolvable(ref *platformv1.SecretReference, namespace string) string {
-	switch {
-	case ref.ScopeRef != "" && ref.ScopeRef != platformv1.ScopeRef("/workspaces/"+namespace):
+	if ref.ScopeRef != "" && ref.ScopeRef != platformv1.ScopeRef("/workspaces/"+namespace) {
 		return fmt.Sprintf("definition.credential.scopeRef: Secrets of scope %s cannot be resolved yet; use a Secret of the provider's workspace", ref.ScopeRef)
-	case ref.Namespace != "" && ref.Namespace != platformv1.DefaultResourceNamespace:
-		return fmt.Sprintf("definition.credential.namespace: Secrets of resource namespace %s cannot be resolved yet; use the default namespace", ref.Namespace)
 	}
 	return ""
 }

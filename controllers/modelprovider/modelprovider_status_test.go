@@ -68,9 +68,8 @@ func TestUnresolvable(t *testing.T) {
 			ref:         platformv1.SecretReference{Name: "key", ScopeRef: platformv1.InstanceScope},
 			wantProblem: "definition.credential.scopeRef",
 		},
-		"a Pack resource namespace is reported": {
-			ref:         platformv1.SecretReference{Name: "key", Namespace: "acme.kit"},
-			wantProblem: "definition.credential.namespace",
+		"a Pack resource namespace is left to the workspace's resource namespaces": {
+			ref: platformv1.SecretReference{Name: "key", Namespace: "acme.kit"},
 		},
 	}
 	for name, tt := range tests {

@@ -6,6 +6,7 @@ import (
 
 	"platform.dev/platform/apis/platform/manifest"
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 // systemNamespaces belong to the cluster, not to anyone's work: they are never workspaces.
@@ -16,10 +17,11 @@ var systemNamespaces = map[string]bool{
 }
 
 // IsWorkspace says whether a namespace is an active workspace: any namespace but the cluster's
-// own (kube-system, kube-public, kube-node-lease), `default` included, while it is not being
-// deleted.
+// own (kube-system, kube-public, kube-node-lease) and a workspace's other resource namespaces (a
+// Pack's), `default` included, while it is not being deleted.
 func IsWorkspace(ns *corev1.Namespace) bool {
-	return !systemNamespaces[ns.Name] && ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating
+	return !systemNamespaces[ns.Name] && !resourcenamespace.IsResourceNamespace(ns) &&
+		ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating
 }
 
 // isBuiltin says whether obj carries the built-in annotation.
