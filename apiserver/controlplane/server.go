@@ -337,7 +337,7 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files, listener ne
 	// The rules read through the loopback client once the server serves; before that, a request
 	// that needs a read is refused.
 	generic.AddPostStartHookOrDie("platform-admission-rules", func(genericapiserver.PostStartHookContext) error {
-		reader, err := client.New(loopback, client.Options{Scheme: platformscheme.Scheme})
+		reader, err := client.New(loopback, client.Options{Scheme: platformscheme.Scheme, Log: klog.Background().WithName("platform-admission")})
 		if err != nil {
 			return err
 		}
