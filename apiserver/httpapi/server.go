@@ -50,6 +50,9 @@ type Options struct {
 	// ProvisionWorkspace creates what a new workspace needs outside the identity store (its kube
 	// namespace). Required with Identity.
 	ProvisionWorkspace func(context.Context, identity.Workspace) error
+	// SeedFirstWorkspace gives the first workspace, created at bootstrap, what a newcomer starts
+	// with (the demo Entries on its home Dashboard). Optional.
+	SeedFirstWorkspace func(context.Context, identity.Workspace) error
 	// Work is the Work plane's store. Optional: without it the Work routes answer 503.
 	Work *work.Store
 	// Executor is woken when a run becomes runnable, so it starts without waiting for a poll.
@@ -75,6 +78,7 @@ type Server struct {
 	mode      string
 	identity  *identity.Service
 	provision func(context.Context, identity.Workspace) error
+	seedFirst func(context.Context, identity.Workspace) error
 	work      *work.Store
 	executor  interface{ Wake() }
 	log       logr.Logger
@@ -119,7 +123,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	api := humago.New(mux, humaConfig)
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
-	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
+	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
 		work: opts.Work, executor: opts.Executor, log: opts.Log, stopping: make(chan struct{}), config: opts.Config}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
@@ -175,6 +179,18 @@ func (s *Server) Identity() *identity.Service { return s.identity }
 // Provision creates what a new workspace needs outside the identity store.
 func (s *Server) Provision(ctx context.Context, ws identity.Workspace) error {
 	return s.provision(ctx, ws)
+}
+
+// ProvisionFirst provisions the first workspace, at bootstrap: as every workspace, then with what
+// a newcomer starts with (Options.SeedFirstWorkspace).
+func (s *Server) ProvisionFirst(ctx context.Context, ws identity.Workspace) error {
+	if err := s.provision(ctx, ws); err != nil {
+		return err
+	}
+	if s.seedFirst == nil {
+		return nil
+	}
+	return s.seedFirst(ctx, ws)
 }
 
 // Work is the Work plane's store; nil when the server runs without one.

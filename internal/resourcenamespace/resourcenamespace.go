@@ -29,6 +29,9 @@ const (
 	// ResourceNamespaceAnnotation holds the resource namespace (`publisher.name`) that the kube
 	// namespace is; an annotation, since a resource namespace may be longer than a label value.
 	ResourceNamespaceAnnotation = "platform/resource-namespace"
+	// WorkspaceIDAnnotation is set on a workspace's own kube namespace: the workspace's id in the
+	// identity store, which published Entries carry as their owner.
+	WorkspaceIDAnnotation = "platform/workspace-id"
 	// FieldOwner is the field manager of the namespaces Ensure creates.
 	FieldOwner = "platform-resource-namespaces"
 )
@@ -64,6 +67,16 @@ func isDefault(rns platformv1.ResourceNamespace) bool {
 func WorkspaceOf(ns *corev1.Namespace) string {
 	if ws := ns.Labels[WorkspaceLabel]; ws != "" {
 		return ws
+	}
+	return ns.Name
+}
+
+// WorkspaceIDOf is the id of the workspace whose own kube namespace is ns: its annotation, else
+// its name (a namespace made without the identity store, as in Development mode, where the two
+// are the same).
+func WorkspaceIDOf(ns *corev1.Namespace) string {
+	if id := ns.Annotations[WorkspaceIDAnnotation]; id != "" {
+		return id
 	}
 	return ns.Name
 }

@@ -29,22 +29,6 @@ func ResolveNamespace(ctx context.Context, c client.Reader, from string, rns pla
 	return ns, "", err
 }
 
-// FindFlowVersion finds the published version of a Flow in a workspace namespace by its
-// definition (flowName and version), not by the naming convention; nil when there is none.
-func FindFlowVersion(ctx context.Context, c client.Reader, namespace, flowName string, version platformv1.SemanticVersion) (*platformv1.FlowVersion, error) {
-	versions := &platformv1.FlowVersionList{}
-	if err := c.List(ctx, versions, client.InNamespace(namespace)); err != nil {
-		return nil, err
-	}
-	for i := range versions.Items {
-		def := &versions.Items[i].Definition
-		if string(def.FlowName) == flowName && def.Version == version {
-			return &versions.Items[i], nil
-		}
-	}
-	return nil, nil
-}
-
 // SetReady sets the Ready condition of status for generation.
 func SetReady(status *platformv1.ResourceStatus, generation int64, ready bool, reason, message string) {
 	condition := metav1.Condition{
