@@ -93,7 +93,7 @@ func SetupAll(mgr ctrl.Manager) error {
 		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider")}},
 		{"secret", &secret.Reconciler{Client: c, Recorder: recorder("secret")}},
 		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault")}},
-		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion")}},
+		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion"), Reader: mgr.GetAPIReader()}},
 		{"entry", &entry.Reconciler{Client: c, Recorder: recorder("entry"), Reader: mgr.GetAPIReader()}},
 		{"publishedentry", &entry.PublishedReconciler{Client: c, Recorder: recorder("publishedentry")}},
 		{"trigger", &trigger.Reconciler{Client: c, Recorder: recorder("trigger")}},

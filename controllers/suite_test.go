@@ -25,15 +25,15 @@ import (
 // as `platform serve` does (leader election included). With PLATFORM_TEST_KUBECONFIG it runs
 // against that cluster instead, which must have the CRDs (kubectl apply -k config/crd).
 var (
-	ctx       context.Context
-	cancel    context.CancelFunc
-	platform  *testenv.Env
+	ctx      context.Context
+	cancel   context.CancelFunc
+	platform *testenv.Env
 	// k8sClient is the administrator's, as kubectl's; platformClient is the platform's own, for
 	// what only the platform writes (published Flow versions and Entries, system-managed Flows).
 	k8sClient      client.Client
 	platformClient client.Client
-	mgrCancel context.CancelFunc
-	mgrDone   chan error
+	mgrCancel      context.CancelFunc
+	mgrDone        chan error
 )
 
 func TestControllers(t *testing.T) {
