@@ -82,6 +82,17 @@ func tokenKubeconfig(t *testing.T, s *server, name, token string) string {
 
 const e2ePassword = "Correct-Horse-9!"
 
+// bootstrapAlphaAndBeta creates the first administrator, admin, with the workspace alpha, then
+// the workspace beta, and returns the administrator's session.
+func bootstrapAlphaAndBeta(t *testing.T, base string) *api {
+	t.Helper()
+	admin := &api{t: t, base: base}
+	admin.must(http.StatusCreated, http.MethodPost, "/api/auth/bootstrap", "", map[string]any{
+		"username": "admin", "password": e2ePassword, "displayName": "Admin", "tenantName": "Acme", "workspaceName": "alpha"})
+	admin.must(http.StatusCreated, http.MethodPost, "/api/identity/workspaces", "alpha", map[string]any{"name": "beta", "displayName": "Beta"})
+	return admin
+}
+
 // personalAccessToken signs username in and creates a PAT for workspace that allows reading,
 // writing and deleting resources (within the caller's roles); it returns a kubeconfig that
 // presents the token, and the token's id.
@@ -118,10 +129,7 @@ func TestPersonalAccessTokensGiveKubectlTheirWorkspaceAndNothingElse(t *testing.
 	s := mustStartServer(t, t.TempDir())
 	base := s.ServiceURL(t)
 
-	admin := &api{t: t, base: base}
-	admin.must(http.StatusCreated, http.MethodPost, "/api/auth/bootstrap", "", map[string]any{
-		"username": "admin", "password": e2ePassword, "displayName": "Admin", "tenantName": "Acme", "workspaceName": "alpha"})
-	admin.must(http.StatusCreated, http.MethodPost, "/api/identity/workspaces", "alpha", map[string]any{"name": "beta", "displayName": "Beta"})
+	admin := bootstrapAlphaAndBeta(t, base)
 	for _, user := range []struct{ name, role string }{{"viewer", "Viewer"}, {"member", "Member"}} {
 		admin.must(http.StatusCreated, http.MethodPost, "/api/identity/accounts/", "", map[string]any{
 			"username": user.name, "password": e2ePassword, "workspace": "alpha", "role": user.role})

@@ -24,10 +24,7 @@ func TestAPacksNamespaceBelongsToItsWorkspaceForTokensAndNamespaceLists(t *testi
 	requireKubectl(t)
 	s := mustStartServer(t, t.TempDir())
 	base := s.ServiceURL(t)
-	admin := &api{t: t, base: base}
-	admin.must(http.StatusCreated, http.MethodPost, "/api/auth/bootstrap", "", map[string]any{
-		"username": "admin", "password": e2ePassword, "displayName": "Admin", "tenantName": "Acme", "workspaceName": "alpha"})
-	admin.must(http.StatusCreated, http.MethodPost, "/api/identity/workspaces", "alpha", map[string]any{"name": "beta", "displayName": "Beta"})
+	admin := bootstrapAlphaAndBeta(t, base)
 	admin.must(http.StatusCreated, http.MethodPost, "/api/identity/accounts/", "", map[string]any{
 		"username": "viewer", "password": e2ePassword, "workspace": "alpha", "role": "Viewer"})
 
