@@ -92,11 +92,12 @@ func publishedReferrer(ctx context.Context, c client.Reader, ns string, uses fun
 	if err != nil {
 		return "", err
 	}
-	namespaces, err := resourcenamespace.Namespaces(ctx, c, workspace)
+	namespaces, err := resourcenamespace.OfWorkspace(ctx, c, workspace)
 	if err != nil {
 		return "", err
 	}
-	for _, entryNamespace := range namespaces {
+	for _, namespace := range namespaces {
+		entryNamespace := namespace.Name
 		entries := &platformv1.PublishedEntryList{}
 		if err := c.List(ctx, entries, client.InNamespace(entryNamespace)); err != nil {
 			return "", err

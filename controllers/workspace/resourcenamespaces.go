@@ -34,13 +34,11 @@ func (r *Reconciler) reconcileResourceNamespaces(ctx context.Context, ns *corev1
 		return ctrl.Result{}, r.deleteNamespace(ctx, ns)
 	}
 	// A workspace being deleted: its resource namespaces go with it.
-	names, err := resourcenamespace.Namespaces(ctx, r.Client, ns.Name)
-	if err != nil {
+	namespaces, err := resourcenamespace.OfWorkspace(ctx, r.Client, ns.Name)
+	if err != nil || len(namespaces) == 0 {
 		return ctrl.Result{}, err
 	}
-	for _, name := range names[1:] {
-		other := &corev1.Namespace{}
-		other.Name = name
+	for _, other := range namespaces[1:] {
 		if err := r.deleteNamespace(ctx, other); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -162,20 +161,25 @@ func lookup(ctx context.Context, c client.Reader, workspace string, rns platform
 	return name, nil
 }
 
-// Namespaces are the kube namespaces of the workspace whose route name is workspace: its own
-// first, then those of its other resource namespaces, in name order. It lists namespaces by the
-// workspace label, so it costs one read whatever the number of workspaces.
-func Namespaces(ctx context.Context, c client.Reader, workspace string) ([]string, error) {
-	list := &corev1.NamespaceList{}
-	if err := c.List(ctx, list, client.MatchingLabels{WorkspaceLabel: workspace}); err != nil {
+// OfWorkspace lists the kube namespaces of every resource namespace of a workspace: its own
+// (`default`) first, then those labelled with it. Namespaces being deleted are left out.
+func OfWorkspace(ctx context.Context, c client.Reader, workspace string) ([]*corev1.Namespace, error) {
+	own := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: workspace}, own); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
 		return nil, err
 	}
-	var others []string
-	for _, ns := range list.Items {
-		if ns.Name != workspace {
-			others = append(others, ns.Name)
+	out := []*corev1.Namespace{own}
+	labelled := &corev1.NamespaceList{}
+	if err := c.List(ctx, labelled, client.MatchingLabels{WorkspaceLabel: workspace}); err != nil {
+		return nil, err
+	}
+	for i := range labelled.Items {
+		if ns := &labelled.Items[i]; ns.DeletionTimestamp.IsZero() && ns.Name != workspace {
+			out = append(out, ns)
 		}
 	}
-	slices.Sort(others)
-	return append([]string{workspace}, others...), nil
+	return out, nil
 }

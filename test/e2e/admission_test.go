@@ -284,7 +284,12 @@ func TestSystemManagedFlowsAreCreatedChangedAndDeletedOnlyByThePlatform(t *testi
 // publication (the platform) writes versions, and deleting a Flow there deletes them too.
 func TestFlowVersionsAndPublishedEntriesAreWrittenOnlyByThePlatform(t *testing.T) {
 	r := startRules(t)
-	res := r.kubectl("apply", "-n", "default", "-f", "../../config/published-samples/")
+	// What publishing a Flow version and an Entry writes.
+	published := "apiVersion: platform.dev/v1\nkind: FlowVersion\nmetadata: {name: answer-1.0.0, namespace: default}\n" +
+		"definition: {flowName: answer, version: 1.0.0, snapshot: {flowKind: Direct, target: {kind: Agent, id: helper}}}\n---\n" +
+		"apiVersion: platform.dev/v1\nkind: PublishedEntry\nmetadata: {name: answer, namespace: default}\n" +
+		"definition: {ownerWorkspaceId: default, resolvedTarget: {name: answer, version: 1.0.0}}\n"
+	res := r.apply(published)
 	if res.ExitCode == 0 || strings.Count(res.Stderr, "(Forbidden)") != 2 ||
 		!strings.Contains(res.Stderr, "FlowVersion objects are written only by the platform") ||
 		!strings.Contains(res.Stderr, "PublishedEntry objects are written only by the platform") {

@@ -26,8 +26,8 @@ import (
 // maxWaitSeconds bounds how long a submission or a response waits for its run to settle.
 const maxWaitSeconds = 30
 
-// FlowReference selects the Flow a WorkItem runs: an exact version, or the active one.
-type FlowReference struct {
+// WorkItemFlowReference selects the Flow a WorkItem runs: an exact version, or the active one.
+type WorkItemFlowReference struct {
 	Name    string `json:"name" minLength:"1" maxLength:"253" doc:"Name of the Flow in the workspace"`
 	Version string `json:"version,omitempty" maxLength:"128" doc:"Exact published version; omitted selects the Flow's active version"`
 	Draft   bool   `json:"draft,omitempty" doc:"Run the Flow's current draft instead of a published version (a Draft Run); excludes version"`
@@ -45,26 +45,26 @@ type Correlation struct {
 
 // WorkItemSubmission is the body of POST /api/work/workitems.
 type WorkItemSubmission struct {
-	Type          string         `json:"type" minLength:"1" maxLength:"256" doc:"Kind of work, for people and routing"`
-	Title         string         `json:"title" maxLength:"1024" doc:"Short title of the work"`
-	Instruction   string         `json:"instruction" maxLength:"65536" doc:"What must be done; the run's input"`
-	FlowReference *FlowReference `json:"flowReference,omitempty" doc:"The Flow that says how: {name, version} exact or {name} active. Required until embedded definitions are supported."`
+	Type          string                 `json:"type" minLength:"1" maxLength:"256" doc:"Kind of work, for people and routing"`
+	Title         string                 `json:"title" maxLength:"1024" doc:"Short title of the work"`
+	Instruction   string                 `json:"instruction" maxLength:"65536" doc:"What must be done; the run's input"`
+	FlowReference *WorkItemFlowReference `json:"flowReference,omitempty" doc:"The Flow that says how: {name, version} exact or {name} active. Required until embedded definitions are supported."`
 }
 
 // WorkItem is a submitted WorkItem and where its run stands.
 type WorkItem struct {
-	ID            string         `json:"id"`
-	Type          string         `json:"type"`
-	Title         string         `json:"title"`
-	Instruction   string         `json:"instruction"`
-	Status        string         `json:"status" enum:"Pending,Running,ActionRequired,Paused,Completed,Failed,Cancelled" doc:"The state of its FlowRun"`
-	Reason        string         `json:"reason,omitempty" doc:"Why it failed or was cancelled"`
-	FlowReference FlowReference  `json:"flowReference" doc:"The exact Flow version it runs"`
-	FlowRunID     string         `json:"flowRunId"`
-	Correlation   Correlation    `json:"correlation"`
-	PendingAction *PendingAction `json:"pendingAction,omitempty" doc:"The question its run waits on, when ActionRequired"`
-	CreatedAt     time.Time      `json:"createdAt"`
-	UpdatedAt     time.Time      `json:"updatedAt"`
+	ID            string                `json:"id"`
+	Type          string                `json:"type"`
+	Title         string                `json:"title"`
+	Instruction   string                `json:"instruction"`
+	Status        string                `json:"status" enum:"Pending,Running,ActionRequired,Paused,Completed,Failed,Cancelled" doc:"The state of its FlowRun"`
+	Reason        string                `json:"reason,omitempty" doc:"Why it failed or was cancelled"`
+	FlowReference WorkItemFlowReference `json:"flowReference" doc:"The exact Flow version it runs"`
+	FlowRunID     string                `json:"flowRunId"`
+	Correlation   Correlation           `json:"correlation"`
+	PendingAction *PendingAction        `json:"pendingAction,omitempty" doc:"The question its run waits on, when ActionRequired"`
+	CreatedAt     time.Time             `json:"createdAt"`
+	UpdatedAt     time.Time             `json:"updatedAt"`
 }
 
 // WorkItemResult is the result of a WorkItem.
@@ -550,7 +550,7 @@ func (s *routes) flowRunOf(ctx context.Context, run domain.FlowRun) (FlowRun, er
 
 func workItemOf(w domain.WorkItem, pending *PendingAction) WorkItem {
 	return WorkItem{ID: w.ID, Type: w.Type, Title: w.Title, Instruction: w.Instruction, Status: w.Status, Reason: w.Reason,
-		FlowReference: FlowReference{Name: w.FlowName, Version: w.FlowVersion, Draft: w.FlowDraft}, FlowRunID: w.FlowRunID, PendingAction: pending,
+		FlowReference: WorkItemFlowReference{Name: w.FlowName, Version: w.FlowVersion, Draft: w.FlowDraft}, FlowRunID: w.FlowRunID, PendingAction: pending,
 		Correlation: Correlation{InteractionID: w.InteractionID, WorkTaskID: w.WorkTaskID, WorkExecutionID: w.ID, FlowRunID: w.FlowRunID},
 		CreatedAt:   w.CreatedAt, UpdatedAt: w.UpdatedAt}
 }

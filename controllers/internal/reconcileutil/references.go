@@ -56,14 +56,14 @@ func WorkspaceRequests(ctx context.Context, c client.Reader, namespace string, n
 	case err != nil:
 		return nil, err
 	}
-	namespaces, err := resourcenamespace.Namespaces(ctx, c, workspace)
+	namespaces, err := resourcenamespace.OfWorkspace(ctx, c, workspace)
 	if err != nil {
 		return nil, err
 	}
 	var requests []reconcile.Request
 	for _, ns := range namespaces {
 		list := newList()
-		if err := c.List(ctx, list, append([]client.ListOption{client.InNamespace(ns)}, opts...)...); err != nil {
+		if err := c.List(ctx, list, append([]client.ListOption{client.InNamespace(ns.Name)}, opts...)...); err != nil {
 			return nil, err
 		}
 		requests = append(requests, Requests(list)...)
