@@ -65,6 +65,10 @@ const WorkspaceCookie = "platform-workspace"
 // header or cookie.
 const WorkspaceRouteParam = "workspaceId"
 
+// WorkplaceRouteParam selects the workspace of the Workplace routes
+// (/api/workspaces/{workspace}/...), as WorkspaceRouteParam does elsewhere.
+const WorkplaceRouteParam = "workspace"
+
 // Secured makes op require a caller satisfying policy: 401 without a caller, 403 when the policy
 // is not met.
 func Secured(op huma.Operation, policy string) huma.Operation {
@@ -214,6 +218,9 @@ func (s *Server) checkPolicy(ctx huma.Context, caller Caller, policy string) err
 // selection cookie is ignored.
 func (s *Server) resolveWorkspace(ctx huma.Context, caller Caller) (RequestContext, error) {
 	explicit := ctx.Param(WorkspaceRouteParam)
+	if explicit == "" {
+		explicit = ctx.Param(WorkplaceRouteParam)
+	}
 	if explicit == "" {
 		explicit = ctx.Header(WorkspaceHeader)
 	}

@@ -193,6 +193,7 @@ type (
 	DeleteEntryOptions struct {
 		IfMatch                   string `header:"If-Match" doc:"The draft's current ETag (required)"`
 		RemoveDashboardReferences bool   `query:"removeDashboardReferences" doc:"Also remove the Entry from the Dashboards that show it; without it, such a Dashboard refuses the delete (409)"`
+		CloseInteractions         bool   `query:"closeInteractions" doc:"Also close the eligible conversations opened from the Entry (those no run keeps busy); they keep their messages"`
 	}
 	publishDefaultInput struct {
 		DefaultEntryPath
@@ -285,7 +286,8 @@ func (s *routes) registerEntryOperations() {
 			OperationID: "delete-entry" + suffix, Method: http.MethodDelete, Path: path, Tags: []string{tagEntries},
 			Summary: "Delete an Entry: its draft and its published projection",
 			Description: "Needs the draft's current ETag in If-Match (428 without, 412 when stale). A Dashboard that shows the " +
-				"Entry refuses the delete with 409 naming it, unless removeDashboardReferences is true. The hidden Direct Agent " +
+				"Entry refuses the delete with 409 naming it, unless removeDashboardReferences is true. closeInteractions also " +
+				"closes the eligible conversations opened from it; without it they stay as they are. The hidden Direct Agent " +
 				"Flow of an Agent binding stays until a cleanup removes it.",
 			DefaultStatus: http.StatusNoContent,
 			Errors:        []int{http.StatusPreconditionRequired, http.StatusPreconditionFailed, http.StatusConflict},
@@ -418,6 +420,12 @@ func (s *routes) deleteEntry(ctx context.Context, p entryPath, opts DeleteEntryO
 	uid := entry.UID
 	if err := s.Kube().Delete(ctx, entry, client.Preconditions{UID: &uid, ResourceVersion: &resourceVersion}); err != nil {
 		return httpapi.Problem(err)
+	}
+	if opts.CloseInteractions && s.Workplace() != nil {
+		rc, _ := httpapi.RequestContextFrom(ctx)
+		if _, err := s.Workplace().CloseInteractions(ctx, rc.WorkspaceID, string(rns), entry.Name); err != nil {
+			return httpapi.Problem(err)
+		}
 	}
 	return nil
 }

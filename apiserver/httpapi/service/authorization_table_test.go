@@ -366,6 +366,7 @@ func routeRoleTable() map[string]tableRow {
 	}}
 
 	workRows(rows)
+	workplaceRows(rows)
 	return rows
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
 )
 
@@ -30,6 +32,8 @@ func workServer(t testing.TB, s *store.Store) *httptest.Server {
 	t.Helper()
 	cfg := config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"})
 	store := work.New(s)
+	places := workplace.NewStore(s, store, workplace.FileArtifacts{Dir: filepath.Join(t.TempDir(), "artifacts")})
+	store.Observer = places
 	authorize, err := httpapi.RunAuthorizer(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +47,7 @@ func workServer(t testing.TB, s *store.Store) *httptest.Server {
 	done := make(chan struct{})
 	go func() { defer close(done); exec.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: platformKube, Work: store, Executor: exec,
+	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: platformKube, Work: store, Workplace: places, Executor: exec,
 		Ready: func(ctx context.Context) error { return env.Server().Ready(ctx) }})
 	if err != nil {
 		t.Fatal(err)

@@ -149,7 +149,13 @@ CREATE INDEX notifications_recipient ON notifications (workspace_id, principal_i
 ALTER TABLE pending_actions ADD COLUMN task_id TEXT NOT NULL DEFAULT '';
 UPDATE pending_actions SET task_id = (SELECT r.work_task_id FROM flow_runs r WHERE r.id = pending_actions.run_id);
 
+-- The message that started a continuation run, beside its ParentFlowRunId.
+ALTER TABLE flow_runs ADD COLUMN trigger_message_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE work_items ADD COLUMN trigger_message_id TEXT NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE work_items DROP COLUMN trigger_message_id;
+ALTER TABLE flow_runs DROP COLUMN trigger_message_id;
 ALTER TABLE pending_actions DROP COLUMN task_id;
 DROP TABLE notifications;
 DROP TABLE task_artifacts;
