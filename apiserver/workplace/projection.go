@@ -72,6 +72,13 @@ func (s *Store) Observe(ctx context.Context, tx *sql.Tx, run work.FlowRun, event
 	case !errors.Is(err, ErrNotFound):
 		return err
 	}
+	if c.task == nil && c.interaction != nil &&
+		TaskReferenceVisible(platformv1.TaskDisplay(c.interaction.TaskDisplay), TaskFacts{Observed: s.now().Sub(c.interaction.CreatedAt)}) {
+		// Work observed for a while is durable: it becomes a Task before this transition is told.
+		if err := s.materializeTask(ctx, tx, c, ""); err != nil {
+			return err
+		}
+	}
 	for _, e := range events {
 		if err := s.project(ctx, tx, c, e); err != nil {
 			return fmt.Errorf("workplace projection of %s: %w", e.Type, err)
@@ -136,6 +143,9 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseWaiting, Label: action.Prompt, RunID: run.ID, Step: e.Step}); err != nil {
 			return err
 		}
+		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventPendingActionCreated, c.actionPayload(action)); err != nil {
+			return err
+		}
 		return s.notifyAbout(ctx, tx, c, NotifyQuestion, true, action.Prompt)
 	case work.EventPendingActionResolved:
 		action, err := s.actionOf(ctx, tx, e)
@@ -147,6 +157,9 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 			if err := s.say(ctx, tx, c, RoleUser, MessageAnswer, AnswerText(action), payload); err != nil {
 				return err
 			}
+		}
+		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventPendingActionResolved, c.actionPayload(action)); err != nil {
+			return err
 		}
 		return s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseAnswered, Label: action.Prompt, RunID: run.ID, Step: e.Step})
 	case work.EventRunPaused, work.EventRunResumed:
@@ -243,8 +256,12 @@ func (s *Store) completed(ctx context.Context, tx *sql.Tx, c *conversation) erro
 		if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) + 1 FROM task_results WHERE task_id = ?`), c.task.ID).Scan(&seq); err != nil {
 			return err
 		}
+		resultID := newID()
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO task_results (id, task_id, run_id, seq, action, text, payload, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), newID(), c.task.ID, run.ID, seq, action, text, nullJSON(run.Result), ms(s.now())); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), resultID, c.task.ID, run.ID, seq, action, text, nullJSON(run.Result), ms(s.now())); err != nil {
+			return err
+		}
+		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventTaskResultAdded, map[string]any{"taskId": c.task.ID, "resultId": resultID}); err != nil {
 			return err
 		}
 		if c.interaction != nil && c.interaction.ResultsDisplay == string(platformv1.ResultsVisible) {
@@ -310,12 +327,17 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 		return err
 	}
 	c.task = &t
+	if err := s.emit(ctx, tx, t.WorkspaceID, "", EventTaskCreated, map[string]any{"taskId": t.ID, "interactionId": t.InteractionID,
+		"state": t.State, "version": t.Version}); err != nil {
+		return err
+	}
 	if c.interaction != nil {
 		c.interaction.LastTaskID = t.ID
 		if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET last_task_id = ?, version = version + 1, updated_at = ? WHERE id = ?`),
 			t.ID, ms(now), c.interaction.ID); err != nil {
 			return err
 		}
+		return s.emitInteraction(ctx, tx, c.interaction.ID)
 	}
 	return nil
 }
@@ -342,17 +364,19 @@ func (s *Store) syncTaskState(ctx context.Context, tx *sql.Tx, c *conversation) 
 		ended = ms(s.now())
 	}
 	t.State, t.CurrentRunID, t.Reason = state, run.ID, run.Reason
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET state = ?, current_run_id = ?, reason = ?, ended_at = ?, version = version + 1,
-		updated_at = ? WHERE id = ?`), state, run.ID, run.Reason, ended, ms(s.now()), t.ID)
-	return err
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET state = ?, current_run_id = ?, reason = ?, ended_at = ?, version = version + 1,
+		updated_at = ? WHERE id = ?`), state, run.ID, run.Reason, ended, ms(s.now()), t.ID); err != nil {
+		return err
+	}
+	t.Version++
+	return s.emit(ctx, tx, t.WorkspaceID, "", EventTaskStatusChanged, map[string]any{"taskId": t.ID, "state": state, "version": t.Version})
 }
 
 func (s *Store) countMilestone(ctx context.Context, tx *sql.Tx, c *conversation) error {
 	if c.task == nil {
-		// Two finished turns make the work substantial: it becomes a Task then.
-		var turns int
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM flow_run_events WHERE work_task_id = ? AND type = ?`),
-			c.run.WorkTaskID, work.EventStepCompleted).Scan(&turns); err != nil {
+		// Two finished turns of participants make the work substantial: it becomes a Task then.
+		turns, err := s.finishedTurns(ctx, tx, c)
+		if err != nil {
 			return err
 		}
 		if !TaskReferenceVisible(platformv1.TaskDisplay(c.interaction.TaskDisplay), TaskFacts{Milestones: turns}) {
@@ -365,6 +389,27 @@ func (s *Store) countMilestone(ctx context.Context, tx *sql.Tx, c *conversation)
 	c.task.Milestones++
 	_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET milestones = milestones + 1 WHERE id = ?`), c.task.ID)
 	return err
+}
+
+// finishedTurns counts the Agent steps of the run's work that completed (this run's steps are
+// described by its pinned Flow; a continuation's earlier runs counted when they ran).
+func (s *Store) finishedTurns(ctx context.Context, tx *sql.Tx, c *conversation) (int, error) {
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT step FROM flow_run_events WHERE run_id = ? AND type = ?`), c.run.ID, work.EventStepCompleted)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	turns := 0
+	for rows.Next() {
+		var step string
+		if err := rows.Scan(&step); err != nil {
+			return 0, err
+		}
+		if st, ok := c.step(step); ok && st.Type == platformv1.AgentStep {
+			turns++
+		}
+	}
+	return turns, rows.Err()
 }
 
 func (s *Store) activity(ctx context.Context, tx *sql.Tx, c *conversation, a Activity) error {
@@ -393,9 +438,11 @@ func (s *Store) touchInteraction(ctx context.Context, tx *sql.Tx, c *conversatio
 		state = InteractionClosed
 	}
 	i.State = state
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET state = ?, version = version + 1, updated_at = ? WHERE id = ?`),
-		state, ms(s.now()), i.ID)
-	return err
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET state = ?, version = version + 1, updated_at = ? WHERE id = ?`),
+		state, ms(s.now()), i.ID); err != nil {
+		return err
+	}
+	return s.emitInteraction(ctx, tx, i.ID)
 }
 
 // notifyAbout notifies the run's Principal, when the work is a Task or a conversation.
@@ -418,6 +465,18 @@ func (s *Store) notifyAbout(ctx context.Context, tx *sql.Tx, c *conversation, ki
 		n.InteractionID = c.interaction.ID
 	}
 	return s.notify(ctx, tx, n)
+}
+
+// actionPayload identifies a pending action for the real-time hub: never its token or hash.
+func (c *conversation) actionPayload(a *work.PendingAction) map[string]any {
+	p := map[string]any{"pendingActionId": a.ID, "kind": a.Kind}
+	if c.interaction != nil {
+		p["interactionId"] = c.interaction.ID
+	}
+	if c.task != nil {
+		p["taskId"] = c.task.ID
+	}
+	return p
 }
 
 func (c *conversation) participantsVisible() bool {

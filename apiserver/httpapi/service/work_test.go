@@ -30,10 +30,19 @@ import (
 // workServer is a Development-mode service API with a Work store and a running executor.
 func workServer(t testing.TB, s *store.Store) *httptest.Server {
 	t.Helper()
+	return workServerWith(t, s, nil)
+}
+
+// workServerWith is workServer with its Workplace store adjusted by tune (a clock).
+func workServerWith(t testing.TB, s *store.Store, tune func(*workplace.Store)) *httptest.Server {
+	t.Helper()
 	cfg := config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"})
 	store := work.New(s)
 	places := workplace.NewStore(s, store, workplace.FileArtifacts{Dir: filepath.Join(t.TempDir(), "artifacts")})
 	store.Observer = places
+	if tune != nil {
+		tune(places)
+	}
 	authorize, err := httpapi.RunAuthorizer(cfg, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,12 +15,13 @@ import (
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
+	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/demo"
 	"platform.dev/platform/internal/publication"
 )
 
 // demoWorkspace is a fresh workspace with the demo Entries published.
-func demoWorkspace(t *testing.T) string {
+func demoWorkspace(t testing.TB) string {
 	t.Helper()
 	ws := routingWorkspace(t)
 	publishDemo(t, ws)
@@ -28,7 +31,7 @@ func demoWorkspace(t *testing.T) string {
 // publishDemo seeds the demo into workspace namespace ws and publishes it with the platform's
 // identity, as bootstrap and the controllers would (no controller runs in these tests:
 // publication is done here).
-func publishDemo(t *testing.T, ws string) {
+func publishDemo(t testing.TB, ws string) {
 	t.Helper()
 	ctx := context.Background()
 	if err := demo.Seed(ctx, platformKube, ws); err != nil {
@@ -369,4 +372,75 @@ func TestDeletingAnEntryClosesItsEligibleConversationsOnlyWhenAsked(t *testing.T
 	g.Expect(in(http.MethodDelete, "/api/entries/guided-request?removeDashboardReferences=true", "If-Match", etag).status).To(Equal(http.StatusNoContent))
 	kept := c.must(http.StatusOK, http.MethodGet, "/interactions/"+field(asking, "interaction", "id").(string), "")
 	g.Expect(field(kept, "interaction", "state")).To(Equal("Active"), "without the option the conversation stays as it is")
+}
+
+func TestWorkThatGoesOnForAMinuteBecomesATaskWhoseTurnsNameVisibleParticipants(t *testing.T) {
+	g := NewWithT(t)
+	var offset atomic.Int64
+	server := workServerWith(t, storeFor(t), func(p *workplace.Store) {
+		p.Clock = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	})
+	ws, in := entryWorkspace(t, server)
+	slow := `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"slow-writer"},"definition":{"displayName":"Slow writer","instructions":"@latencyMs 400\n@respond Done"}}`
+	g.Expect(in(http.MethodPost, "/api/agents", slow).status).To(Equal(http.StatusCreated))
+	entry := `{"apiVersion":"platform/v1","kind":"Entry","metadata":{"name":"slow"},"definition":{"fields":[{"name":"request","role":"PrimaryInput"}],` +
+		`"binding":{"agent":{"name":"slow-writer"}},"participants":{"visibility":"Visible"}}}`
+	g.Expect(in(http.MethodPost, "/api/entries", entry).status).To(Equal(http.StatusCreated))
+	g.Expect(in(http.MethodPost, "/api/entries/slow/publish", "").status).To(Equal(http.StatusOK))
+	c := workplaceClient{t: t, server: server, ws: ws}
+
+	quick := c.must(http.StatusCreated, http.MethodPost, "/entries/slow/interactions?waitSeconds=10", `{"input":{"request":"x"}}`)
+	g.Expect(quick).NotTo(HaveKey("task"), "an answer within the minute leaves no Task")
+
+	// Two minutes pass while the agent works.
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		offset.Store(int64(2 * time.Minute))
+	}()
+	settled := c.must(http.StatusCreated, http.MethodPost, "/entries/slow/interactions?waitSeconds=10", `{"input":{"request":"y"}}`)
+	g.Expect(settled).To(HaveKey("task"), "work observed for a minute is durable: it became a Task")
+	activities := c.must(http.StatusOK, http.MethodGet, "/tasks/"+field(settled, "task", "id").(string)+"/activities", "")["items"].([]any)
+	g.Expect(activities).To(ContainElement(And(HaveKeyWithValue("label", "Prepared"), HaveKeyWithValue("participant", "slow-writer"))),
+		"an Entry whose participants are visible names them in its turns")
+}
+
+func TestEveryWorkplaceChangeIsAnOutboxEventNumberedInOrderWithIdsAndNoToken(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		var places *workplace.Store
+		server := workServerWith(t, s, func(p *workplace.Store) { places = p })
+		ws := demoWorkspace(t)
+		c := workplaceClient{t: t, server: server, ws: ws}
+		opened := c.must(http.StatusCreated, http.MethodPost, "/entries/prepare-report/interactions?waitSeconds=10", `{"input":{"request":"Q3"}}`)
+		tokens := []string{opened["resumeToken"].(string)}
+		confirm := c.answer(opened, `"value":"table"`)
+		tokens = append(tokens, confirm["resumeToken"].(string))
+		done := c.answer(confirm, `"confirmed":true`)
+		taskID := field(done, "task", "id").(string)
+		_, err := places.StoreArtifact(context.Background(), taskID, ws, "notes.txt", "text/plain", []byte("notes"))
+		g.Expect(err).NotTo(HaveOccurred())
+		c.must(http.StatusOK, http.MethodPost, "/notifications/read-all", "")
+
+		events, err := places.Events(context.Background(), ws, 0, 500)
+		g.Expect(err).NotTo(HaveOccurred())
+		names := map[string]bool{}
+		for i, e := range events {
+			g.Expect(e.Seq).To(Equal(int64(i+1)), "numbered in order, none missing")
+			names[e.Name] = true
+			for _, token := range tokens {
+				g.Expect(string(e.Payload)).NotTo(ContainSubstring(token))
+			}
+			g.Expect(string(e.Payload)).NotTo(ContainSubstring("prt_"))
+			g.Expect(string(e.Payload)).NotTo(Or(ContainSubstring("Which format"), ContainSubstring("Q3")), "ids and versions, no content")
+		}
+		for _, name := range []string{workplace.EventInteractionUpdated, workplace.EventMessageAdded, workplace.EventPendingActionCreated,
+			workplace.EventPendingActionResolved, workplace.EventTaskCreated, workplace.EventTaskStatusChanged, workplace.EventTaskActivityAdded,
+			workplace.EventTaskResultAdded, workplace.EventTaskArtifactAdded, workplace.EventNotificationCreated, workplace.EventNotificationUpdated,
+			workplace.EventUnreadNotificationCountChanged} {
+			g.Expect(names).To(HaveKey(name))
+		}
+		last, err := places.LastEventSeq(context.Background(), ws)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(last).To(Equal(int64(len(events))))
+	})
 }
