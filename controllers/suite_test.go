@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/secrets"
+	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/testenv"
 	"platform.dev/platform/controllers"
 )
@@ -34,6 +37,10 @@ var (
 	platformClient client.Client
 	mgrCancel      context.CancelFunc
 	mgrDone        chan error
+	// localVault is the Local Vault the manager's Secret and Vault reconcilers see, as in
+	// `platform serve`: a SQLite store and a key file in a temporary directory.
+	localVault *secrets.LocalVault
+	vaultStore *store.Store
 )
 
 func TestControllers(t *testing.T) {
@@ -55,9 +62,16 @@ var _ = BeforeSuite(func() {
 	platformClient, err = client.New(platform.Platform, client.Options{Scheme: platformscheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 
+	dir := GinkgoT().TempDir()
+	vaultStore, err = store.Open(ctx, store.Options{DataDir: dir})
+	Expect(err).NotTo(HaveOccurred())
+	localVault = &secrets.LocalVault{Store: vaultStore, MasterKey: secrets.MasterKeySource{File: filepath.Join(dir, secrets.KeyFileName)}}
+	_, err = localVault.Initialize()
+	Expect(err).NotTo(HaveOccurred())
+
 	// The controllers run as the platform (the loopback identity), as in `platform serve`: the
 	// kube API's admission rules let only the platform write some objects.
-	mgr, err := controllers.NewManager(platform.Platform, controllers.Options{LeaderElection: true})
+	mgr, err := controllers.NewManager(platform.Platform, controllers.Options{LeaderElection: true, LocalVault: localVault})
 	Expect(err).NotTo(HaveOccurred())
 	var mgrCtx context.Context
 	mgrCtx, mgrCancel = context.WithCancel(ctx)
@@ -75,6 +89,9 @@ var _ = AfterSuite(func() {
 		Eventually(mgrDone).Should(Receive(BeNil()))
 	}
 	cancel()
+	if vaultStore != nil {
+		Expect(vaultStore.Close()).To(Succeed())
+	}
 	if platform != nil {
 		Expect(platform.Stop()).To(Succeed())
 	}

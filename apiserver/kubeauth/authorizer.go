@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/identity"
 )
@@ -92,6 +93,9 @@ func (z *Authorizer) Authorize(ctx context.Context, a authorizer.Attributes) (au
 	c, ok := callerOf(a.GetUser())
 	if !ok || !a.IsResourceRequest() {
 		return authorizer.DecisionNoOpinion, "", nil
+	}
+	if ns, ok := scopeNamespaceOf(a); ok {
+		return z.authorizeScope(ctx, c, a, ns)
 	}
 	switch {
 	case a.GetAPIGroup() == "" && a.GetResource() == "namespaces":
@@ -194,6 +198,10 @@ func (z *Authorizer) Visibility(ctx context.Context, u user.Info) (func(string) 
 	if err != nil {
 		return nil, err
 	}
+	scopes, err := z.seesScopeNamespaces(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	visible := map[string]bool{}
 	for _, ws := range workspaces {
 		if c.pat && ws.ID != c.patWorkspaceID {
@@ -207,8 +215,12 @@ func (z *Authorizer) Visibility(ctx context.Context, u user.Info) (func(string) 
 			visible[ws.RouteName] = true
 		}
 	}
-	// A resource namespace is visible with its workspace.
+	// A resource namespace is visible with its workspace; the scope namespaces of Secrets and
+	// Vaults to those who see their scopes.
 	return func(name string) bool {
+		if scopes && ownerscope.IsReservedNamespace(name) {
+			return true
+		}
 		workspace, err := z.workspaceOf(ctx, name)
 		return err == nil && visible[workspace]
 	}, nil

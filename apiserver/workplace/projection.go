@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/executor"
@@ -45,6 +44,8 @@ type conversation struct {
 	interaction *Interaction
 	task        *Task
 	steps       map[string]platformv1.FlowStep
+	// answered is set once the transition answered a question: its resumption is no news.
+	answered bool
 }
 
 // Observe projects one run transition onto the Workplace, in the transition's transaction, so
@@ -148,6 +149,7 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 		}
 		return s.notifyAbout(ctx, tx, c, NotifyQuestion, true, action.Prompt)
 	case work.EventPendingActionResolved:
+		c.answered = true
 		action, err := s.actionOf(ctx, tx, e)
 		if err != nil || action == nil {
 			return err
@@ -162,14 +164,17 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 			return err
 		}
 		return s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseAnswered, Label: action.Prompt, RunID: run.ID, Step: e.Step})
-	case work.EventRunPaused, work.EventRunResumed:
-		phase := PhasePaused
-		if e.Type == work.EventRunResumed {
-			phase = PhaseResumed
-		} else if err := s.materializeTask(ctx, tx, c, ""); err != nil {
+	case work.EventRunPaused:
+		if err := s.materializeTask(ctx, tx, c, ""); err != nil {
 			return err
 		}
-		return s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: phase, Label: strings.ToLower(phase[:1]) + phase[1:], RunID: run.ID})
+		return s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: PhasePaused, Label: "Paused", RunID: run.ID})
+	case work.EventRunResumed:
+		if c.answered {
+			// Going on after an answer is the answer's progress, already told.
+			return nil
+		}
+		return s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: PhaseResumed, Label: "Resumed", RunID: run.ID})
 	case work.EventRunCompleted:
 		return s.completed(ctx, tx, c)
 	case work.EventRunFailed:
