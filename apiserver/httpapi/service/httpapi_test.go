@@ -27,8 +27,13 @@ import (
 )
 
 var (
-	env  *testenv.Env
+	env *testenv.Env
+	// kube is the service API's own client: a privileged user that the kube API's admission
+	// rules apply to, as in `platform serve`. Tests set objects up with it.
 	kube client.Client
+	// platformKube is the platform's loopback identity, for what only the platform writes
+	// (published Flow versions and Entries, system-managed Flows).
+	platformKube client.Client
 )
 
 func TestMain(m *testing.M) {
@@ -40,7 +45,10 @@ func TestMain(m *testing.M) {
 	}}); err != nil {
 		panic(err)
 	}
-	if kube, err = client.New(env.Config, client.Options{Scheme: platformscheme.Scheme}); err != nil {
+	if kube, err = client.New(env.ServiceAPI, client.Options{Scheme: platformscheme.Scheme}); err != nil {
+		panic(err)
+	}
+	if platformKube, err = client.New(env.Platform, client.Options{Scheme: platformscheme.Scheme}); err != nil {
 		panic(err)
 	}
 	// Run also stops the PostgreSQL server of the tests that run on both dialects.
@@ -64,9 +72,10 @@ func (a followingAdmission) Validate(ctx context.Context, attrs admission.Attrib
 func newServer(t *testing.T, environment string, settings map[string]string) *httptest.Server {
 	t.Helper()
 	api, err := service.New(httpapi.Options{
-		Config: config.FromMap(environment, settings),
-		Kube:   kube,
-		Ready:  func(ctx context.Context) error { return env.Server().Ready(ctx) },
+		Config:       config.FromMap(environment, settings),
+		Kube:         kube,
+		PlatformKube: platformKube,
+		Ready:        func(ctx context.Context) error { return env.Server().Ready(ctx) },
 	})
 	if err != nil {
 		t.Fatal(err)

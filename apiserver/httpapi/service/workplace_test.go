@@ -29,23 +29,24 @@ func demoWorkspace(t testing.TB) string {
 	return ws
 }
 
-// publishDemo seeds the demo into workspace namespace ws and publishes it, as bootstrap and the
-// controllers would (no controller runs in these tests: publication is done here).
+// publishDemo seeds the demo into workspace namespace ws and publishes it with the platform's
+// identity, as bootstrap and the controllers would (no controller runs in these tests:
+// publication is done here).
 func publishDemo(t testing.TB, ws string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := demo.Seed(ctx, kube, ws); err != nil {
+	if err := demo.Seed(ctx, platformKube, ws); err != nil {
 		t.Fatal(err)
 	}
 	objects, err := demo.Objects()
 	if err != nil {
 		t.Fatal(err)
 	}
-	publisher := &publication.Publisher{Client: kube}
+	publisher := &publication.Publisher{Client: platformKube}
 	for _, obj := range objects {
 		if flow, ok := obj.(*platformv1.Flow); ok {
 			current := &platformv1.Flow{}
-			if err := kube.Get(ctx, keyIn(ws, flow.Name), current); err != nil {
+			if err := platformKube.Get(ctx, keyIn(ws, flow.Name), current); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := publisher.PublishFlowVersion(ctx, current, current.Definition.Version, true); err != nil {
@@ -56,7 +57,7 @@ func publishDemo(t testing.TB, ws string) {
 	for _, obj := range objects {
 		if entry, ok := obj.(*platformv1.Entry); ok {
 			current := &platformv1.Entry{}
-			if err := kube.Get(ctx, keyIn(ws, entry.Name), current); err != nil {
+			if err := platformKube.Get(ctx, keyIn(ws, entry.Name), current); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := publisher.PublishEntry(ctx, current, "test"); err != nil {
