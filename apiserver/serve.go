@@ -30,6 +30,7 @@ import (
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/controllers"
@@ -135,8 +136,10 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	opts.Authenticators = append(opts.Authenticators, tokens.Request())
 	opts.Authorizers = append(opts.Authorizers, workspaces)
 	opts.NamespaceVisibility = workspaces.Visibility
-	// The rules of scopes (grants, references, what scope namespaces hold) are admission's.
-	opts.Admission = append(opts.Admission, secrets.NewAdmission(ids))
+	// The rules of scopes (grants, references, what scope namespaces hold) and of Triggers (owner,
+	// schedule, target) are admission's.
+	triggerRules := triggers.NewAdmission()
+	opts.Admission = append(opts.Admission, secrets.NewAdmission(ids), triggerRules)
 
 	server, err := controlplane.Start(ctx, opts)
 	if err != nil {
@@ -151,6 +154,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
+	triggerRules.SetReader(kube)
 	controllers.SetLogger()
 	// Runs resolve their Flow versions and agents, and agent calls their model profiles and
 	// providers, from informers instead of a kube API request each (the API answers what the
@@ -201,6 +205,14 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {
 		return err
 	}
+	// Triggers fire through the Work store, as their owners, whose authorization is evaluated
+	// again at every firing; the controllers schedule them, the service API runs them now.
+	triggerAccess, err := httpapi.TriggerAccess(cfg, ids, kube)
+	if err != nil {
+		return err
+	}
+	occurrences := &triggers.Service{DB: db, Work: execOpts.Work, Kube: kube, Access: triggerAccess}
+	ctrlOpts.Triggers = occurrences
 	flowExecutor, err := executor.New(execOpts)
 	if err != nil {
 		return err
@@ -215,6 +227,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Log:                ctrl.Log.WithName("httpapi"),
 		Executor:           flowExecutor,
 		Secrets:            secretValues,
+		Triggers:           occurrences,
 	})
 	if err != nil {
 		return err
