@@ -22,6 +22,7 @@ import (
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store/storetest"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/testenv"
 	"platform.dev/platform/internal/config"
 )
@@ -35,14 +36,17 @@ func TestMain(m *testing.M) {
 	var err error
 	// Admission applies the rules of scopes with the identity store of the test that runs (see
 	// newIdentityEnv), as platform serve's does with its own.
+	// The Trigger rules read the target Flows through the test's client once it exists.
+	triggerRules := triggers.NewAdmission()
 	if env, err = testenv.Start(context.Background(), testenv.Options{Tune: func(o *controlplane.Options) {
-		o.Admission = append(o.Admission, followingAdmission{secrets.NewAdmission(nil)})
+		o.Admission = append(o.Admission, followingAdmission{secrets.NewAdmission(nil)}, triggerRules)
 	}}); err != nil {
 		panic(err)
 	}
 	if kube, err = client.New(env.Config, client.Options{Scheme: platformscheme.Scheme}); err != nil {
 		panic(err)
 	}
+	triggerRules.SetReader(kube)
 	// Run also stops the PostgreSQL server of the tests that run on both dialects.
 	code := storetest.Run(m)
 	env.Stop()
