@@ -22,8 +22,8 @@ import (
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store/storetest"
-	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/testenv"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/internal/config"
 )
 
