@@ -21,14 +21,12 @@ import (
 	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/controllers/internal/reconcileutil"
 	"platform.dev/platform/internal/publication"
-	"platform.dev/platform/internal/resourcenamespace"
 	"platform.dev/platform/internal/schedule"
 )
 
 // +kubebuilder:rbac:groups=platform.dev,resources=triggers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=platform.dev,resources=triggers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=platform.dev,resources=flows;flowversions,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Occurrences is the durable side of the scheduler (the Work store's triggers.Service): the
 // cursor of each Trigger's schedule, the firing of one occurrence at most once, the history.
@@ -243,14 +241,13 @@ func (r *Reconciler) reconcileTarget(ctx context.Context, s *scope) (ctrl.Result
 	if ref == nil {
 		return ctrl.Result{}, nil
 	}
-	ns, err := resourcenamespace.Resolve(ctx, r.Client, s.trigger.Namespace, ref.Namespace)
-	if errors.Is(err, resourcenamespace.ErrNotFound) {
-		s.targetReason, s.targetProblem = platformv1.FlowNotFoundReason,
-			fmt.Sprintf("definition.target.flow.namespace: resource namespace %s does not exist in the workspace", ref.Namespace)
-		return ctrl.Result{}, nil
-	}
+	ns, problem, err := reconcileutil.ResolveNamespace(ctx, r.Client, s.trigger.Namespace, ref.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if problem != "" {
+		s.targetReason, s.targetProblem = platformv1.FlowNotFoundReason, "definition.target.flow.namespace: "+problem
+		return ctrl.Result{}, nil
 	}
 	err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(ref.Name)}, &platformv1.Flow{})
 	switch {
@@ -275,10 +272,9 @@ func (r *Reconciler) reconcileTarget(ctx context.Context, s *scope) (ctrl.Result
 
 // triggersOfWorkspace maps an object to the Triggers of its workspace.
 func (r *Reconciler) triggersOfWorkspace(ctx context.Context, obj client.Object) []reconcile.Request {
-	list := &platformv1.TriggerList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+	requests, err := reconcileutil.WorkspaceRequests(ctx, r.Client, obj.GetNamespace(), func() client.ObjectList { return &platformv1.TriggerList{} })
+	if err != nil {
 		log.FromContext(ctx).Error(err, "listing triggers of a workspace")
-		return nil
 	}
-	return reconcileutil.Requests(list)
+	return requests
 }

@@ -58,7 +58,7 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	authorize, err := httpapi.RunAuthorizer(cfg, svc)
 	g.Expect(err).NotTo(HaveOccurred())
 	exec, err := executor.New(executor.Options{Work: workStore, Resolver: executor.KubeResolver{Client: kube},
-		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond})
+		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond, Artifacts: places.Blobs})
 	g.Expect(err).NotTo(HaveOccurred())
 	execCtx, stopExec := context.WithCancel(context.Background())
 	execDone := make(chan struct{})
@@ -71,17 +71,18 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	g.Expect(err).NotTo(HaveOccurred())
 	values := &secrets.Service{Resolver: &secrets.Resolver{Reader: kube, Tree: secrets.IdentityTree{Identity: svc, Namespaces: secrets.KubeNamespaces(kube)}}, Vault: vault}
 	api, err := service.New(httpapi.Options{
-		Config:  cfg,
-		Kube:    kube,
-		Secrets: values,
-		Ready:   func(ctx context.Context) error { return env.Server().Ready(ctx) },
+		Config:       cfg,
+		Kube:         kube,
+		PlatformKube: platformKube,
+		Secrets:      values,
+		Ready:        func(ctx context.Context) error { return env.Server().Ready(ctx) },
 		// Identity and ProvisionWorkspace switch on local accounts (the default mode is Local).
 		Identity:           svc,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
 		Work:               workStore,
 		Workplace:          places,
 		Executor:           exec,
-		Triggers:           &triggers.Service{DB: db, Work: workStore, Kube: kube, Access: access},
+		Triggers:           &triggers.Service{DB: db, Work: workStore, Kube: platformKube, Access: access},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewServer(api.Handler())
