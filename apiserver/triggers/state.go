@@ -34,10 +34,20 @@ func (s *Service) Sync(ctx context.Context, t *platformv1.Trigger, scheduleKey s
 	now := s.now()
 	var st State
 	err := s.DB.InTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO trigger_schedules (trigger_uid, namespace, name, schedule_key, enabled,
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO trigger_schedules (trigger_uid, namespace, name, schedule_key, enabled,
 			cursor_at, resumed_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (trigger_uid) DO NOTHING`),
-			string(t.UID), t.Namespace, t.Name, scheduleKey, boolInt(enabled), ms(t.CreationTimestamp.Time), ms(now)); err != nil {
+			string(t.UID), t.Namespace, t.Name, scheduleKey, boolInt(enabled), ms(t.CreationTimestamp.Time), ms(now))
+		if err != nil {
 			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 1 {
+			// A Trigger seen for the first time: one of the same name deleted while the scheduler
+			// was not looking leaves its state and history behind.
+			if err := s.forget(ctx, tx, t.Namespace, t.Name, string(t.UID)); err != nil {
+				return err
+			}
 		}
 		query := `SELECT schedule_key, enabled, cursor_at, resumed_at FROM trigger_schedules WHERE trigger_uid = ?`
 		if s.DB.Dialect() == store.Postgres {
@@ -61,7 +71,6 @@ func (s *Service) Sync(ctx context.Context, t *platformv1.Trigger, scheduleKey s
 			}
 		}
 		st.Cursor, st.ResumedAt = fromMS(cursor), fromMS(resumedAt)
-		var err error
 		st.Failures, err = s.failures(ctx, tx, t, resumedAt, maxFailures)
 		return err
 	})
@@ -112,15 +121,17 @@ func (s *Service) Resume(ctx context.Context, uid string) error {
 // keepUID (all of them when it is empty): the Trigger was deleted, or replaced by one of the same
 // name. Their Work and Tasks stay.
 func (s *Service) Forget(ctx context.Context, namespace, name, keepUID string) error {
-	return s.DB.InTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM trigger_occurrences WHERE namespace = ? AND name = ? AND trigger_uid <> ?`),
-			namespace, name, keepUID); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM trigger_schedules WHERE namespace = ? AND name = ? AND trigger_uid <> ?`),
-			namespace, name, keepUID)
+	return s.DB.InTx(ctx, func(tx *sql.Tx) error { return s.forget(ctx, tx, namespace, name, keepUID) })
+}
+
+func (s *Service) forget(ctx context.Context, tx *sql.Tx, namespace, name, keepUID string) error {
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM trigger_occurrences WHERE namespace = ? AND name = ? AND trigger_uid <> ?`),
+		namespace, name, keepUID); err != nil {
 		return err
-	})
+	}
+	_, err := tx.ExecContext(ctx, s.q(`DELETE FROM trigger_schedules WHERE namespace = ? AND name = ? AND trigger_uid <> ?`),
+		namespace, name, keepUID)
+	return err
 }
 
 // Cursor is the Trigger's cursor, zero when the store has no state for it.

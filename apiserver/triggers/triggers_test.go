@@ -279,6 +279,19 @@ func TestHistoryIsBoundedAndFailuresCountUntilASuccess(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(st.Cursor).To(Equal(now), "a changed schedule owes nothing before the change")
 
+		// A Trigger of the same name, created while the scheduler was not looking: the first sight
+		// of it removes what the deleted one left.
+		replacement := tr.DeepCopy()
+		replacement.UID = "uid-replacement"
+		_, err = env.Service.Sync(ctx, replacement, "key", true, 5)
+		g.Expect(err).NotTo(HaveOccurred())
+		history, err = env.Service.Occurrences(ctx, string(tr.UID), 100)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(history).To(BeEmpty(), "the replaced Trigger's history goes")
+		cursor, err := env.Service.Cursor(ctx, string(tr.UID))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cursor.IsZero()).To(BeTrue())
+
 		g.Expect(env.Service.Forget(ctx, tr.Namespace, tr.Name, "")).To(Succeed())
 		history, err = env.Service.Occurrences(ctx, string(tr.UID), 100)
 		g.Expect(err).NotTo(HaveOccurred())

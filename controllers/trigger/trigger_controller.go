@@ -152,10 +152,6 @@ func (r *Reconciler) reconcileSchedule(ctx context.Context, s *scope) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: s.next.Sub(s.now) + time.Second}, nil
 	}
-	// A Trigger of the same name deleted while the scheduler was not looking leaves its history.
-	if err := r.Occurrences.Forget(ctx, s.trigger.Namespace, s.trigger.Name, string(s.trigger.UID)); err != nil {
-		return ctrl.Result{}, err
-	}
 	p := s.compiled.Policies
 	state, err := r.Occurrences.Sync(ctx, s.trigger, s.compiled.Key, enabled, p.PauseAfterFailures)
 	if err != nil {
