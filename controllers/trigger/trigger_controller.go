@@ -73,10 +73,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Registrations is how many Triggers have a registered next firing (for tests and metrics).
+// Registrations is how many Triggers have a registered next firing.
 func (r *Reconciler) Registrations() int { return r.registry.len() }
 
-// scope is what one reconcile found; setReadyCondition turns it into the status.
+// scope is what one reconcile found; setStatus turns it into the status.
 type scope struct {
 	trigger *platformv1.Trigger
 	now     time.Time
