@@ -148,11 +148,19 @@ type interval struct {
 	period time.Duration
 }
 
+// Next counts whole periods in seconds (a period is whole seconds), so that instants centuries
+// after the anchor do not overflow a time.Duration.
 func (i interval) Next(t time.Time) time.Time {
 	if t.Before(i.anchor) {
 		return i.anchor.Add(i.period)
 	}
-	return i.anchor.Add((t.Sub(i.anchor)/i.period + 1) * i.period)
+	period := int64(i.period / time.Second)
+	elapsed := t.Unix() - i.anchor.Unix()
+	if t.Nanosecond() < i.anchor.Nanosecond() {
+		elapsed--
+	}
+	k := elapsed/period + 1
+	return time.Unix(i.anchor.Unix()+k*period, int64(i.anchor.Nanosecond())).In(i.anchor.Location())
 }
 
 // Period is the period of an interval schedule.

@@ -150,6 +150,11 @@ func TestInterval(t *testing.T) {
 	g.Expect(s.Next(anchor.Add(4*time.Hour))).To(Equal(anchor.Add(270*time.Minute)), "whole periods from the anchor: a restart does not shift them")
 	g.Expect(s.Next(anchor.Add(270 * time.Minute))).To(Equal(anchor.Add(360 * time.Minute)))
 
+	longest := parse(t, platformv1.IntervalSchedule, "99999.00:00:00", "UTC", anchor)
+	far := Instants(longest, anchor, 40)
+	g.Expect(far).To(HaveLen(40))
+	g.Expect(far[39]).To(Equal(anchor.AddDate(0, 0, 40*99999)), "whole periods, centuries away, without overflow")
+
 	days := parse(t, platformv1.IntervalSchedule, "1.00:00:00", "Europe/Paris", time.Date(2026, 3, 28, 9, 0, 0, 0, mustZone(t, "Europe/Paris")))
 	next := days.Next(time.Date(2026, 3, 28, 10, 0, 0, 0, time.UTC))
 	g.Expect(formatted([]time.Time{next}, mustZone(t, "Europe/Paris"))).To(Equal([]string{"2026-03-29 10:00 CEST"}),

@@ -261,6 +261,10 @@ func TestAScheduleIsPreviewedWithTheDaylightSavingRules(t *testing.T) {
 		"02:30 does not exist on the 29th: it fires when the gap ends")
 	g.Expect(r.body["instants"].([]any)[0]).To(HaveKeyWithValue("at", "2026-03-29T01:00:00Z"))
 
+	r = preview(`{"schedule":{"type":"interval","expression":"99999.00:00:00","timeZone":"UTC"},"count":100}`)
+	g.Expect(r.status).To(Equal(http.StatusOK), "%v", r.body)
+	g.Expect(len(r.body["instants"].([]any))).To(BeNumerically("<", 100), "no instant beyond what a timestamp spells")
+
 	r = preview(`{"schedule":{"type":"interval","expression":"00:15:00","timeZone":"UTC"},"count":2,"after":"2026-01-01T00:00:00Z"}`)
 	g.Expect(r.body["instants"]).To(ConsistOf(HaveKeyWithValue("at", "2026-01-01T00:15:00Z"), HaveKeyWithValue("at", "2026-01-01T00:30:00Z")))
 

@@ -303,7 +303,9 @@ func (r *routes) registerPreview() {
 	}) (*struct{ Body SchedulePreviewResult }, error) {
 		after := time.Now()
 		if in.Body.After != nil {
-			after = *in.Body.After
+			if after = *in.Body.After; after.Year() < 1970 || after.Year() > 9000 {
+				return nil, httpapi.BodyInvalid("after", "a time from 1970 to 9000")
+			}
 		}
 		path := field.NewPath("schedule")
 		s, errs := schedule.Parse(path, in.Body.Schedule, after)
@@ -322,6 +324,9 @@ func (r *routes) registerPreview() {
 		loc, _ := schedule.Zone(in.Body.Schedule.TimeZone)
 		out := SchedulePreviewResult{TimeZone: in.Body.Schedule.TimeZone, Instants: []PreviewInstant{}}
 		for _, at := range schedule.Instants(s, after, min(count, maxPreview)) {
+			if at.Year() > 9999 {
+				break // beyond what a timestamp spells
+			}
 			local := at.In(loc)
 			zone, _ := local.Zone()
 			out.Instants = append(out.Instants, PreviewInstant{At: at.UTC(), Local: local.Format(time.RFC3339), Zone: zone})
