@@ -73,7 +73,7 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: platformKube, Work: store, Workplace: places, Executor: exec,
+	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: platformKube, Reads: resolve, Work: store, Workplace: places, Executor: exec,
 		Triggers: &triggers.Service{DB: s, Work: store, Kube: platformKube, Access: access},
 		Ready:    func(ctx context.Context) error { return env.Server().Ready(ctx) }})
 	if err != nil {
