@@ -43,7 +43,7 @@ var definitionPath = field.NewPath("definition")
 func CompileTrigger(def *platformv1.TriggerDefinition, anchor time.Time) (Trigger, field.ErrorList) {
 	var errs field.ErrorList
 	out := Trigger{Policies: Policies{
-		Misfire: def.MisfirePolicy, Concurrency: def.ConcurrencyPolicy, CatchUpWindow: time.Hour,
+		Misfire: def.MisfirePolicy, Concurrency: def.ConcurrencyPolicy,
 		CatchUpLimit: int(platformv1.DefaultCatchUpLimit), PauseAfterFailures: int(platformv1.DefaultPauseAfterFailures),
 	}}
 	sched := def.Source.Schedule
@@ -72,16 +72,17 @@ func CompileTrigger(def *platformv1.TriggerDefinition, anchor time.Time) (Trigge
 		errs = append(errs, field.NotSupported(definitionPath.Child("concurrencyPolicy"), def.ConcurrencyPolicy,
 			[]string{string(platformv1.SkipConcurrency), string(platformv1.AllowConcurrency), string(platformv1.ReplaceConcurrency)}))
 	}
-	if def.CatchUpWindow != "" {
-		d, err := ParseTimeSpan(def.CatchUpWindow)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(definitionPath.Child("catchUpWindow"), def.CatchUpWindow, err.Error()))
-		case d > MaxCatchUpWindow:
-			errs = append(errs, field.Invalid(definitionPath.Child("catchUpWindow"), def.CatchUpWindow, "at most 7.00:00:00"))
-		default:
-			out.Policies.CatchUpWindow = d
-		}
+	window := def.CatchUpWindow
+	if window == "" {
+		window = platformv1.DefaultCatchUpWindow
+	}
+	switch d, err := ParseTimeSpan(window); {
+	case err != nil:
+		errs = append(errs, field.Invalid(definitionPath.Child("catchUpWindow"), def.CatchUpWindow, err.Error()))
+	case d > MaxCatchUpWindow:
+		errs = append(errs, field.Invalid(definitionPath.Child("catchUpWindow"), def.CatchUpWindow, "at most 7.00:00:00"))
+	default:
+		out.Policies.CatchUpWindow = d
 	}
 	if def.Jitter != "" {
 		d, err := ParseTimeSpan(def.Jitter)
