@@ -45,7 +45,13 @@ type Options struct {
 	Poll time.Duration
 	// RetryBackoff is the first pause before retrying a transient agent failure; it doubles.
 	RetryBackoff time.Duration
-	Log          logr.Logger
+	// Tools runs the tools agents call in Managed mode; without it a model's tool calls read
+	// an error result.
+	Tools ToolRunner
+	// MaxToolCallsPerStep bounds the tool calls of one Agent step; DefaultMaxToolCallsPerStep
+	// when zero.
+	MaxToolCallsPerStep int
+	Log                 logr.Logger
 }
 
 // OptionsFromConfig reads Platform:Executor:Workers and Platform:Executor:LeaseSeconds.
@@ -53,6 +59,11 @@ func OptionsFromConfig(cfg *config.Config, opts Options) (Options, error) {
 	if v := cfg.Get("Platform:Executor:Workers"); v != "" {
 		if _, err := fmt.Sscan(v, &opts.Workers); err != nil || opts.Workers < 1 || opts.Workers > 256 {
 			return opts, fmt.Errorf("Platform:Executor:Workers=%q: must be a number from 1 to 256", v)
+		}
+	}
+	if v := cfg.Get("Platform:Tools:MaxCallsPerStep"); v != "" {
+		if _, err := fmt.Sscan(v, &opts.MaxToolCallsPerStep); err != nil || opts.MaxToolCallsPerStep < 1 || opts.MaxToolCallsPerStep > 256 {
+			return opts, fmt.Errorf("Platform:Tools:MaxCallsPerStep=%q: must be a number from 1 to 256", v)
 		}
 	}
 	if v := cfg.Get("Platform:Executor:LeaseSeconds"); v != "" {
@@ -75,9 +86,12 @@ type Executor struct {
 	lease     time.Duration
 	poll      time.Duration
 	backoff   time.Duration
-	log       logr.Logger
-	owner     string
-	wake      chan struct{}
+	tools     ToolRunner
+	// maxToolCalls bounds the tool calls of one Agent step.
+	maxToolCalls int
+	log          logr.Logger
+	owner        string
+	wake         chan struct{}
 }
 
 // New checks opts and builds an Executor.
@@ -86,7 +100,11 @@ func New(opts Options) (*Executor, error) {
 		return nil, errors.New("executor: Work, Resolver, Provider and Authorize are required")
 	}
 	e := &Executor{work: opts.Work, resolver: opts.Resolver, provider: opts.Provider, authorize: opts.Authorize,
-		workers: opts.Workers, lease: opts.Lease, poll: opts.Poll, backoff: opts.RetryBackoff, log: opts.Log}
+		workers: opts.Workers, lease: opts.Lease, poll: opts.Poll, backoff: opts.RetryBackoff, log: opts.Log,
+		tools: opts.Tools, maxToolCalls: opts.MaxToolCallsPerStep}
+	if e.maxToolCalls <= 0 {
+		e.maxToolCalls = DefaultMaxToolCallsPerStep
+	}
 	if e.workers <= 0 {
 		e.workers = 2
 	}
@@ -337,6 +355,8 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		notStarted := false
 		events := func(e ...work.Event) []work.Event { return append(append([]work.Event{}, startEvents...), e...) }
 		switch {
+		case out.err != nil:
+			return out.err
 		case out.failure != "":
 			stepLog.V(1).Info("flow run step failed", "step", step.Name, "attempt", run.Attempt)
 			return fail(out.failure, startEvents...)
@@ -353,6 +373,10 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 				return work.ErrLeaseLost
 			case <-time.After(pause):
 			}
+		case out.suspend != nil && out.suspend.ToolCallSeq > 0:
+			// A tool call waits for its approval; the step goes on once it is decided.
+			stepLog.Info("flow run waits for the approval of a tool call", "step", step.Name, "toolCall", out.suspend.ToolCallSeq)
+			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()})
 		case out.suspend != nil:
 			stepLog.Info("flow run waits for a pending action", "step", step.Name, "kind", out.suspend.Kind)
 			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events(done)})

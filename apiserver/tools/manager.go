@@ -616,7 +616,7 @@ func (m *Manager) Call(ctx context.Context, namespace, toolName string, argument
 			return Result{Text: fmt.Sprintf("the tool's answer exceeded %d bytes and was discarded", m.opts.MaxMessageBytes), IsError: true, Duration: elapsed}, nil
 		}
 		var rpcErr *jsonrpc.Error
-		if errors.As(err, &rpcErr) && rpcErr.Code != 0 {
+		if errors.As(err, &rpcErr) && !transportCodes[rpcErr.Code] {
 			// The provider answered, refusing the call (unknown tool, invalid params): the model
 			// reads it and may correct itself. Only the code is kept: messages may echo input.
 			return Result{Text: fmt.Sprintf("the tool provider refused the call (JSON-RPC error %d)", rpcErr.Code), IsError: true, Duration: elapsed}, nil
@@ -625,6 +625,10 @@ func (m *Manager) Call(ctx context.Context, namespace, toolName string, argument
 	}
 	return m.resultOf(res, elapsed), nil
 }
+
+// transportCodes are the JSON-RPC codes the SDK itself gives failures of the transport (the
+// request never reached the provider, or the session is closing): outages, not refusals.
+var transportCodes = map[int64]bool{0: true, -32001: true, -32003: true, -32004: true, -32005: true}
 
 // Unavailability says why agents may not call tool now ("" when they may).
 func Unavailability(tool *platformv1.Tool) string {

@@ -287,3 +287,13 @@ func checkApproval(ans Answer) (Approval, error) {
 	}
 	return a, nil
 }
+
+// RetryToolCall gives a started call back after a provider outage: it runs again at the step's
+// next attempt, still approved when it was. A call found started is one a crash interrupted.
+func (s *Store) RetryToolCall(ctx context.Context, runID, owner, step string, seq int) error {
+	return s.inLease(ctx, runID, owner, func(tx *sql.Tx, run FlowRun, now time.Time) ([]Event, error) {
+		_, err := tx.ExecContext(ctx, s.q(`UPDATE flow_run_tool_calls SET status = CASE WHEN decided_by <> '' THEN ? ELSE ? END
+			WHERE run_id = ? AND step = ? AND seq = ? AND status = ?`), ToolCallApproved, ToolCallRequested, runID, step, seq, ToolCallStarted)
+		return nil, err
+	})
+}
