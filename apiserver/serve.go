@@ -24,6 +24,7 @@ import (
 	"platform.dev/platform/apiserver/kubeauth"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/controllers"
 	"platform.dev/platform/crds"
@@ -82,6 +83,10 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
+	toolOpts, err := tools.OptionsFromConfig(cfg, tools.Options{})
+	if err != nil {
+		return err
+	}
 	httpListener, err := net.Listen("tcp", httpAddr)
 	if err != nil {
 		return fmt.Errorf("service API: %w", err)
@@ -135,6 +140,15 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {
 		return err
 	}
+	// Tool provider sessions (STDIO processes among them) end after the executor and the service
+	// API, which call them, have stopped (deferred before them, so run after).
+	toolOpts.Kube, toolOpts.Secrets, toolOpts.Log = kube, tools.ConfigSecrets(cfg), ctrl.Log.WithName("tools")
+	toolManager, err := tools.NewManager(toolOpts)
+	if err != nil {
+		return err
+	}
+	defer toolManager.Close()
+	execOpts.Tools = toolManager
 	flowExecutor, err := executor.New(execOpts)
 	if err != nil {
 		return err
@@ -146,6 +160,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Work:               execOpts.Work,
 		Log:                ctrl.Log.WithName("httpapi"),
 		Executor:           flowExecutor,
+		Tools:              toolManager,
 	})
 	if err != nil {
 		return err

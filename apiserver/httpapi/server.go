@@ -21,6 +21,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/oidc"
+	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/internal/config"
 	"platform.dev/platform/internal/version"
@@ -50,6 +51,9 @@ type Options struct {
 	// Executor is woken when a run becomes runnable, so it starts without waiting for a poll.
 	// Optional.
 	Executor interface{ Wake() }
+	// Tools reaches tool providers (discovery, connectivity tests, calls at /mcp). Optional:
+	// without it those routes answer 503.
+	Tools *tools.Manager
 	// Log receives what the service API records of Work and Runtime requests (ids, never input
 	// or prompt text). Optional: discarded when unset.
 	Log logr.Logger
@@ -70,6 +74,7 @@ type Server struct {
 	provision func(context.Context, identity.Workspace) error
 	work      *work.Store
 	executor  interface{ Wake() }
+	tools     *tools.Manager
 	log       logr.Logger
 	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
 	// the shutdown up.
@@ -113,7 +118,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
-		work: opts.Work, executor: opts.Executor, log: opts.Log, stopping: make(chan struct{}), config: opts.Config}
+		work: opts.Work, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config}
 	if s.log.GetSink() == nil {
 		s.log = logr.Discard()
 	}
@@ -167,6 +172,9 @@ func (s *Server) Work() *work.Store { return s.work }
 
 // Executor is woken when a run becomes runnable; nil when there is none.
 func (s *Server) Executor() interface{ Wake() } { return s.executor }
+
+// Tools reaches tool providers; nil when the server runs without it.
+func (s *Server) Tools() *tools.Manager { return s.tools }
 
 // Log records what the service API does (ids, never input or prompt text).
 func (s *Server) Log() logr.Logger { return s.log }

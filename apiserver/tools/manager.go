@@ -197,6 +197,25 @@ func (m *Manager) Close() {
 	}
 }
 
+// Forget ends the session of a provider that was deleted (its STDIO process stops).
+func (m *Manager) Forget(namespace, name string) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	m.mu.Lock()
+	st, ok := m.providers[key]
+	delete(m.providers, key)
+	m.mu.Unlock()
+	if !ok {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.session != nil {
+		st.session.closing.Store(true)
+		st.session.close()
+		st.session = nil
+	}
+}
+
 func (m *Manager) state(key types.NamespacedName) (*providerState, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

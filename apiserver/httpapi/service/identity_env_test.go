@@ -17,6 +17,7 @@ import (
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/internal/config"
 )
@@ -52,9 +53,13 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	execDone := make(chan struct{})
 	go func() { defer close(execDone); exec.Run(execCtx) }()
 	t.Cleanup(func() { stopExec(); <-execDone })
+	toolManager, err := tools.NewManager(tools.Options{Kube: kube, Secrets: tools.ConfigSecrets(cfg)})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(toolManager.Close)
 	api, err := service.New(httpapi.Options{
 		Config: cfg,
 		Kube:   kube,
+		Tools:  toolManager,
 		Ready:  func(ctx context.Context) error { return env.Server().Ready(ctx) },
 		// Identity and ProvisionWorkspace switch on local accounts (the default mode is Local).
 		Identity:           svc,
