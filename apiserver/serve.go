@@ -29,6 +29,7 @@ import (
 	"platform.dev/platform/controllers"
 	"platform.dev/platform/crds"
 	"platform.dev/platform/internal/config"
+	"platform.dev/platform/internal/demo"
 )
 
 // NewServeCommand runs the platform until SIGTERM or SIGINT.
@@ -157,6 +158,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Config: cfg, Kube: kube, Ready: server.Ready,
 		Identity:           ids,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
+		SeedFirstWorkspace: func(ctx context.Context, ws identity.Workspace) error { return demo.Seed(ctx, kube, ws.RouteName) },
 		Work:               execOpts.Work,
 		Log:                ctrl.Log.WithName("httpapi"),
 		Executor:           flowExecutor,

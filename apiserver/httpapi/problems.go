@@ -13,6 +13,7 @@ import (
 
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/internal/publication"
 )
 
 // Problem turns an error from the kube API or the domain into Problem Details (RFC 9457); it is
@@ -29,6 +30,9 @@ func Problem(err error) error {
 		return workErr
 	}
 	if p := identityProblem(err); p != nil {
+		return p
+	}
+	if p := publicationProblem(err); p != nil {
 		return p
 	}
 	var kube apierrors.APIStatus
@@ -69,6 +73,19 @@ func workProblem(err error) error {
 		return huma.Error409Conflict(err.Error())
 	case errors.Is(err, work.ErrStale):
 		return huma.Error412PreconditionFailed(err.Error())
+	}
+	return nil
+}
+
+// publicationProblem maps the errors of publication: a draft or version that cannot be published
+// (422 with its field paths) and a contradiction of what is published (409); nil for any other.
+func publicationProblem(err error) error {
+	var invalid *publication.InvalidError
+	switch {
+	case errors.As(err, &invalid):
+		return FieldErrors(invalid.Errs)
+	case errors.Is(err, publication.ErrConflict):
+		return huma.Error409Conflict(strings.TrimSuffix(err.Error(), ": "+publication.ErrConflict.Error()))
 	}
 	return nil
 }

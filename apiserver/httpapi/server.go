@@ -36,8 +36,13 @@ const OpenAPIPath = "/openapi/v1"
 // Options are the dependencies of the service API.
 type Options struct {
 	Config *config.Config
-	// Kube reads and writes Management objects, with the control plane's loopback identity.
+	// Kube reads and writes Management objects on behalf of callers: the rules of the kube API's
+	// admission apply to what it writes as they do to kubectl.
 	Kube client.Client
+	// PlatformKube writes what only the platform itself writes (published Flow versions and
+	// Entries, system-managed Direct Agent Flows), with the control plane's loopback identity.
+	// Optional: Kube when unset.
+	PlatformKube client.Client
 	// Ready reports whether the platform can serve requests (the kube API and its storage).
 	Ready func(context.Context) error
 	// Identity holds local accounts, sessions and tenancy. Optional: without it no caller signs in
@@ -46,6 +51,9 @@ type Options struct {
 	// ProvisionWorkspace creates what a new workspace needs outside the identity store (its kube
 	// namespace). Required with Identity.
 	ProvisionWorkspace func(context.Context, identity.Workspace) error
+	// SeedFirstWorkspace gives the first workspace, created at bootstrap, what a newcomer starts
+	// with (the demo Entries on its home Dashboard). Optional.
+	SeedFirstWorkspace func(context.Context, identity.Workspace) error
 	// Work is the Work plane's store. Optional: without it the Work routes answer 503.
 	Work *work.Store
 	// Executor is woken when a run becomes runnable, so it starts without waiting for a poll.
@@ -65,13 +73,16 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	kube    client.Client
-	ready   func(context.Context) error
+	// platformKube writes what only the platform writes (see Options.PlatformKube).
+	platformKube client.Client
+	ready        func(context.Context) error
 	// config holds, among others, model provider API keys (AI:Providers:<name>:ApiKey).
 	config *config.Config
 
 	mode      string
 	identity  *identity.Service
 	provision func(context.Context, identity.Workspace) error
+	seedFirst func(context.Context, identity.Workspace) error
 	work      *work.Store
 	executor  interface{ Wake() }
 	tools     *tools.Manager
@@ -117,8 +128,11 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	api := humago.New(mux, humaConfig)
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
-	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace,
+	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
 		work: opts.Work, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config}
+	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
+		s.platformKube = opts.Kube
+	}
 	if s.log.GetSink() == nil {
 		s.log = logr.Discard()
 	}
@@ -153,6 +167,10 @@ func (s *Server) Mux() *http.ServeMux { return s.mux }
 // Kube reads and writes Management objects with the control plane's loopback identity.
 func (s *Server) Kube() client.Client { return s.kube }
 
+// PlatformKube writes what only the platform itself writes: published Flow versions and Entries
+// and system-managed Direct Agent Flows.
+func (s *Server) PlatformKube() client.Client { return s.platformKube }
+
 // Config is the platform's configuration.
 func (s *Server) Config() *config.Config { return s.config }
 
@@ -165,6 +183,18 @@ func (s *Server) Identity() *identity.Service { return s.identity }
 // Provision creates what a new workspace needs outside the identity store.
 func (s *Server) Provision(ctx context.Context, ws identity.Workspace) error {
 	return s.provision(ctx, ws)
+}
+
+// ProvisionFirst provisions the first workspace, at bootstrap: as every workspace, then with what
+// a newcomer starts with (Options.SeedFirstWorkspace).
+func (s *Server) ProvisionFirst(ctx context.Context, ws identity.Workspace) error {
+	if err := s.provision(ctx, ws); err != nil {
+		return err
+	}
+	if s.seedFirst == nil {
+		return nil
+	}
+	return s.seedFirst(ctx, ws)
 }
 
 // Work is the Work plane's store; nil when the server runs without one.

@@ -5,9 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 // WorkspaceHeader selects the workspace of a request whose route does not name one.
@@ -22,14 +24,18 @@ type WorkspaceInput struct {
 func Quote(s string) string { return `"` + s + `"` }
 
 // NamespaceProvisioner returns the provisioner of new workspaces: it creates the workspace's
-// namespace, named by its route name. A namespace that exists already is kept and used.
+// namespace, named by its route name and annotated with the workspace's id (which published
+// Entries carry as their owner). A namespace that exists already is kept, used and annotated.
 func NamespaceProvisioner(kube client.Client) func(context.Context, identity.Workspace) error {
 	return func(ctx context.Context, ws identity.Workspace) error {
 		ns := &corev1.Namespace{}
 		ns.Name = ws.RouteName
-		if err := kube.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		ns.Annotations = map[string]string{resourcenamespace.WorkspaceIDAnnotation: ws.ID}
+		err := kube.Create(ctx, ns)
+		if !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-		return nil
+		patch := []byte(`{"metadata":{"annotations":{"` + resourcenamespace.WorkspaceIDAnnotation + `":"` + ws.ID + `"}}}`)
+		return kube.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch))
 	}
 }

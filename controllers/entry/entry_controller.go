@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,25 +17,34 @@ import (
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/controllers/internal/reconcileutil"
+	"platform.dev/platform/internal/publication"
 )
 
 // +kubebuilder:rbac:groups=platform.dev,resources=entries,verbs=get;list;watch
 // +kubebuilder:rbac:groups=platform.dev,resources=entries/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=platform.dev,resources=agents;flows;flowversions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=platform.dev,resources=agents,verbs=get;list;watch
+// +kubebuilder:rbac:groups=platform.dev,resources=flows,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=platform.dev,resources=flows/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=platform.dev,resources=flowversions,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=platform.dev,resources=publishedentries,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
-// Reconciler reports whether each Entry draft's targets exist. It owns nothing outside the
-// Entry's status, so it needs no finalizer.
+// Reconciler reports whether each Entry draft's targets exist and publishes the drafts whose
+// publication is Automatic. What publishing writes (FlowVersions, Direct Agent Flows,
+// PublishedEntries) outlives a draft edit on purpose, so it needs no finalizer.
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Reader reads, uncached, what publication checks (the manager's API reader).
+	Reader client.Reader
 }
 
 // SetupWithManager registers the reconciler and its watches with mgr. A change of any Agent,
 // Flow or FlowVersion reconciles the Entries of its workspace: there are few, and a binding names
 // its target in three different ways.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.Recorder == nil {
-		return errors.New("entry reconciler: Client and Recorder are required")
+	if r.Client == nil || r.Recorder == nil || r.Reader == nil {
+		return errors.New("entry reconciler: Client, Recorder and Reader are required")
 	}
 	toEntries := handler.EnqueueRequestsFromMapFunc(r.entriesOfWorkspace)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -52,6 +63,8 @@ type scope struct {
 	// resolvedTarget is the exact Flow version a Flow binding resolves to now; nil for an Agent
 	// binding (its Direct Agent Flow is not built yet) or a Flow without an active version.
 	resolvedTarget *platformv1.FlowVersionReference
+	// publicationFailure says why the automatic publication of the current generation failed.
+	publicationFailure string
 }
 
 // finding is one target that does not resolve: a reason and a message with the field path.
@@ -73,12 +86,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() {
 		if reterr == nil {
 			setReadyCondition(s)
+			setPublishedCondition(s)
 			reconcileutil.Observed(&entry.Status.ResourceStatus, entry.Generation)
 		}
 		res, reterr = reconcileutil.WriteStatus(ctx, r.Client, r.Recorder, base, entry,
 			base.Status.Conditions, entry.Status.Conditions, res, reterr)
 	}()
-	return reconcileutil.RunPhases(ctx, s, r.reconcileBinding, r.reconcileContinuation)
+	res, reterr = reconcileutil.RunPhases(ctx, s, r.reconcileBinding, r.reconcileContinuation)
+	if reterr != nil {
+		return res, reterr
+	}
+	published, err := r.reconcilePublication(ctx, s)
+	if published {
+		// The publisher wrote the publication to the status; what is left to write is the
+		// conditions, over the status it wrote.
+		base.ResourceVersion = entry.ResourceVersion
+		base.Status.PublishedGeneration, base.Status.Publications = entry.Status.PublishedGeneration, entry.Status.Publications
+	}
+	return res, err
+}
+
+// reconcilePublication publishes the current generation of a draft whose publication is
+// Automatic once its targets resolve; true when it wrote a publication. A draft that cannot be
+// published is reported on the Published condition and waits for its next change, or for a
+// change of what it refers to.
+func (r *Reconciler) reconcilePublication(ctx context.Context, s *scope) (bool, error) {
+	entry := s.entry
+	if entry.Definition.Publication != platformv1.AutomaticPublication || entry.Status.PublishedGeneration == entry.Generation || len(s.missing) > 0 {
+		return false, nil
+	}
+	publisher := &publication.Publisher{Client: r.Client, Reader: r.Reader}
+	result, err := publisher.PublishEntry(ctx, entry, publication.AutomaticPublisher)
+	var invalid *publication.InvalidError
+	switch {
+	case errors.As(err, &invalid):
+		s.publicationFailure = reconcileutil.FindingsMessage(invalid.Errs)
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	if result.Changed {
+		r.Recorder.Eventf(entry, nil, corev1.EventTypeNormal, platformv1.PublishedReason, "Publish",
+			"Published generation %d to version %s of Flow %q", entry.Generation, result.Published.Definition.ResolvedTarget.Version, result.Published.Definition.ResolvedTarget.Name)
+	}
+	return true, nil
 }
 
 // reconcileBinding resolves the binding.
@@ -134,7 +185,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope, b *platformv1.EntryB
 		if version == "" {
 			return nil, nil
 		}
-		fv, err := reconcileutil.FindFlowVersion(ctx, r.Client, ns, flow.Name, version)
+		fv, err := publication.FindFlowVersion(ctx, r.Client, ns, flow.Name, version)
 		switch {
 		case err != nil:
 			return nil, err

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/controllers/internal/reconcileutil"
 )
@@ -42,4 +45,25 @@ func bindingTarget(b *platformv1.EntryBinding) string {
 		return fmt.Sprintf("version %s of Flow %q", b.Flow.Version, b.Flow.Name)
 	}
 	return fmt.Sprintf("the active version of Flow %q", b.Flow.Name)
+}
+
+// setPublishedCondition reports whether the draft's current generation is published: True once
+// it is, False with PublicationFailed when an automatic publication failed (the message has the
+// field paths), and False with DraftNotPublished while a Manual draft waits for a publish request.
+func setPublishedCondition(s *scope) {
+	status := &s.entry.Status
+	condition := metav1.Condition{Type: platformv1.PublishedCondition, Status: metav1.ConditionFalse, ObservedGeneration: s.entry.Generation}
+	switch {
+	case status.PublishedGeneration == s.entry.Generation:
+		condition.Status, condition.Reason = metav1.ConditionTrue, platformv1.PublishedReason
+		condition.Message = fmt.Sprintf("generation %d is published", s.entry.Generation)
+	case s.publicationFailure != "":
+		condition.Reason, condition.Message = platformv1.PublicationFailedReason, s.publicationFailure
+	case status.PublishedGeneration == 0:
+		condition.Reason, condition.Message = platformv1.DraftNotPublishedReason, "the draft has never been published"
+	default:
+		condition.Reason = platformv1.DraftNotPublishedReason
+		condition.Message = fmt.Sprintf("generation %d is published; the draft's changes since are not", status.PublishedGeneration)
+	}
+	meta.SetStatusCondition(&status.Conditions, condition)
 }

@@ -13,6 +13,7 @@ import (
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/controllers/internal/reconcileutil"
+	"platform.dev/platform/internal/publication"
 )
 
 // +kubebuilder:rbac:groups=platform.dev,resources=publishedentries,verbs=get;list;watch
@@ -99,7 +100,7 @@ func (r *PublishedReconciler) reconcileTargets(ctx context.Context, s *published
 			s.targets = append(s.targets, t)
 			continue
 		}
-		fv, err := reconcileutil.FindFlowVersion(ctx, r.Client, s.entry.Namespace, string(t.ref.Name), t.ref.Version)
+		fv, err := publication.FindFlowVersion(ctx, r.Client, s.entry.Namespace, string(t.ref.Name), t.ref.Version)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

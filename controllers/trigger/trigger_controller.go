@@ -16,6 +16,7 @@ import (
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/controllers/internal/reconcileutil"
+	"platform.dev/platform/internal/publication"
 )
 
 // +kubebuilder:rbac:groups=platform.dev,resources=triggers,verbs=get;list;watch
@@ -120,7 +121,7 @@ func (r *Reconciler) reconcileTarget(ctx context.Context, s *scope) (ctrl.Result
 	case ref.Version == "":
 		return ctrl.Result{}, nil
 	}
-	fv, err := reconcileutil.FindFlowVersion(ctx, r.Client, s.trigger.Namespace, string(ref.Name), ref.Version)
+	fv, err := publication.FindFlowVersion(ctx, r.Client, s.trigger.Namespace, string(ref.Name), ref.Version)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -44,3 +44,16 @@ func builtinRuntimeProfile(namespace string) *platformv1.RuntimeProfile {
 		},
 	}
 }
+
+// HomeDashboard is the name of the default Dashboard every workspace receives.
+const HomeDashboard = "home"
+
+// NewHomeDashboard is the home Dashboard of workspace namespace ns, empty and the default. It is
+// created when the workspace has no default Dashboard; the Entries on it are the workspace's to
+// choose, and never put back.
+func NewHomeDashboard(ns string) *platformv1.Dashboard {
+	return &platformv1.Dashboard{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: HomeDashboard, Annotations: map[string]string{manifest.BuiltinAnnotation: "true"}},
+		Definition: platformv1.DashboardDefinition{DisplayName: "Home", IsDefault: true},
+	}
+}

@@ -32,6 +32,7 @@ const FieldOwner = "platform-workspace-controller"
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=platform.dev,resources=runtimeprofiles,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=platform.dev,resources=dashboards,verbs=get;list;watch;create
 
 // Reconciler gives every workspace its built-in resources. It keys on Namespaces and owns nothing
 // that outlives them (deleting a namespace deletes what is in it), so it needs no finalizer.
@@ -54,6 +55,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetNamespace()}}}
 		})).
+		Watches(&platformv1.Dashboard{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetNamespace()}}}
+		})).
 		Complete(r)
 }
 
@@ -71,7 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !IsWorkspace(ns) {
 		return ctrl.Result{}, nil
 	}
-	return reconcileutil.RunPhases(ctx, &scope{namespace: ns}, r.reconcileRuntimeProfile)
+	return reconcileutil.RunPhases(ctx, &scope{namespace: ns}, r.reconcileRuntimeProfile, r.reconcileHomeDashboard)
 }
 
 // reconcileRuntimeProfile creates the workspace's `maf-builtin` RuntimeProfile when it is missing
@@ -110,5 +114,33 @@ func (r *Reconciler) reconcileRuntimeProfile(ctx context.Context, s *scope) (ctr
 		r.Recorder.Eventf(profile, nil, corev1.EventTypeNormal, BuiltinAnnotationRestoredReason, "Update",
 			"restored the annotation %s of the built-in RuntimeProfile", manifest.BuiltinAnnotation)
 	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileHomeDashboard gives a workspace without a default Dashboard an empty `home`, so that
+// its root always opens one. It never changes an existing Dashboard: the Entries on home are the
+// workspace's to choose.
+func (r *Reconciler) reconcileHomeDashboard(ctx context.Context, s *scope) (ctrl.Result, error) {
+	dashboards := &platformv1.DashboardList{}
+	if err := r.Client.List(ctx, dashboards, client.InNamespace(s.namespace.Name)); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, d := range dashboards.Items {
+		if d.Definition.IsDefault || d.Name == HomeDashboard {
+			return ctrl.Result{}, nil
+		}
+	}
+	home := NewHomeDashboard(s.namespace.Name)
+	if err := r.Client.Create(ctx, home, client.FieldOwner(FieldOwner)); err != nil {
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return ctrl.Result{RequeueAfter: reconcileutil.ConflictRequeue}, nil
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(home, nil, corev1.EventTypeNormal, BuiltinCreatedReason, "Create",
+		"created the home Dashboard of workspace %s", s.namespace.Name)
 	return ctrl.Result{}, nil
 }

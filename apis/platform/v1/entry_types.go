@@ -229,9 +229,21 @@ type EntryField struct {
 	Choices []FlowChoice `json:"choices,omitempty"`
 }
 
+// ExposurePolicyVersion is the version of the exposure policy's shape and meaning; 1 is the only
+// one so far, and an Entry that predates the field reads as version 1.
+// +kubebuilder:validation:Enum=1
+type ExposurePolicyVersion int32
+
+// CurrentExposurePolicyVersion is the version of the exposure policy this API writes.
+const CurrentExposurePolicyVersion ExposurePolicyVersion = 1
+
 // EntryExposure is the exposure policy of an Entry. It never makes sibling Workspace resources
 // visible; invocation always runs in the owning Workspace.
 type EntryExposure struct {
+	// version of the exposure policy; 1 (the only version so far) when omitted.
+	// +optional
+	// +kubebuilder:default=1
+	Version ExposurePolicyVersion `json:"version,omitempty"`
 	// surfaces where the Entry is presented; Workplace when omitted.
 	// +optional
 	// +listType=set
@@ -259,9 +271,46 @@ type EntryBinding struct {
 	Flow *FlowReference `json:"flow,omitempty"`
 }
 
+// PublicationPolicy says who publishes a draft (of an Entry or a Flow).
+// +kubebuilder:validation:Enum=Manual;Automatic
+type PublicationPolicy string
+
+const (
+	// ManualPublication: the draft is published only by an explicit publish request
+	// (POST /api/entries/{name}/publish, POST /api/flows/{name}/versions); edits stay invisible
+	// until then.
+	ManualPublication PublicationPolicy = "Manual"
+	// AutomaticPublication: the controller publishes every generation of the draft as soon as it
+	// can (an Entry once its binding resolves; a Flow as the immutable version its
+	// definition.version names, activated), so a GitOps repository of Agent, Flow and Entry
+	// manifests yields published Entries without an imperative call.
+	AutomaticPublication PublicationPolicy = "Automatic"
+)
+
+// PublishedCondition is True when the draft's current generation is published.
+const PublishedCondition = "Published"
+
+// Reasons of the Published condition of an Entry.
+const (
+	// PublishedReason: the current generation of the draft is published.
+	PublishedReason = "Published"
+	// DraftNotPublishedReason: the draft has changes (or was never published) and its
+	// publication is Manual; the Workplace sees the last publication, if any.
+	DraftNotPublishedReason = "DraftNotPublished"
+	// PublicationFailedReason: the automatic publication of the current generation failed; the
+	// message says why, with the field path at fault.
+	PublicationFailedReason = "PublicationFailed"
+)
+
 // EntryDefinition is the editable draft of an Entry (the spec's EntryDraft). Changes are invisible
 // to the Workplace until the next publication writes a PublishedEntry.
 type EntryDefinition struct {
+	// publication says who publishes the draft: Manual (the default) waits for an explicit
+	// publish request; Automatic lets the Entry controller publish each new generation once its
+	// binding resolves.
+	// +optional
+	// +kubebuilder:default=Manual
+	Publication PublicationPolicy `json:"publication,omitempty"`
 	// EntryPresentation is what the Entry shows and accepts.
 	EntryPresentation `json:",inline"`
 	// binding selects the Agent or the Flow the Entry submits to.
@@ -285,6 +334,37 @@ type EntryStatus struct {
 	// publishedGeneration is the metadata.generation of the draft last published.
 	// +optional
 	PublishedGeneration int64 `json:"publishedGeneration,omitempty"`
+	// publications records the latest publications of the draft, newest first: the generation
+	// and revision published, when, by whom and the exact Flow versions pinned.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Publications []EntryPublicationRecord `json:"publications,omitempty"`
+}
+
+// EntryPublicationRecord is one publication of an Entry draft.
+type EntryPublicationRecord struct {
+	// generation is the metadata.generation of the draft that was published.
+	// +required
+	Generation int64 `json:"generation"`
+	// revision is the metadata.resourceVersion of the draft that was published.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Revision string `json:"revision,omitempty"`
+	// publishedAt is when it was published.
+	// +required
+	PublishedAt metav1.Time `json:"publishedAt"`
+	// publishedBy is who published it: a Principal id, or the Entry controller for an automatic
+	// publication.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	PublishedBy string `json:"publishedBy,omitempty"`
+	// resolvedTarget is the exact Flow version the publication pinned.
+	// +required
+	ResolvedTarget FlowVersionReference `json:"resolvedTarget"`
+	// continuationTarget is the exact Flow version pinned for follow-up messages, if any.
+	// +optional
+	ContinuationTarget *FlowVersionReference `json:"continuationTarget,omitempty"`
 }
 
 // Entry is the editable draft of an end-user entry point (the spec's EntryDraft): what it shows
@@ -297,6 +377,7 @@ type EntryStatus struct {
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.definition.displayName`
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.definition.binding.agent.name`
 // +kubebuilder:printcolumn:name="Flow",type=string,JSONPath=`.definition.binding.flow.name`
+// +kubebuilder:printcolumn:name="Published",type=integer,JSONPath=`.status.publishedGeneration`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Provisioning",type=string,JSONPath=`.status.provisioning`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -9,9 +9,12 @@ import (
 
 // Digest is the digest of the canonical JSON of the definition: encoding/json writes struct
 // fields in declaration order and map keys sorted, so equal definitions digest equally. Flows
-// report it, published versions and runs record it.
+// report it, published versions and runs record it. The publication policy is left out: it says
+// who publishes, not what runs (and the CRD defaults it inside stored snapshots).
 func (d *FlowDefinition) Digest() Digest {
-	data, err := json.Marshal(d)
+	c := *d
+	c.Publication = ""
+	data, err := json.Marshal(&c)
 	if err != nil {
 		// A FlowDefinition holds only strings, numbers, booleans, maps and slices of them.
 		panic(err)

@@ -88,6 +88,12 @@ type FlowDefinition struct {
 	// version is the semantic version the draft will be published as next.
 	// +optional
 	Version SemanticVersion `json:"version,omitempty"`
+	// publication says who publishes the draft: Manual (the default) waits for an explicit
+	// publish request; Automatic lets the Flow controller publish each generation as the
+	// immutable version named by version, and activate it. A changed draft needs a new version.
+	// +optional
+	// +kubebuilder:default=Manual
+	Publication PublicationPolicy `json:"publication,omitempty"`
 	// enabled is false to refuse new runs of every version of the flow; true when omitted.
 	// +optional
 	// +kubebuilder:default=true

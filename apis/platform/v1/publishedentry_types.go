@@ -31,6 +31,11 @@ type PublishedEntryDefinition struct {
 	// publishedAt is when the projection was published.
 	// +optional
 	PublishedAt *metav1.Time `json:"publishedAt,omitempty"`
+	// publishedBy is who published it: a Principal id, or the Entry controller for an automatic
+	// publication.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	PublishedBy string `json:"publishedBy,omitempty"`
 }
 
 // PublishedTargetState says whether the pinned Flow version can run now.

@@ -101,7 +101,7 @@ func (s *routes) registerAuth() {
 		b := in.Body
 		sess, p, ws, err := s.Identity().Bootstrap(ctx, domain.BootstrapRequest{
 			Username: b.Username, Password: b.Password, DisplayName: b.DisplayName, TenantName: b.TenantName, WorkspaceName: b.WorkspaceName,
-		}, s.Provision)
+		}, s.ProvisionFirst)
 		if err != nil {
 			return nil, bootstrapProblem(err)
 		}

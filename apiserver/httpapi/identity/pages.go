@@ -190,7 +190,7 @@ func (p *pages) bootstrap(w http.ResponseWriter, r *http.Request) {
 		p.render(w, r, http.StatusUnprocessableEntity, "bootstrap.html", pageData{Title: "Create the first administrator", Values: values, Problems: []string{"The passwords do not match."}})
 		return
 	}
-	sess, _, _, err := p.s.Identity().Bootstrap(r.Context(), in, p.s.Provision)
+	sess, _, _, err := p.s.Identity().Bootstrap(r.Context(), in, p.s.ProvisionFirst)
 	if errors.Is(err, domain.ErrAlreadyInitialized) {
 		p.render(w, r, http.StatusConflict, "error.html", pageData{Title: "Already initialized", Error: "This instance already has its first administrator. Sign in instead."})
 		return

@@ -5,20 +5,16 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"platform.dev/platform/apis/platform/manifest"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/internal/publication"
 )
 
 // Flow is a Flow in the spelling of the spec's create body (name, description, kind, version,
@@ -163,7 +159,7 @@ func flowContentFrom(d platformv1.FlowDefinition) FlowContent {
 func flowFrom(f *platformv1.Flow) Flow {
 	metadata := httpapi.MetadataFrom(f.ObjectMeta)
 	return Flow{
-		APIVersion: httpapi.SpecAPIVersion, Name: f.Name, FlowContent: flowContentFrom(f.Definition), Metadata: &metadata, SystemManaged: systemManaged(f),
+		APIVersion: httpapi.SpecAPIVersion, Name: f.Name, FlowContent: flowContentFrom(f.Definition), Metadata: &metadata, SystemManaged: publication.IsSystemManaged(f),
 		Status: &FlowState{ResourceState: httpapi.StateFrom(f.Status.ResourceStatus), ActiveVersion: string(f.Status.ActiveVersion), LatestVersion: string(f.Status.LatestVersion)},
 	}
 }
@@ -175,10 +171,6 @@ func flowVersionFrom(v *platformv1.FlowVersion, activeVersion platformv1.Semanti
 			Digest: string(d.Digest), Snapshot: flowContentFrom(d.Snapshot)},
 		Status: FlowVersionState{ResourceState: httpapi.StateFrom(v.Status.ResourceStatus), Active: activeVersion != "" && d.Version == activeVersion},
 	}
-}
-
-func systemManaged(f *platformv1.Flow) bool {
-	return f.Labels[manifest.SystemManagedLabel] == "true"
 }
 
 func (s *routes) registerFlows() {
@@ -262,7 +254,7 @@ func (s *routes) registerFlows() {
 			return nil, err
 		}
 		notFound := huma.Error404NotFound(fmt.Sprintf("version %s of flow %q not found", in.Version, in.Name))
-		name, ok := flowVersionName(flow.Name, in.Version)
+		name, ok := publication.FlowVersionName(flow.Name, in.Version)
 		if !ok {
 			return nil, notFound
 		}
@@ -280,90 +272,26 @@ func (s *routes) registerFlows() {
 	})
 }
 
-// publishFlowVersion writes the immutable FlowVersion of flow's current definition, or finds the
-// one published before with the same snapshot, and records the publication on the Flow's status.
+// publishFlowVersion publishes flow's current definition as version with the platform's identity.
 func (s *routes) publishFlowVersion(ctx context.Context, flow *platformv1.Flow, version platformv1.SemanticVersion, activate bool) (*flowVersionOutput, error) {
-	name, ok := flowVersionName(flow.Name, string(version))
-	if !ok {
-		return nil, httpapi.FieldErrors(field.ErrorList{field.Invalid(field.NewPath("version"), version,
-			"with the flow's name it must spell an object name: at most 253 characters, each dot-separated part starting and ending with a letter or digit")})
-	}
-	snapshot := *flow.Definition.DeepCopy()
-	snapshot.Version = version
-	digest := snapshot.Digest()
-	published := &platformv1.FlowVersion{
-		ObjectMeta: metav1.ObjectMeta{Namespace: flow.Namespace, Name: name},
-		Definition: platformv1.FlowVersionDefinition{
-			FlowName: platformv1.ResourceName(flow.Name), Version: version, FlowGeneration: flow.Generation, Digest: digest, Snapshot: snapshot,
-		},
-	}
-	// The embedded control plane has no garbage collector yet; the reference says who owns it.
-	if err := controllerutil.SetControllerReference(flow, published, s.Kube().Scheme()); err != nil {
+	result, err := s.publisher().PublishFlowVersion(ctx, flow, version, activate)
+	if err != nil {
 		return nil, httpapi.Problem(err)
 	}
-	status := http.StatusCreated
-	err := s.Kube().Create(ctx, published, client.FieldOwner(httpapi.FieldManager))
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		status = http.StatusOK
-		existing := &platformv1.FlowVersion{}
-		if err := s.Kube().Get(ctx, client.ObjectKey{Namespace: flow.Namespace, Name: name}, existing); err != nil {
-			return nil, httpapi.Problem(err)
-		}
-		if string(existing.Definition.FlowName) != flow.Name || existing.Definition.Version != version {
-			return nil, huma.Error409Conflict(fmt.Sprintf("version %s of flow %q cannot be published: its object name %q holds version %s of flow %q",
-				version, flow.Name, name, existing.Definition.Version, existing.Definition.FlowName))
-		}
-		if existing.Definition.Snapshot.Digest() != digest {
-			return nil, huma.Error409Conflict(fmt.Sprintf("published versions are immutable: version %s of flow %q was published with another definition; publish a new version", version, flow.Name))
-		}
-		published = existing
-	case err != nil:
-		return nil, httpapi.Problem(err)
+	status := http.StatusOK
+	if result.Created {
+		status = http.StatusCreated
 	}
-	active, err := s.recordPublication(ctx, flow, version, status == http.StatusCreated, activate)
-	if err != nil {
-		return nil, err
-	}
-	return &flowVersionOutput{Status: status, Body: flowVersionFrom(published, active)}, nil
+	return &flowVersionOutput{Status: status, Body: flowVersionFrom(result.Version, result.ActiveVersion)}, nil
 }
 
-// recordPublication sets the Flow's latest version (for a new version) and active version (on
-// activate) through the status subresource, and returns the active version.
-func (s *routes) recordPublication(ctx context.Context, flow *platformv1.Flow, version platformv1.SemanticVersion, created, activate bool) (platformv1.SemanticVersion, error) {
-	current := &platformv1.Flow{}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := s.Kube().Get(ctx, client.ObjectKeyFromObject(flow), current); err != nil {
-			return err
-		}
-		changed := false
-		if created && current.Status.LatestVersion != version {
-			current.Status.LatestVersion, changed = version, true
-		}
-		if activate && current.Status.ActiveVersion != version {
-			current.Status.ActiveVersion, changed = version, true
-		}
-		if !changed {
-			return nil
-		}
-		return s.Kube().Status().Update(ctx, current, client.FieldOwner(httpapi.FieldManager))
-	})
-	if err != nil {
-		return "", httpapi.Problem(err)
-	}
-	return current.Status.ActiveVersion, nil
-}
-
-// flowVersionName is the object name of a version by the FlowVersion convention:
-// `<flow>-<version>` with `+` replaced by `-`, folded to lower case; false when that is not a
-// valid object name.
-func flowVersionName(flow, version string) (string, bool) {
-	name := flow + "-" + strings.ToLower(strings.ReplaceAll(version, "+", "-"))
-	return name, len(validation.IsDNS1123Subdomain(name)) == 0
+// publisher publishes Flow versions and Entries with the platform's identity.
+func (s *routes) publisher() *publication.Publisher {
+	return &publication.Publisher{Client: s.PlatformKube()}
 }
 
 func refuseSystemManaged(f *platformv1.Flow) error {
-	if systemManaged(f) {
+	if publication.IsSystemManaged(f) {
 		return huma.Error409Conflict(fmt.Sprintf("Flow %q is system-managed: it follows the publication of its Agent-bound Entry and cannot be changed or deleted through this operation", f.Name))
 	}
 	return nil

@@ -1,12 +1,10 @@
 package reconcileutil
 
 import (
-	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 )
@@ -20,22 +18,6 @@ func UnresolvableNamespace(ns platformv1.ResourceNamespace) string {
 		return ""
 	}
 	return fmt.Sprintf("resources of namespace %s cannot be resolved yet; use the default namespace", ns)
-}
-
-// FindFlowVersion finds the published version of a Flow in a workspace namespace by its
-// definition (flowName and version), not by the naming convention; nil when there is none.
-func FindFlowVersion(ctx context.Context, c client.Reader, namespace, flowName string, version platformv1.SemanticVersion) (*platformv1.FlowVersion, error) {
-	versions := &platformv1.FlowVersionList{}
-	if err := c.List(ctx, versions, client.InNamespace(namespace)); err != nil {
-		return nil, err
-	}
-	for i := range versions.Items {
-		def := &versions.Items[i].Definition
-		if string(def.FlowName) == flowName && def.Version == version {
-			return &versions.Items[i], nil
-		}
-	}
-	return nil, nil
 }
 
 // SetReady sets the Ready condition of status for generation.
