@@ -141,8 +141,8 @@ type FlowRunEvent struct {
 // PendingActionResponse is the body of a response to a PendingAction.
 type PendingActionResponse struct {
 	ResumeToken string  `json:"resumeToken" minLength:"1" maxLength:"256" doc:"The single-use token returned when the run was submitted or last answered"`
-	Value       *string `json:"value,omitempty" maxLength:"65536" doc:"The answer of a text action, or the value of the chosen option"`
-	Confirmed   *bool   `json:"confirmed,omitempty" doc:"The answer of a confirmation"`
+	Value       *string `json:"value,omitempty" maxLength:"65536" doc:"The answer of a text action, the value of the chosen option, or the reason of an approval decision (at most 2048 bytes; a rejected tool call returns it to the model)"`
+	Confirmed   *bool   `json:"confirmed,omitempty" doc:"The answer of a confirmation, or of an approval: true approves, false rejects"`
 }
 
 type workItemSubmitted struct {
@@ -313,7 +313,7 @@ func (s *routes) registerWork() {
 		OperationID: "respond-to-pending-action", Method: http.MethodPost, Path: "/api/flowRuns/{runId}/pending-actions/{actionId}/responses",
 		Tags: []string{tagWork}, Summary: "Answer a pending action and resume the run",
 		Description: "The workspace, run, action and resume token must all match. A wrong token is 400, an answer that does not fit " +
-			"the action (a value that is not an option, a confirmation without confirmed) 400, an expired or already resolved " +
+			"the action (a value that is not an option, a confirmation or approval without confirmed) 400, an expired or already resolved " +
 			"action 409. The action is completed atomically, records who answered, and the run resumes at its continuation " +
 			"step. The response carries a new single-use resumeToken for the run's next pending action.",
 		Errors: []int{http.StatusBadRequest, http.StatusConflict},
