@@ -112,6 +112,20 @@ func enable(g Gomega, ns, name string) {
 	g.Expect(kube.Update(context.Background(), tool)).To(Succeed())
 }
 
+// discoveredOverHTTP is the test server as the provider "kb" of a namespace of its own,
+// discovered by a manager.
+func discoveredOverHTTP(t *testing.T) (*mcptest.HTTPServer, string, *tools.Manager) {
+	t.Helper()
+	srv := mcptest.StartHTTP(mcptest.HTTPOptions{})
+	t.Cleanup(srv.Close)
+	ns := newNamespace(t)
+	m := newManager(t, nil)
+	if _, err := m.Refresh(context.Background(), create(t, httpProvider(ns, "kb", srv.Endpoint()))); err != nil {
+		t.Fatal(err)
+	}
+	return srv, ns, m
+}
+
 func TestDiscoveryOverStreamableHTTPCreatesDisabledToolsAndARefreshNeverEnablesAnything(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -194,15 +208,9 @@ func TestToolsWhoseNamesCollideAreKeptApartOrSkippedWithAReason(t *testing.T) {
 func TestAnEnabledToolIsCalledWithTheIdempotencyKeyAndADisabledOneIsNotAvailable(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv := mcptest.StartHTTP(mcptest.HTTPOptions{})
-	defer srv.Close()
-	ns := newNamespace(t)
-	p := create(t, httpProvider(ns, "kb", srv.Endpoint()))
-	m := newManager(t, nil)
-	_, err := m.Refresh(ctx, p)
-	g.Expect(err).NotTo(HaveOccurred())
+	srv, ns, m := discoveredOverHTTP(t)
 
-	_, err = m.Call(ctx, ns, "kb-echo", json.RawMessage(`{"text":"hi"}`), "run-1/ask/tool/1")
+	_, err := m.Call(ctx, ns, "kb-echo", json.RawMessage(`{"text":"hi"}`), "run-1/ask/tool/1")
 	g.Expect(errors.Is(err, tools.ErrToolNotAvailable)).To(BeTrue(), "a disabled tool: %v", err)
 	_, err = m.Call(ctx, ns, "kb-nothing", nil, "k")
 	g.Expect(errors.Is(err, tools.ErrToolNotAvailable)).To(BeTrue(), "an unknown tool: %v", err)
@@ -229,13 +237,7 @@ func TestAnEnabledToolIsCalledWithTheIdempotencyKeyAndADisabledOneIsNotAvailable
 func TestResultsAreCutAtTheResultLimitAndAnswersOverTheMessageLimitAreDiscarded(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv := mcptest.StartHTTP(mcptest.HTTPOptions{})
-	defer srv.Close()
-	ns := newNamespace(t)
-	p := create(t, httpProvider(ns, "kb", srv.Endpoint()))
-	m := newManager(t, nil)
-	_, err := m.Refresh(ctx, p)
-	g.Expect(err).NotTo(HaveOccurred())
+	_, ns, m := discoveredOverHTTP(t)
 	enable(g, ns, "kb-huge")
 	enable(g, ns, "kb-echo")
 
