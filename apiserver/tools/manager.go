@@ -129,7 +129,12 @@ type session struct {
 	close   func()
 }
 
+// alive reports whether the session may carry calls: it has not ended and nobody began to
+// close it.
 func (s *session) alive() bool {
+	if s.closing.Load() {
+		return false
+	}
 	select {
 	case <-s.done:
 		return false

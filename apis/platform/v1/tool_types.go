@@ -20,7 +20,7 @@ type ToolDefinition struct {
 	// enabled lets agents call the tool; discovered tools are disabled until someone enables them.
 	// +optional
 	// +kubebuilder:default=false
-	Enabled bool `json:"enabled"`
+	Enabled bool `json:"enabled,omitempty"`
 	// requiresApproval makes every call of the tool inside a run wait for a person: the run
 	// suspends on a PendingAction of kind approval, and a rejection returns to the model with the
 	// reason. Such a tool is not offered at /mcp, where nobody could approve the call.

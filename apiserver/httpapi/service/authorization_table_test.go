@@ -118,6 +118,8 @@ func newTableFixture(t *testing.T, db *store.Store) *tableFixture {
 		{"/api/flows/table-flow/versions", `{"version":"1.0.0"}`},
 		{"/api/modelproviders", providerBody("table-provider", "Table")},
 		{"/api/modelprofiles", profileBody("table-profile", "table-provider", "small-1")},
+		{"/api/toolproviders", tableToolProviderBody("table-tool-provider")},
+		{"/api/tools", tableToolBody("table-tool")},
 	} {
 		r := f.as(platformAdmin, http.MethodPost, c.path, c.body)
 		if r.status != http.StatusCreated {
@@ -333,6 +335,7 @@ func routeRoleTable() map[string]tableRow {
 	}}
 
 	workRows(rows)
+	toolRows(rows)
 	return rows
 }
 
