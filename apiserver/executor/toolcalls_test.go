@@ -397,3 +397,22 @@ func TestAToolCallInterruptedBeforeItsResultRunsAgainUnderItsKeyAndACompletedCal
 }
 
 var _ = executor.DefaultMaxToolCallsPerStep
+
+func TestOfflineTheDeterministicProviderCallsToolsThroughTheSameGovernedExecution(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		w := newToolWorld(t, s, []string{"kb-echo"}, "kb-echo")
+		w.provider.Provider = provider.DeterministicProvider{}
+		a := w.resolver.agents["assistant"]
+		a.Instructions = "@callTool kb-echo {\"text\":\"offline\"}\n@callTool kb-add {\"a\":1,\"b\":2}\n@showResult"
+		w.resolver.agents["assistant"] = a
+		run, _ := w.submit(t, "assist", assistantFlow())
+		w.settle(t)
+
+		run = w.read(t, run.ID)
+		g.Expect(run.State).To(Equal(work.StateCompleted), run.Reason)
+		text := result(g, run)["output"].(map[string]any)["text"].(string)
+		g.Expect(text).To(HaveSuffix("\nkb-echo: echo: offline\nkb-add: Error: kb-add is not a tool this agent may call"))
+		g.Expect(w.mcp.Recorder.CallsOf("echo")).To(Equal(map[string]int{run.ID + "/ask/tool/1": 1}))
+	})
+}
