@@ -615,11 +615,15 @@ func (m *Manager) Call(ctx context.Context, namespace, toolName string, argument
 	if err != nil {
 		return Result{}, err
 	}
-	var args map[string]any
+	// The arguments go to the provider as the model wrote them (numbers keep their precision);
+	// only their shape is checked here.
+	args := json.RawMessage(`{}`)
 	if len(arguments) > 0 {
-		if err := json.Unmarshal(arguments, &args); err != nil || args == nil {
+		var object map[string]json.RawMessage
+		if err := json.Unmarshal(arguments, &object); err != nil || object == nil {
 			return Result{Text: "the arguments are not a JSON object", IsError: true}, nil
 		}
+		args = arguments
 	}
 	start := time.Now()
 	s, err := m.connect(ctx, p)
