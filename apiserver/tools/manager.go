@@ -179,9 +179,6 @@ func NewManager(opts Options) (*Manager, error) {
 	return &Manager{opts: opts, providers: map[types.NamespacedName]*providerState{}}, nil
 }
 
-// MaxResultBytes is the bound of one call's result.
-func (m *Manager) MaxResultBytes() int { return m.opts.MaxResultBytes }
-
 // Close ends every session (STDIO processes are stopped) and refuses new ones.
 func (m *Manager) Close() {
 	m.mu.Lock()
@@ -708,6 +705,3 @@ func (m *Manager) resultOf(res *mcp.CallToolResult, elapsed time.Duration) Resul
 	}
 	return out
 }
-
-// ProviderKey names a provider for logs and maps.
-func ProviderKey(namespace, name string) string { return namespace + "/" + name }
