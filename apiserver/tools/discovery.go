@@ -153,3 +153,63 @@ func compact(raw []byte) []byte {
 	}
 	return out
 }
+
+// DiscoveredTool is one tool a provider lists.
+type DiscoveredTool struct {
+	Name        string
+	Title       string
+	Description string
+	// InputSchema is the JSON Schema of the arguments; {"type":"object"} when the provider gave
+	// none.
+	InputSchema json.RawMessage
+}
+
+// Discover lists p's tools. Tools with an invalid or repeated name, or a schema over 64 KiB,
+// are skipped, each with a reason; descriptions are cut at 8 KiB.
+func (m *Manager) Discover(ctx context.Context, p *platformv1.ToolProvider) (ServerInfo, []DiscoveredTool, []string, error) {
+	s, err := m.connect(ctx, p)
+	if err != nil {
+		return ServerInfo{}, nil, nil, err
+	}
+	listCtx, cancel := context.WithTimeout(ctx, timeout(p))
+	defer cancel()
+	var (
+		out     []DiscoveredTool
+		skipped []string
+		seen    = map[string]bool{}
+	)
+	for tool, err := range s.cs.Tools(listCtx, nil) {
+		if err != nil {
+			return ServerInfo{}, nil, nil, m.failed(p, s, listCtx, err, "listing tools")
+		}
+		if len(out)+len(skipped) >= maxTools {
+			skipped = append(skipped, fmt.Sprintf("tools after the first %d", maxTools))
+			break
+		}
+		switch {
+		case !validToolName.MatchString(tool.Name):
+			skipped = append(skipped, fmt.Sprintf("a tool whose name is not 1 to 128 letters, digits, '_', '-' or '.' (%q)", truncate(tool.Name, 64)))
+			continue
+		case seen[tool.Name]:
+			skipped = append(skipped, fmt.Sprintf("tool %q, listed more than once", tool.Name))
+			continue
+		}
+		seen[tool.Name] = true
+		schema := json.RawMessage(`{"type":"object"}`)
+		if tool.InputSchema != nil {
+			b, err := json.Marshal(tool.InputSchema)
+			if err != nil || len(b) > 64<<10 || !isObject(b) {
+				skipped = append(skipped, fmt.Sprintf("tool %q, whose input schema is not a JSON object of at most 64 KiB", tool.Name))
+				continue
+			}
+			schema = b
+		}
+		out = append(out, DiscoveredTool{Name: tool.Name, Title: truncate(tool.Title, 256), Description: truncate(tool.Description, 8192), InputSchema: schema})
+	}
+	return s.info, out, skipped, nil
+}
+
+func isObject(b []byte) bool {
+	var v map[string]any
+	return json.Unmarshal(b, &v) == nil && v != nil
+}
