@@ -86,3 +86,31 @@ func TestTheDeterministicProviderCallsToolsBeforeItsActionAndReportsTheirResults
 	g.Expect(then.Type).To(Equal(provider.ActionShowResult))
 	g.Expect(then.Text).To(MatchRegexp(`^Deterministic response [0-9a-f]{12}: x\nkb-search: found$`))
 }
+
+// A model writes the arguments of the built-in actions: whatever it writes, an action taken
+// stays within the bounds a person is shown.
+func FuzzBuiltInActionArguments(f *testing.F) {
+	for _, seed := range []struct{ name, args string }{
+		{"requestChoice", `{"prompt":"Level?","options":[{"value":"a","label":"A"}]}`},
+		{"requestConfirmation", `{"prompt":"Sure?"}`},
+		{"createTask", `{"title":"T","text":"x"}`},
+		{"showResult", `{"text":""}`},
+		{"requestInput", `{"prompt":null}`},
+	} {
+		f.Add(seed.name, seed.args)
+	}
+	f.Fuzz(func(t *testing.T, name, args string) {
+		act, err := provider.BuiltinAction(provider.ToolCall{Name: name, Arguments: args})
+		if err != nil {
+			return
+		}
+		switch {
+		case !provider.IsBuiltin(act.Type):
+			t.Fatalf("action %q from %q", act.Type, name)
+		case act.Type == provider.ActionRequestChoice && (len(act.Options) == 0 || len(act.Options) > 20):
+			t.Fatalf("%d options", len(act.Options))
+		case len(act.Prompt) > 4096 || len(act.Title) > 256 || len(act.Text) > 64<<10:
+			t.Fatalf("unbounded action %+v", act)
+		}
+	})
+}

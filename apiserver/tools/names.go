@@ -7,7 +7,9 @@ import (
 	"strings"
 )
 
-var notInObjectName = regexp.MustCompile(`[^a-z0-9.-]+`)
+// notInObjectName is what folding replaces: anything but lowercase letters, digits and '-' (a
+// dot would allow empty labels, as in "a..b").
+var notInObjectName = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // ObjectName is the name of the Tool object of a provider's tool: <provider>-<tool name> folded
 // to a DNS subdomain. When folding loses information (case, characters outside the rule) or the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,20 +26,33 @@ import (
 	"platform.dev/platform/apiserver/tools/mcptest"
 )
 
-var kube client.Client
+// The control plane starts on first use, so that fuzz targets of this package run without it.
+var (
+	kube    client.Client
+	env     *testenv.Env
+	envOnce sync.Once
+	envErr  error
+)
 
 func TestMain(m *testing.M) {
 	mcptest.ServeStdioIfRequested()
-	env, err := testenv.Start(context.Background(), testenv.Options{})
-	if err != nil {
-		panic(err)
-	}
-	if kube, err = client.New(env.Config, client.Options{Scheme: platformscheme.Scheme}); err != nil {
-		panic(err)
-	}
 	code := m.Run()
-	env.Stop()
+	if env != nil {
+		env.Stop()
+	}
 	os.Exit(code)
+}
+
+func startKube(t *testing.T) {
+	t.Helper()
+	envOnce.Do(func() {
+		if env, envErr = testenv.Start(context.Background(), testenv.Options{}); envErr == nil {
+			kube, envErr = client.New(env.Config, client.Options{Scheme: platformscheme.Scheme})
+		}
+	})
+	if envErr != nil {
+		t.Fatal(envErr)
+	}
 }
 
 var namespaces atomic.Int64
@@ -46,6 +60,7 @@ var namespaces atomic.Int64
 // newNamespace creates a workspace namespace of its own for one test.
 func newNamespace(t *testing.T) string {
 	t.Helper()
+	startKube(t)
 	name := fmt.Sprintf("tools-%d-%d", time.Now().UnixNano()%100000, namespaces.Add(1))
 	if err := kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
@@ -60,6 +75,7 @@ func noSecrets(context.Context, string, string, platformv1.SecretReference) (str
 
 func newManager(t *testing.T, secrets tools.SecretLookup) *tools.Manager {
 	t.Helper()
+	startKube(t)
 	if secrets == nil {
 		secrets = noSecrets
 	}
