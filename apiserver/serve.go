@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -26,6 +27,7 @@ import (
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/controllers"
 	"platform.dev/platform/crds"
 	"platform.dev/platform/internal/config"
@@ -135,6 +137,10 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}
 	controllers.SetLogger()
 	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: kube}, ctrl.Log.WithName("executor")
+	// The Workplace (conversations, Tasks, notifications) is a projection of the runs, written in
+	// their transactions; artifact bytes are files of the data directory.
+	places := workplace.NewStore(db, execOpts.Work, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
+	execOpts.Work.Observer = places
 	if managed, ok := agents.(*provider.ManagedProvider); ok {
 		managed.Client = kube
 	}
@@ -160,6 +166,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
 		SeedFirstWorkspace: func(ctx context.Context, ws identity.Workspace) error { return demo.Seed(ctx, kube, ws.RouteName) },
 		Work:               execOpts.Work,
+		Workplace:          places,
 		Log:                ctrl.Log.WithName("httpapi"),
 		Executor:           flowExecutor,
 		Tools:              toolManager,

@@ -95,7 +95,7 @@ func SetupAll(mgr ctrl.Manager) error {
 		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault")}},
 		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion")}},
 		{"entry", &entry.Reconciler{Client: c, Recorder: recorder("entry"), Reader: mgr.GetAPIReader()}},
-		{"publishedentry", &entry.PublishedReconciler{Client: c, Recorder: recorder("publishedentry")}},
+		{"publishedentry", &entry.PublishedReconciler{Client: c, Recorder: recorder("publishedentry"), Reader: mgr.GetAPIReader()}},
 		{"trigger", &trigger.Reconciler{Client: c, Recorder: recorder("trigger")}},
 		{"dashboard", &dashboard.Reconciler{Client: c, Recorder: recorder("dashboard")}},
 		{"sourceregistry", &sourceregistry.Reconciler{Client: c, Recorder: recorder("sourceregistry")}},

@@ -3,6 +3,7 @@ package controllers_test
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -92,6 +93,10 @@ var _ = Describe("Publication", func() {
 		Expect(version).NotTo(BeNil())
 		Expect(version.Definition.Snapshot.Target.ID).To(Equal(platformv1.ResourceName("helper")))
 		expectCondition(entry, platformv1.PublishedCondition, metav1.ConditionTrue, platformv1.PublishedReason)
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(entry), entry)).To(Succeed())
+			g.Expect(entry.Status.ResolvedTarget).To(Equal(&pub.Definition.ResolvedTarget), "the draft's status names the Flow version its binding resolves to")
+		}).Should(Succeed())
 		Expect(entry.Status.Publications).To(HaveLen(1))
 		Expect(entry.Status.Publications[0].PublishedBy).To(Equal(publication.AutomaticPublisher))
 		Expect(entry.Status.Publications[0].Generation).To(Equal(entry.Generation))
@@ -114,6 +119,17 @@ var _ = Describe("Publication", func() {
 		expectCondition(entry, platformv1.PublishedCondition, metav1.ConditionTrue, platformv1.PublishedReason)
 		Expect(entry.Status.Publications).To(HaveLen(2))
 		Expect(entry.Status.Publications[0].Generation).To(Equal(entry.Generation), "newest first")
+	})
+
+	It("unpublishes an Entry whose draft is deleted with kubectl", func() {
+		Expect(k8sClient.Create(ctx, newAgent(namespace, "helper", nil))).To(Succeed())
+		entry := automaticEntry(namespace, "pruned", platformv1.EntryBinding{Agent: &platformv1.LocalObjectReference{Name: "helper"}})
+		Expect(k8sClient.Create(ctx, entry)).To(Succeed())
+		pub := published(namespace, "pruned")
+		Expect(k8sClient.Delete(ctx, entry)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pub), pub))
+		}).Should(BeTrue())
 	})
 
 	It("keeps a Manual draft's edits invisible until it is published", func() {

@@ -17,7 +17,7 @@ import (
 )
 
 var _ = Describe("The samples", func() {
-	It("apply into default and every sample reaches its documented state: Ready for all but the Secret and the Vault, which honestly have no value and no master key", func() {
+	It("apply into default and every sample reaches its documented state: Ready for all but the Secret and the Vault, which honestly have no value and no master key; the Flow and the Entry publish themselves", func() {
 		var out, errOut bytes.Buffer
 		err := apply.Run(ctx, apply.Options{
 			// The folder's Kustomization file has no manifest extension and is skipped.
@@ -31,6 +31,11 @@ var _ = Describe("The samples", func() {
 		GinkgoWriter.Print(out.String())
 
 		inDefault := client.InNamespace(metav1.NamespaceDefault)
+		// The Flow and the Entry publish automatically: their published objects appear.
+		published := &platformv1.PublishedEntry{}
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "support-request"}, published)
+		}).Should(Succeed())
 		ready := map[string]client.ObjectList{
 			"agents":            &platformv1.AgentList{},
 			"model profiles":    &platformv1.ModelProfileList{},
@@ -69,17 +74,18 @@ var _ = Describe("The samples", func() {
 		Expect(secret.Status.State).To(Equal(platformv1.SecretMissing))
 		Expect(secret.Status.Provisioning).To(Equal(platformv1.ProvisioningPending))
 
-		published := &platformv1.PublishedEntry{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "support-request"}, published)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(published), published)).To(Succeed())
 		Expect(published.Status.TargetState).To(Equal(platformv1.TargetExecutable))
+		Expect(published.Definition.ResolvedTarget).To(Equal(platformv1.FlowVersionReference{Name: "direct-support-triage", Version: "1.0.0"}),
+			"the Agent-bound sample Entry is published through the agent's Direct Agent Flow")
 		trigger := &platformv1.Trigger{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "weekday-support-digest"}, trigger)).To(Succeed())
 		Expect(trigger.Status.NextFireTime).NotTo(BeNil())
 		agent := &platformv1.Agent{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "support-triage"}, agent)).To(Succeed())
 		Expect(agent.Status.ResolvedModel).To(Equal(&platformv1.ResolvedModel{
-			ModelProfile: "default", Provider: "openai", ProviderType: platformv1.OpenAICompatibleProvider, Model: "gpt-4.1-mini",
-		}))
+			ModelProfile: "offline", Provider: "offline", ProviderType: platformv1.DeterministicProvider, Model: "deterministic",
+		}), "the sample agent runs offline")
 		profile := &platformv1.ModelProfile{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "default"}, profile)).To(Succeed())
 		Expect(profile.Status.Model).To(Equal(&platformv1.LocalObjectReference{Name: "openai-gpt-4.1-mini"}))

@@ -36,11 +36,11 @@ type graph struct {
 	input string
 }
 
-// graphOf builds the graph of a definition; a Direct flow runs as Input -> Agent -> Output.
-func graphOf(def platformv1.FlowDefinition) (*graph, error) {
+// asGraph is a definition as it runs: a Direct flow as Input -> Agent -> Output.
+func asGraph(def platformv1.FlowDefinition) (platformv1.FlowDefinition, error) {
 	if def.FlowKind == platformv1.DirectFlow {
 		if def.Target == nil {
-			return nil, fmt.Errorf("the Direct flow has no target")
+			return def, fmt.Errorf("the Direct flow has no target")
 		}
 		def.Steps = []platformv1.FlowStep{
 			{Name: directInput, Type: platformv1.InputStep},
@@ -48,6 +48,26 @@ func graphOf(def platformv1.FlowDefinition) (*graph, error) {
 			{Name: directOutput, Type: platformv1.OutputStep},
 		}
 		def.Edges = []platformv1.FlowEdge{{From: directInput, To: directAgent}, {From: directAgent, To: directOutput}}
+	}
+	return def, nil
+}
+
+// StepsOf are the steps a pinned definition runs, by name (a Direct flow's three included), for
+// those that describe a run's events.
+func StepsOf(def platformv1.FlowDefinition) map[string]platformv1.FlowStep {
+	def, _ = asGraph(def)
+	steps := make(map[string]platformv1.FlowStep, len(def.Steps))
+	for _, s := range def.Steps {
+		steps[s.Name] = s
+	}
+	return steps
+}
+
+// graphOf builds the graph of a definition; a Direct flow runs as Input -> Agent -> Output.
+func graphOf(def platformv1.FlowDefinition) (*graph, error) {
+	def, err := asGraph(def)
+	if err != nil {
+		return nil, err
 	}
 	g := &graph{steps: map[string]platformv1.FlowStep{}, edges: def.Edges}
 	for _, s := range def.Steps {
@@ -259,9 +279,15 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 }
 
 // render builds an Agent step's message: the prompt with {{ input }} replaced by the step input
-// and {{ field }} by a field of it; without a prompt, the input itself.
+// and {{ field }} by a field of it; without a prompt, the input itself, or the message of a
+// conversation's input ({"message": ..., "fields": ...}).
 func render(prompt string, in any) string {
 	if prompt == "" {
+		if m, ok := in.(map[string]any); ok {
+			if message, ok := m["message"].(string); ok {
+				return message
+			}
+		}
 		return text(in)
 	}
 	var b strings.Builder

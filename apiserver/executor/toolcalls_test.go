@@ -238,7 +238,7 @@ func TestAToolThatRequiresApprovalWaitsForAPersonAndARejectionReturnsToTheModelW
 		g.Expect(w.mcp.Recorder.Calls()).To(BeEmpty(), "nothing runs before the approval")
 		g.Expect(w.calls(t, rejected.ID)[0].Status).To(Equal(work.ToolCallAwaitingApproval))
 
-		w.answer(t, rejected, token, work.Answer{Confirmed: ptr(false), Value: ptr("not to that address")})
+		w.answer(t, rejected, token, work.Answer{Approved: ptr(false), Reason: "not to that address"})
 		w.settle(t)
 		rejected = w.read(t, rejected.ID)
 		g.Expect(rejected.State).To(Equal(work.StateCompleted), rejected.Reason)
@@ -252,7 +252,7 @@ func TestAToolThatRequiresApprovalWaitsForAPersonAndARejectionReturnsToTheModelW
 
 		approved, token := w.submit(t, "assist", assistantFlow())
 		w.settle(t)
-		w.answer(t, w.read(t, approved.ID), token, work.Answer{Confirmed: ptr(true)})
+		w.answer(t, w.read(t, approved.ID), token, work.Answer{Approved: ptr(true)})
 		w.settle(t)
 		approved = w.read(t, approved.ID)
 		g.Expect(approved.State).To(Equal(work.StateCompleted), approved.Reason)

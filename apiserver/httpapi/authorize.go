@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/internal/config"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 // The named authorization policies. Every protected operation declares exactly one (see
@@ -62,6 +64,10 @@ const WorkspaceCookie = "platform-workspace"
 // WorkspaceRouteParam is the route value that selects the workspace of an operation, before any
 // header or cookie.
 const WorkspaceRouteParam = "workspaceId"
+
+// WorkplaceRouteParam selects the workspace of the Workplace routes
+// (/api/workspaces/{workspace}/...), as WorkspaceRouteParam does elsewhere.
+const WorkplaceRouteParam = "workspace"
 
 // Secured makes op require a caller satisfying policy: 401 without a caller, 403 when the policy
 // is not met.
@@ -213,6 +219,9 @@ func (s *Server) checkPolicy(ctx huma.Context, caller Caller, policy string) err
 func (s *Server) resolveWorkspace(ctx huma.Context, caller Caller) (RequestContext, error) {
 	explicit := ctx.Param(WorkspaceRouteParam)
 	if explicit == "" {
+		explicit = ctx.Param(WorkplaceRouteParam)
+	}
+	if explicit == "" {
 		explicit = ctx.Header(WorkspaceHeader)
 	}
 	var cookie string
@@ -355,4 +364,73 @@ func RunAuthorizer(cfg *config.Config, ids *identity.Service) (func(context.Cont
 		}
 		return nil
 	}, nil
+}
+
+// WorkspaceAccess is a workspace a caller reaches and what it may do there.
+type WorkspaceAccess struct {
+	ID       string
+	TenantID string
+	// Namespace is the workspace's route name, which names its kube namespace.
+	Namespace   string
+	Permissions identity.Permissions
+}
+
+// ReachableWorkspaces lists the active workspaces the caller may read, with its effective
+// permissions in each: its live roles, and for a personal access token only the token's
+// workspace within its allow-list. Routes that search across workspaces (Entry discovery) start
+// here, so that they never show what another workspace's role would not.
+func (s *Server) ReachableWorkspaces(ctx context.Context) ([]WorkspaceAccess, error) {
+	caller, ok := CallerFrom(ctx)
+	if !ok {
+		return nil, ErrAuthenticationRequired
+	}
+	if caller.ID == "" {
+		return nil, ErrNoPrincipal
+	}
+	if s.identity == nil || caller.Credential == CredentialDevelopment {
+		return s.developmentWorkspaces(ctx, caller)
+	}
+	readable, err := s.identity.ReadableWorkspaces(ctx, caller.ID, "")
+	if err != nil {
+		return nil, Problem(err)
+	}
+	out := make([]WorkspaceAccess, 0, len(readable))
+	for _, ws := range readable {
+		if caller.PAT != nil && ws.ID != caller.PAT.WorkspaceID {
+			continue
+		}
+		access, err := s.identity.Access(ctx, caller.ID, ws.ID)
+		if errors.Is(err, identity.ErrWorkspaceNotFound) {
+			continue // inactive, or no longer the caller's
+		}
+		if err != nil {
+			return nil, Problem(err)
+		}
+		permissions := access.Permissions
+		if caller.PAT != nil {
+			permissions &= caller.PAT.Allow
+		}
+		if permissions.Has(identity.PermWorkspacesRead) {
+			out = append(out, WorkspaceAccess{ID: ws.ID, TenantID: ws.TenantID, Namespace: ws.RouteName, Permissions: permissions})
+		}
+	}
+	return out, nil
+}
+
+// developmentWorkspaces: without the identity store every workspace namespace is reachable with
+// every permission, as the development caller is Owner everywhere.
+func (s *Server) developmentWorkspaces(ctx context.Context, caller Caller) ([]WorkspaceAccess, error) {
+	namespaces := &corev1.NamespaceList{}
+	if err := s.kube.List(ctx, namespaces); err != nil {
+		return nil, Problem(err)
+	}
+	var out []WorkspaceAccess
+	for i := range namespaces.Items {
+		ns := &namespaces.Items[i]
+		if strings.HasPrefix(ns.Name, "kube-") || resourcenamespace.IsResourceNamespace(ns) || !ns.DeletionTimestamp.IsZero() {
+			continue
+		}
+		out = append(out, WorkspaceAccess{ID: resourcenamespace.WorkspaceIDOf(ns), Namespace: ns.Name, Permissions: identity.AllPermissions})
+	}
+	return out, nil
 }

@@ -30,7 +30,10 @@ type KindRoutes[O client.Object, B body] struct {
 	ID string
 	// Path is the route of the collection ("/api/modelproviders").
 	Path string
-	Tag  string
+	// ListPath is where the collection is listed, when not at Path (another operation holds
+	// GET Path).
+	ListPath string
+	Tag      string
 
 	NewObject func() O
 	NewList   func() client.ObjectList
@@ -40,6 +43,11 @@ type KindRoutes[O client.Object, B body] struct {
 
 	// Protect refuses to replace or delete an object that this API does not own (optional).
 	Protect func(O) error
+	// Admit checks what only the rest of the workspace tells about an object about to be created
+	// or replaced (optional).
+	Admit func(context.Context, O) error
+	// NoDelete leaves the delete operation to the area, which needs options of its own.
+	NoDelete bool
 	// Referenced refuses to delete an object something still refers to (optional).
 	Referenced func(context.Context, O) error
 	// AfterDelete removes what the deleted object owned (optional).
@@ -90,8 +98,12 @@ type ListOutput[B any] struct {
 
 func (k KindRoutes[O, B]) Register(s *Server) {
 	item := k.Path + "/{name}"
+	listPath := k.ListPath
+	if listPath == "" {
+		listPath = k.Path
+	}
 	huma.Register(s.api, Secured(huma.Operation{
-		OperationID: "list-" + k.ID + "s", Method: http.MethodGet, Path: k.Path, Tags: []string{k.Tag},
+		OperationID: "list-" + k.ID + "s", Method: http.MethodGet, Path: listPath, Tags: []string{k.Tag},
 		Summary: "List the " + k.Nouns + " of the workspace",
 	}, PolicyResourcesRead), func(ctx context.Context, in *WorkspaceInput) (*ListOutput[B], error) {
 		items, err := ListIn[O](ctx, s, k.NewList())
@@ -128,6 +140,9 @@ func (k KindRoutes[O, B]) Register(s *Server) {
 		obj.SetNamespace(ns)
 		obj.SetName(in.Body.Meta().Name)
 		k.write(obj, in.Body)
+		if err := k.admit(ctx, obj); err != nil {
+			return nil, err
+		}
 		if err := s.kube.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
 			return nil, Problem(err)
 		}
@@ -142,11 +157,14 @@ func (k KindRoutes[O, B]) Register(s *Server) {
 		if err := in.Body.Validate(in.Name); err != nil {
 			return nil, err
 		}
-		obj, err := k.current(ctx, s, in.IfMatchInput, in.Name)
+		obj, err := k.Current(ctx, s, in.IfMatchInput, in.Name)
 		if err != nil {
 			return nil, err
 		}
 		k.write(obj, in.Body)
+		if err := k.admit(ctx, obj); err != nil {
+			return nil, err
+		}
 		// The kube update carries the resourceVersion, so a change in between is refused there too.
 		if err := s.kube.Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
 			return nil, Problem(err)
@@ -154,12 +172,15 @@ func (k KindRoutes[O, B]) Register(s *Server) {
 		return k.output(obj), nil
 	})
 
+	if k.NoDelete {
+		return
+	}
 	huma.Register(s.api, Secured(huma.Operation{
 		OperationID: "delete-" + k.ID, Method: http.MethodDelete, Path: item, Tags: []string{k.Tag},
 		Summary: "Delete " + k.Article + " " + k.Noun, Description: k.DeleteDescription,
 		DefaultStatus: http.StatusNoContent,
 	}, PolicyResourcesDelete), func(ctx context.Context, in *deleteInput) (*struct{}, error) {
-		obj, err := k.current(ctx, s, in.IfMatchInput, in.Name)
+		obj, err := k.Current(ctx, s, in.IfMatchInput, in.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -179,9 +200,16 @@ func (k KindRoutes[O, B]) Register(s *Server) {
 	})
 }
 
-// current reads the object a write changes, after checking that the caller names the ETag it
+func (k KindRoutes[O, B]) admit(ctx context.Context, obj O) error {
+	if k.Admit == nil {
+		return nil
+	}
+	return k.Admit(ctx, obj)
+}
+
+// Current reads the object a write changes, after checking that the caller names the ETag it
 // last read (428 without, 412 when stale) and that the object may be changed through this API.
-func (k KindRoutes[O, B]) current(ctx context.Context, s *Server, in IfMatchInput, name string) (O, error) {
+func (k KindRoutes[O, B]) Current(ctx context.Context, s *Server, in IfMatchInput, name string) (O, error) {
 	var none O
 	resourceVersion, err := in.RequiredResourceVersion()
 	if err != nil {

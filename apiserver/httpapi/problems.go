@@ -13,6 +13,7 @@ import (
 
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/publication"
 )
 
@@ -33,6 +34,9 @@ func Problem(err error) error {
 		return p
 	}
 	if p := publicationProblem(err); p != nil {
+		return p
+	}
+	if p := workplaceProblem(err); p != nil {
 		return p
 	}
 	var kube apierrors.APIStatus
@@ -86,6 +90,22 @@ func publicationProblem(err error) error {
 		return FieldErrors(invalid.Errs)
 	case errors.Is(err, publication.ErrConflict):
 		return huma.Error409Conflict(strings.TrimSuffix(err.Error(), ": "+publication.ErrConflict.Error()))
+	}
+	return nil
+}
+
+// workplaceProblem maps the Workplace store's errors; nil for any other error. Their messages
+// are written for people and hold no token, prompt or answer.
+func workplaceProblem(err error) error {
+	switch {
+	case errors.Is(err, workplace.ErrNotFound):
+		return huma.Error404NotFound(err.Error())
+	case errors.Is(err, workplace.ErrStale):
+		return huma.Error412PreconditionFailed(err.Error())
+	case errors.Is(err, workplace.ErrConflict), errors.Is(err, workplace.ErrProtected), errors.Is(err, workplace.ErrBlocked):
+		return huma.Error409Conflict(err.Error())
+	case errors.Is(err, workplace.ErrArtifactTooLarge):
+		return huma.Error413RequestEntityTooLarge(err.Error())
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"platform.dev/platform/apiserver/oidc"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
 	"platform.dev/platform/internal/version"
 )
@@ -56,6 +57,9 @@ type Options struct {
 	SeedFirstWorkspace func(context.Context, identity.Workspace) error
 	// Work is the Work plane's store. Optional: without it the Work routes answer 503.
 	Work *work.Store
+	// Workplace is the Workplace plane's store (conversations, Tasks, notifications). Optional:
+	// without it the Workplace routes are not served.
+	Workplace *workplace.Store
 	// Executor is woken when a run becomes runnable, so it starts without waiting for a poll.
 	// Optional.
 	Executor interface{ Wake() }
@@ -84,6 +88,7 @@ type Server struct {
 	provision func(context.Context, identity.Workspace) error
 	seedFirst func(context.Context, identity.Workspace) error
 	work      *work.Store
+	workplace *workplace.Store
 	executor  interface{ Wake() }
 	tools     *tools.Manager
 	log       logr.Logger
@@ -129,7 +134,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
-		work: opts.Work, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config}
+		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
 	}
@@ -199,6 +204,9 @@ func (s *Server) ProvisionFirst(ctx context.Context, ws identity.Workspace) erro
 
 // Work is the Work plane's store; nil when the server runs without one.
 func (s *Server) Work() *work.Store { return s.work }
+
+// Workplace is the Workplace plane's store; nil when the server runs without one.
+func (s *Server) Workplace() *workplace.Store { return s.workplace }
 
 // Executor is woken when a run becomes runnable; nil when there is none.
 func (s *Server) Executor() interface{ Wake() } { return s.executor }

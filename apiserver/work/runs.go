@@ -197,10 +197,10 @@ func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus S
 	id := newID()
 	// The action takes the digest of the token handed to whoever submitted or last answered the
 	// run: the raw token exists only in that response.
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO pending_actions (id, workspace_id, interaction_id, run_id, step, kind, prompt,
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO pending_actions (id, workspace_id, interaction_id, task_id, run_id, step, kind, prompt,
 		options, status, expires_at, continuation_step, version, token_hash, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`),
-		id, run.WorkspaceID, nullString(run.InteractionID), run.ID, sus.Step, sus.Kind, sus.Prompt, options, ActionCreated,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`),
+		id, run.WorkspaceID, nullString(run.InteractionID), run.WorkTaskID, run.ID, sus.Step, sus.Kind, sus.Prompt, options, ActionCreated,
 		ms(now.Add(ttl)), sus.Continuation, hash, ms(now))
 	return id, err
 }
@@ -259,6 +259,19 @@ func boolInt(b bool) int {
 type Answer struct {
 	Value     *string
 	Confirmed *bool
+	// Approved and Reason answer an approval.
+	Approved *bool
+	Reason   string
+	// File answers a file action: its bytes are in the artifact store already.
+	File *FileAnswer
+}
+
+// FileAnswer is the file a person sent: what the run learns of it (never its storage key).
+type FileAnswer struct {
+	Name       string `json:"name"`
+	MediaType  string `json:"mediaType"`
+	Length     int64  `json:"length"`
+	ArtifactID string `json:"artifactId"`
 }
 
 // Response answers a PendingAction. Every id must match: the action of that run in that
@@ -271,6 +284,9 @@ type Response struct {
 	// PrincipalID is who answered; it is recorded on the action.
 	PrincipalID string
 	Answer      Answer
+	// SkipToken answers without the resume token: for the question of an autonomous Task,
+	// which nobody received a token for. The caller has checked who may answer.
+	SkipToken bool
 }
 
 // checkAnswer validates an answer against the action and returns the value recorded.
@@ -297,8 +313,18 @@ func checkAnswer(a PendingAction, ans Answer) (any, error) {
 			return nil, fmt.Errorf("a confirmation is answered with confirmed true or false: %w", ErrInvalidInput)
 		}
 		return *ans.Confirmed, nil
+	case KindApproval:
+		if ans.Approved == nil {
+			return nil, fmt.Errorf("an approval is answered with approved true or false: %w", ErrInvalidInput)
+		}
+		return map[string]any{"approved": *ans.Approved, "reason": ans.Reason}, nil
+	case KindFile:
+		if ans.File == nil || ans.File.ArtifactID == "" {
+			return nil, fmt.Errorf("a file action is answered with a file: %w", ErrInvalidInput)
+		}
+		return ans.File, nil
 	}
-	return nil, fmt.Errorf("%s actions cannot be answered yet: %w", a.Kind, ErrInvalidInput)
+	return nil, fmt.Errorf("%s actions cannot be answered: %w", a.Kind, ErrInvalidInput)
 }
 
 // Respond completes a PendingAction atomically and resumes its run at the continuation step. A
@@ -323,35 +349,31 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		}
 		now := s.now()
 		switch {
-		case !tokenMatches(r.Token, hash):
+		case !r.SkipToken && !tokenMatches(r.Token, hash):
 			return fmt.Errorf("the resume token does not match the pending action: %w", ErrInvalidToken)
 		case a.Status != ActionCreated:
 			return fmt.Errorf("the pending action is already %s: %w", a.Status, ErrConflict)
 		case !now.Before(a.ExpiresAt):
 			return fmt.Errorf("the pending action expired at %s: %w", a.ExpiresAt.Format(time.RFC3339), ErrConflict)
 		}
+		value, err := checkAnswer(a, r.Answer)
+		if err != nil {
+			return err
+		}
 		var (
-			value      any
 			toolEvents []Event
 			toolCall   bool
 		)
 		if a.Kind == KindApproval {
-			approval, err := checkApproval(r.Answer)
-			if err != nil {
-				return err
-			}
 			// An approval either decides a tool call that a model asked for (the step goes on
 			// with the decision) or answers a step that asks before it runs.
-			decided, err := s.decideToolCall(ctx, tx, a, r.PrincipalID, approval)
+			decided, err := s.decideToolCall(ctx, tx, a, r.PrincipalID, *r.Answer.Approved, r.Answer.Reason)
 			switch {
 			case err == nil:
 				toolCall, toolEvents = true, []Event{decided}
 			case !errors.Is(err, ErrNotFound):
 				return err
 			}
-			value = approval
-		} else if value, err = checkAnswer(a, r.Answer); err != nil {
-			return err
 		}
 		answer, err := json.Marshal(value)
 		if err != nil {

@@ -243,49 +243,30 @@ func (s *Store) awaitApproval(ctx context.Context, tx *sql.Tx, runID, step strin
 	return nil
 }
 
-// Approval is the answer of an approval PendingAction, as recorded.
-type Approval struct {
-	Approved bool   `json:"approved"`
-	Reason   string `json:"reason,omitempty"`
-}
-
 // maxDecisionReason bounds the reason of an approval decision that the model reads.
 const maxDecisionReason = 2048
 
 // decideToolCall records the decision of an approval on the call it approves, in the
-// transaction that completes the action.
-func (s *Store) decideToolCall(ctx context.Context, tx *sql.Tx, action PendingAction, by string, a Approval) (Event, error) {
+// transaction that completes the action; ErrNotFound when the action approves no tool call.
+func (s *Store) decideToolCall(ctx context.Context, tx *sql.Tx, action PendingAction, by string, approved bool, reason string) (Event, error) {
 	c, err := scanToolCall(tx.QueryRowContext(ctx, s.q(`SELECT `+toolCallColumns+` FROM flow_run_tool_calls
 		WHERE pending_action_id = ?`), action.ID))
 	if err != nil {
 		return Event{}, err
 	}
 	status, event, what := ToolCallApproved, EventToolCallApproved, "approved"
-	if !a.Approved {
+	if !approved {
 		status, event, what = ToolCallRejected, EventToolCallRejected, "rejected"
 	}
+	if len(reason) > maxDecisionReason {
+		return Event{}, fmt.Errorf("the reason of an approval decision is at most %d bytes: %w", maxDecisionReason, ErrInvalidInput)
+	}
 	if _, err := tx.ExecContext(ctx, s.q(`UPDATE flow_run_tool_calls SET status = ?, decided_by = ?, decision_reason = ?
-		WHERE run_id = ? AND step = ? AND seq = ? AND status = ?`), status, by, a.Reason, c.RunID, c.Step, c.Seq,
+		WHERE run_id = ? AND step = ? AND seq = ? AND status = ?`), status, by, reason, c.RunID, c.Step, c.Seq,
 		ToolCallAwaitingApproval); err != nil {
 		return Event{}, err
 	}
 	return Event{Type: event, Step: c.Step, Reason: callReason(c, what+" by a person")}, nil
-}
-
-// checkApproval validates the answer of an approval: confirmed approves or rejects, value is the
-// optional reason, which the model reads after a rejection.
-func checkApproval(ans Answer) (Approval, error) {
-	if ans.Confirmed == nil {
-		return Approval{}, fmt.Errorf("an approval is answered with confirmed true (approve) or false (reject): %w", ErrInvalidInput)
-	}
-	a := Approval{Approved: *ans.Confirmed}
-	if ans.Value != nil {
-		if len(*ans.Value) > maxDecisionReason {
-			return Approval{}, fmt.Errorf("the reason of an approval decision is at most %d bytes: %w", maxDecisionReason, ErrInvalidInput)
-		}
-		a.Reason = *ans.Value
-	}
-	return a, nil
 }
 
 // RetryToolCall gives a started call back after a provider outage: it runs again at the step's

@@ -1,6 +1,10 @@
 package work
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // runWatchers wakes the requests that wait in this process for a run to change, so that they
 // need not poll the store; waiters still poll slowly for changes that other replicas commit.
@@ -45,4 +49,26 @@ func (s *Store) notify(runID string) {
 		close(ch)
 	}
 	delete(w.waiters, runID)
+}
+
+// WaitSettled waits up to timeout for a Pending or Running run to ask, end or pause, and returns
+// it as it then is.
+func (s *Store) WaitSettled(ctx context.Context, workspaceID string, run FlowRun, timeout time.Duration) (FlowRun, error) {
+	deadline := time.Now().Add(timeout)
+	for run.State == StatePending || run.State == StateRunning {
+		if !time.Now().Before(deadline) {
+			return run, nil
+		}
+		select {
+		case <-ctx.Done():
+			return run, nil
+		case <-time.After(20 * time.Millisecond):
+		}
+		next, err := s.Run(ctx, workspaceID, run.ID)
+		if err != nil {
+			return run, err
+		}
+		run = next
+	}
+	return run, nil
 }

@@ -125,8 +125,10 @@ type FlowRun struct {
 	InteractionID   string
 	WorkTaskID      string
 	ParentFlowRunID string
-	FlowName        string
-	FlowVersion     string
+	// TriggerMessageID is the conversation message that started a continuation run.
+	TriggerMessageID string
+	FlowName         string
+	FlowVersion      string
 	// FlowDraft is set for a Draft Run: it executes the Flow's draft at FlowRevision (the Flow's
 	// resourceVersion) and FlowGeneration, whose snapshot and digest it keeps from submission.
 	FlowDraft      bool
@@ -227,9 +229,18 @@ type PendingAction struct {
 	CreatedAt        time.Time
 }
 
+// Observer projects the run transitions the store commits onto another plane (the Workplace's
+// conversations and Tasks), in the transaction of each transition: what it writes commits or
+// fails with the transition.
+type Observer interface {
+	Observe(ctx context.Context, tx *sql.Tx, run FlowRun, events []Event) error
+}
+
 // Store reads and writes the Work plane.
 type Store struct {
-	db *store.Store
+	// Observer, when set, sees every run transition in its transaction.
+	Observer Observer
+	db       *store.Store
 	// Clock is the time source; time.Now when nil. Tests inject it.
 	Clock func() time.Time
 
@@ -297,9 +308,11 @@ type Submission struct {
 	// WorkTaskID is the public Task the work continues; empty makes the WorkItem its own Task.
 	WorkTaskID      string
 	ParentFlowRunID string
-	Type            string
-	Title           string
-	Instruction     string
+	// TriggerMessageID is the conversation message that started a continuation.
+	TriggerMessageID string
+	Type             string
+	Title            string
+	Instruction      string
 	// FlowName and FlowVersion are the exact Flow version the run executes.
 	FlowName    string
 	FlowVersion string
@@ -319,7 +332,20 @@ type DraftFlow struct {
 
 // Submit creates the WorkItem and its Pending FlowRun in one transaction. The returned resume
 // token answers the run's first PendingAction; only its digest is stored.
-func (s *Store) Submit(ctx context.Context, sub Submission) (WorkItem, FlowRun, string, error) {
+func (s *Store) Submit(ctx context.Context, sub Submission) (item WorkItem, run FlowRun, token string, err error) {
+	err = s.InTx(ctx, func(tx *sql.Tx) error {
+		item, run, token, err = s.SubmitTx(ctx, tx, sub)
+		return err
+	})
+	return item, run, token, err
+}
+
+// InTx runs fn in one transaction of the store: what other planes write with the runs they
+// start (a conversation and its first message) commits or fails with them.
+func (s *Store) InTx(ctx context.Context, fn func(*sql.Tx) error) error { return s.db.InTx(ctx, fn) }
+
+// SubmitTx creates the WorkItem and its Pending FlowRun in the caller's transaction (see Submit).
+func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkItem, FlowRun, string, error) {
 	if sub.WorkspaceID == "" || sub.PrincipalID == "" || sub.Namespace == "" {
 		return WorkItem{}, FlowRun{}, "", errors.New("work: a submission needs a resolved workspace and principal")
 	}
@@ -349,29 +375,26 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (WorkItem, FlowRun, 
 		run.FlowVersion, item.FlowVersion = "", ""
 		run.FlowDraft, run.FlowRevision, run.FlowGeneration, run.FlowDigest, run.Snapshot = true, d.Revision, d.Generation, d.Digest, d.Snapshot
 	}
-	item.FlowRunID = run.ID
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id,
-			interaction_id, work_task_id, type, title, instruction, flow_name, flow_version, flow_draft, flow_run_id, status, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			item.ID, item.TenantID, item.WorkspaceID, item.Namespace, item.PrincipalID, nullString(item.InteractionID), item.WorkTaskID,
-			item.Type, item.Title, item.Instruction, item.FlowName, item.FlowVersion, boolInt(item.FlowDraft), item.FlowRunID, item.Status,
-			ms(now), ms(now)); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_runs (id, work_item_id, tenant_id, workspace_id, namespace,
-			principal_id, interaction_id, work_task_id, parent_flow_run_id, flow_name, flow_version, flow_draft, flow_revision,
-			flow_generation, flow_digest, flow_snapshot, state, data, resume_token_hash, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			run.ID, run.WorkItemID, run.TenantID, run.WorkspaceID, run.Namespace, run.PrincipalID, nullString(run.InteractionID),
-			run.WorkTaskID, nullString(run.ParentFlowRunID), run.FlowName, run.FlowVersion, boolInt(run.FlowDraft), run.FlowRevision,
-			run.FlowGeneration, run.FlowDigest, nullJSON(run.Snapshot), run.State, string(run.Data), hash, run.Version,
-			ms(now), ms(now)); err != nil {
-			return err
-		}
-		return s.appendEvents(ctx, tx, run.ID, run.State, now, Event{Type: EventRunCreated})
-	})
-	if err != nil {
+	item.FlowRunID, run.TriggerMessageID = run.ID, sub.TriggerMessageID
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id,
+		interaction_id, work_task_id, type, title, instruction, flow_name, flow_version, flow_draft, flow_run_id, status, trigger_message_id,
+		created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		item.ID, item.TenantID, item.WorkspaceID, item.Namespace, item.PrincipalID, nullString(item.InteractionID), item.WorkTaskID,
+		item.Type, item.Title, item.Instruction, item.FlowName, item.FlowVersion, boolInt(item.FlowDraft), item.FlowRunID, item.Status,
+		run.TriggerMessageID, ms(now), ms(now)); err != nil {
+		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_runs (id, work_item_id, tenant_id, workspace_id, namespace,
+		principal_id, interaction_id, work_task_id, parent_flow_run_id, flow_name, flow_version, flow_draft, flow_revision,
+		flow_generation, flow_digest, flow_snapshot, state, data, resume_token_hash, trigger_message_id, version, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		run.ID, run.WorkItemID, run.TenantID, run.WorkspaceID, run.Namespace, run.PrincipalID, nullString(run.InteractionID),
+		run.WorkTaskID, nullString(run.ParentFlowRunID), run.FlowName, run.FlowVersion, boolInt(run.FlowDraft), run.FlowRevision,
+		run.FlowGeneration, run.FlowDigest, nullJSON(run.Snapshot), run.State, string(run.Data), hash, run.TriggerMessageID, run.Version,
+		ms(now), ms(now)); err != nil {
+		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
+	}
+	if err := s.appendEvents(ctx, tx, run.ID, run.State, now, Event{Type: EventRunCreated}); err != nil {
 		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
 	}
 	return item, run, token, nil
@@ -400,7 +423,19 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, runID, state strin
 			return err
 		}
 	}
-	return nil
+	if s.Observer == nil {
+		return nil
+	}
+	run, err := scanRun(tx.QueryRowContext(ctx, s.q(`SELECT `+runColumns+` FROM flow_runs WHERE id = ?`), runID))
+	if err != nil {
+		return err
+	}
+	observed := make([]Event, len(events))
+	for i, e := range events {
+		e.RunID = runID
+		observed[i] = e
+	}
+	return s.Observer.Observe(ctx, tx, run, observed)
 }
 
 const workItemColumns = `id, tenant_id, workspace_id, namespace, principal_id, interaction_id, work_task_id, type, title, instruction,
@@ -434,7 +469,7 @@ func (s *Store) WorkItem(ctx context.Context, workspaceID, id string) (WorkItem,
 	return scanWorkItem(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+workItemColumns+` FROM work_items WHERE id = ? AND workspace_id = ?`), id, workspaceID))
 }
 
-const runColumns = `id, work_item_id, tenant_id, workspace_id, namespace, principal_id, interaction_id, work_task_id, parent_flow_run_id,
+const runColumns = `id, work_item_id, tenant_id, workspace_id, namespace, principal_id, interaction_id, work_task_id, parent_flow_run_id, trigger_message_id,
 	flow_name, flow_version, flow_draft, flow_revision, flow_generation, flow_digest, flow_snapshot, agents, state, paused_from, current_step, step_started, attempt,
 	data, result, reason, lease_owner, lease_expires_at, version, created_at, updated_at`
 
@@ -446,7 +481,7 @@ func scanRun(row scanner) (FlowRun, error) {
 		data                                          string
 		lease, createdAt, updatedAt                   int64
 	)
-	err := row.Scan(&r.ID, &r.WorkItemID, &r.TenantID, &r.WorkspaceID, &r.Namespace, &r.PrincipalID, &interaction, &r.WorkTaskID, &parent,
+	err := row.Scan(&r.ID, &r.WorkItemID, &r.TenantID, &r.WorkspaceID, &r.Namespace, &r.PrincipalID, &interaction, &r.WorkTaskID, &parent, &r.TriggerMessageID,
 		&r.FlowName, &r.FlowVersion, &draft, &r.FlowRevision, &r.FlowGeneration, &r.FlowDigest, &snapshot, &agents, &r.State, &r.PausedFrom, &r.CurrentStep, &stepStarted,
 		&r.Attempt, &data, &result, &r.Reason, &r.LeaseOwner, &lease, &r.Version, &createdAt, &updatedAt)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -60,8 +60,9 @@ type scope struct {
 	entry *platformv1.Entry
 	// missing lists the targets that do not resolve, each with its reason.
 	missing []finding
-	// resolvedTarget is the exact Flow version a Flow binding resolves to now; nil for an Agent
-	// binding (its Direct Agent Flow is not built yet) or a Flow without an active version.
+	// resolvedTarget is the exact Flow version the binding resolves to now: for an Agent binding
+	// the version of its Direct Agent Flow once publication made it; nil for a Flow without an
+	// active version.
 	resolvedTarget *platformv1.FlowVersionReference
 	// publicationFailure says why the automatic publication of the current generation failed.
 	publicationFailure string
@@ -161,8 +162,15 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope, b *platformv1.EntryB
 		if err != nil {
 			s.missing = append(s.missing, finding{platformv1.AgentNotFoundReason,
 				fmt.Sprintf("%s: Agent %q not found", path.Child("agent", "name"), b.Agent.Name)})
+			return nil, nil
 		}
-		return nil, nil
+		// The agent's Direct Agent Flow, once publication has made it.
+		direct := publication.DirectAgentFlowName(string(b.Agent.Name))
+		fv, err := publication.FindFlowVersion(ctx, r.Client, ns, direct, publication.DirectAgentFlowVersion)
+		if err != nil || fv == nil {
+			return nil, err
+		}
+		return &platformv1.FlowVersionReference{Name: platformv1.ResourceName(direct), Version: publication.DirectAgentFlowVersion}, nil
 	case b.Flow != nil:
 		if problem := reconcileutil.UnresolvableNamespace(b.Flow.Namespace); problem != "" {
 			s.missing = append(s.missing, finding{platformv1.FlowNotFoundReason, path.Child("flow", "namespace").String() + ": " + problem})

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,21 +19,25 @@ import (
 	"platform.dev/platform/internal/publication"
 )
 
-// +kubebuilder:rbac:groups=platform.dev,resources=publishedentries,verbs=get;list;watch
+// +kubebuilder:rbac:groups=platform.dev,resources=publishedentries,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=platform.dev,resources=publishedentries/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=platform.dev,resources=flows;flowversions,verbs=get;list;watch
 
-// PublishedReconciler reports whether each PublishedEntry's pinned Flow versions can run. It
-// owns nothing outside the status, so it needs no finalizer.
+// PublishedReconciler reports whether each PublishedEntry's pinned Flow versions can run, and
+// removes a PublishedEntry whose Entry is gone (kubectl delete, a GitOps prune): the embedded
+// control plane has no garbage collector to follow an owner reference. It owns nothing outside the
+// status, so it needs no finalizer.
 type PublishedReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Reader reads, uncached, whether a PublishedEntry's Entry still exists.
+	Reader client.Reader
 }
 
 // SetupWithManager registers the reconciler and its watches with mgr.
 func (r *PublishedReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.Recorder == nil {
-		return errors.New("publishedentry reconciler: Client and Recorder are required")
+	if r.Client == nil || r.Recorder == nil || r.Reader == nil {
+		return errors.New("publishedentry reconciler: Client, Recorder and Reader are required")
 	}
 	toEntries := handler.EnqueueRequestsFromMapFunc(r.publishedEntriesOfWorkspace)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -38,6 +45,8 @@ func (r *PublishedReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&platformv1.PublishedEntry{}).
 		Watches(&platformv1.Flow{}, toEntries).
 		Watches(&platformv1.FlowVersion{}, toEntries).
+		// An Entry's deletion removes its projection; its other changes are publication's.
+		Watches(&platformv1.Entry{}, &handler.EnqueueRequestForObject{}).
 		Complete(r)
 }
 
@@ -71,6 +80,9 @@ func (r *PublishedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !entry.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	if orphan, err := r.deleteOrphan(ctx, entry); orphan || err != nil {
+		return ctrl.Result{}, err
+	}
 	base := entry.DeepCopy()
 	s := &publishedScope{entry: entry}
 	defer func() {
@@ -86,6 +98,21 @@ func (r *PublishedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			base.Status.Conditions, entry.Status.Conditions, res, reterr)
 	}()
 	return reconcileutil.RunPhases(ctx, s, r.reconcileTargets)
+}
+
+// deleteOrphan deletes a PublishedEntry whose Entry no longer exists, with an uncached read so
+// that an Entry created a moment ago never loses its fresh publication; true when it did.
+func (r *PublishedReconciler) deleteOrphan(ctx context.Context, entry *platformv1.PublishedEntry) (bool, error) {
+	err := r.Reader.Get(ctx, client.ObjectKeyFromObject(entry), &platformv1.Entry{})
+	if !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	uid := entry.UID
+	if err := r.Client.Delete(ctx, entry, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return true, err
+	}
+	r.Recorder.Eventf(entry, nil, corev1.EventTypeNormal, "EntryDeleted", "Delete", "its Entry was deleted, so it is no longer published")
+	return true, nil
 }
 
 // reconcileTargets finds each pinned FlowVersion and its Flow.

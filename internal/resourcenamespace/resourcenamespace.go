@@ -160,3 +160,26 @@ func lookup(ctx context.Context, c client.Reader, workspace string, rns platform
 	}
 	return name, nil
 }
+
+// OfWorkspace lists the kube namespaces of every resource namespace of a workspace: its own
+// (`default`) first, then those labelled with it. Namespaces being deleted are left out.
+func OfWorkspace(ctx context.Context, c client.Reader, workspace string) ([]*corev1.Namespace, error) {
+	own := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: workspace}, own); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	out := []*corev1.Namespace{own}
+	labelled := &corev1.NamespaceList{}
+	if err := c.List(ctx, labelled, client.MatchingLabels{WorkspaceLabel: workspace}); err != nil {
+		return nil, err
+	}
+	for i := range labelled.Items {
+		if ns := &labelled.Items[i]; ns.DeletionTimestamp.IsZero() && ns.Name != workspace {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}

@@ -312,7 +312,9 @@ type EntryDefinition struct {
 	// +kubebuilder:default=Manual
 	Publication PublicationPolicy `json:"publication,omitempty"`
 	// EntryPresentation is what the Entry shows and accepts.
-	EntryPresentation `json:",inline"`
+	// The tag has no name rather than ",inline" so that the service API's OpenAPI schemas (huma)
+	// flatten it as encoding/json and controller-gen do.
+	EntryPresentation `json:""`
 	// binding selects the Agent or the Flow the Entry submits to.
 	// +required
 	Binding EntryBinding `json:"binding"`

@@ -9,7 +9,9 @@ import (
 // submits to.
 type PublishedEntryDefinition struct {
 	// EntryPresentation is what the Entry shows and accepts, as published.
-	EntryPresentation `json:",inline"`
+	// The tag has no name rather than ",inline" so that the service API's OpenAPI schemas (huma)
+	// flatten it as encoding/json and controller-gen do.
+	EntryPresentation `json:""`
 	// ownerWorkspaceId is the id of the one Workspace the Entry belongs to and executes in.
 	// +required
 	// +kubebuilder:validation:MinLength=1

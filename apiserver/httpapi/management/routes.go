@@ -20,7 +20,7 @@ const (
 type routes struct{ *httpapi.Server }
 
 // Routes registers the Management resources: agents, flows and their versions, model providers,
-// models, model profiles, and deployments (the runtime view of agents).
+// models, model profiles, deployments (the runtime view of agents), Entries and Dashboards.
 func Routes(s *httpapi.Server) {
 	r := &routes{s}
 	s.AddTags(
@@ -28,6 +28,8 @@ func Routes(s *httpapi.Server) {
 		&huma.Tag{Name: tagFlows, Description: "Flows: how work is routed to agents; editable drafts and immutable published versions."},
 		&huma.Tag{Name: tagModelProviders, Description: "Model providers: where models are served; reads never contact the provider."},
 		&huma.Tag{Name: tagModels, Description: "Models: the inventory of models discovered at the model providers."},
+		&huma.Tag{Name: tagEntries, Description: "Entries: end-user entry points, authored as drafts bound to an Agent or a Flow and published as immutable projections pinned to an exact Flow version; discovery across the caller's workspaces."},
+		&huma.Tag{Name: tagDashboards, Description: "Dashboards: published Entries of a workspace composed with a role and an order; every workspace starts with home."},
 		&huma.Tag{Name: tagDeployments, Description: "Deployments: the runtime view of agents, rebuilt from Management state."},
 		&huma.Tag{Name: tagModelProfiles, Description: "Model profiles: portable generation, reasoning and output intent over one model provider."},
 	)
@@ -37,4 +39,6 @@ func Routes(s *httpapi.Server) {
 	r.registerModels()
 	r.registerModelProfiles()
 	r.registerDeployments()
+	r.registerEntries()
+	r.registerDashboards()
 }

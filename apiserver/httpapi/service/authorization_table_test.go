@@ -118,6 +118,8 @@ func newTableFixture(t *testing.T, db *store.Store) *tableFixture {
 		{"/api/flows/table-flow/versions", `{"version":"1.0.0"}`},
 		{"/api/modelproviders", providerBody("table-provider", "Table")},
 		{"/api/modelprofiles", profileBody("table-profile", "table-provider", "small-1")},
+		{"/api/entries", entryBody("table-entry", "Table", `{"agent":{"name":"table-agent"}}`)},
+		{"/api/dashboards", dashboardBody("table-dashboard")},
 		{"/api/toolproviders", tableToolProviderBody("table-tool-provider")},
 		{"/api/tools", tableToolBody("table-tool")},
 	} {
@@ -125,6 +127,9 @@ func newTableFixture(t *testing.T, db *store.Store) *tableFixture {
 		if r.status != http.StatusCreated {
 			t.Fatalf("fixture %s: %d %v", c.path, r.status, r.body)
 		}
+	}
+	if r := f.as(platformAdmin, http.MethodPost, "/api/entries/table-entry/publish", ""); r.status != http.StatusOK {
+		t.Fatalf("fixture publish: %d %v", r.status, r.body)
 	}
 	return f
 }
@@ -205,6 +210,34 @@ func routeRoleTable() map[string]tableRow {
 			return tableRequest{method: http.MethodPost, path: "/api/modelproviders/" + name + suffix}
 		}}
 	}
+	// Entries (default route family, and the namespaced one through the default resource
+	// namespace) and Dashboards.
+	rows["discover-entries"] = tableRow{httpapi.PolicyAuthenticated, anyInteractiveUser(200), get("/api/entries")}
+	kindRows(rows, "dashboard", "/api/dashboards", "table-dashboard", dashboardBody)
+	rows["get-dashboard-view"] = read("/api/dashboards/table-dashboard/view")
+	for prefix, suffix := range map[string]string{"/api/entries/": "", "/api/namespaces/default/entries/": "-in-namespace"} {
+		rows["get-published-entry"+suffix] = read(prefix + "table-entry/published")
+		rows["get-entry-dependencies"+suffix] = read(prefix + "table-entry/dependencies")
+		rows["publish-entry"+suffix] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(200), func(*tableFixture, role) tableRequest {
+			return tableRequest{method: http.MethodPost, path: prefix + "table-entry/publish"}
+		}}
+		rows["delete-entry"+suffix] = tableRow{httpapi.PolicyResourcesDelete, ownersAndAdmins(204), func(f *tableFixture, r role) tableRequest {
+			name := "deleted" + suffix + "-by-" + r.String()
+			return tableRequest{method: http.MethodDelete, path: prefix + name,
+				headers: f.fresh("/api/entries", name, entryBody(name, "Table", `{"agent":{"name":"table-agent"}}`))}
+		}}
+	}
+	rows["get-entry-draft-in-namespace"] = read("/api/namespaces/default/entries/table-entry")
+	rows["list-entry-drafts-in-namespace"] = read("/api/namespaces/default/entry-drafts")
+	rows["list-entry-drafts"] = read("/api/entry-drafts")
+	rows["get-entry-draft"] = read("/api/entries/table-entry")
+	rows["create-entry-draft"] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(201), func(_ *tableFixture, r role) tableRequest {
+		return tableRequest{method: http.MethodPost, path: "/api/entries", body: entryBody("created-by-"+r.String(), "Table", `{"agent":{"name":"table-agent"}}`)}
+	}}
+	rows["replace-entry-draft"] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(200), func(f *tableFixture, _ role) tableRequest {
+		return tableRequest{method: http.MethodPut, path: "/api/entries/table-entry", body: entryBody("table-entry", "Table", `{"agent":{"name":"table-agent"}}`),
+			headers: []string{"If-Match", f.etag("/api/entries/table-entry")}}
+	}}
 	rows["get-model-profile-resolution"] = read("/api/modelprofiles/table-profile/resolution")
 	rows["list-model-profile-usages"] = read("/api/modelprofiles/table-profile/usages")
 	rows["publish-flow-version"] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(201), func(_ *tableFixture, r role) tableRequest {
@@ -336,6 +369,7 @@ func routeRoleTable() map[string]tableRow {
 
 	workRows(rows)
 	toolRows(rows)
+	workplaceRows(rows)
 	return rows
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,17 +20,19 @@ import (
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
 )
 
 // identityEnv is a Local-mode server over one store (of either dialect), bootstrapped through the
 // API: its Platform administrator (no membership) and its workspace.
 type identityEnv struct {
-	t      *testing.T
-	server *httptest.Server
-	api    huma.API
-	svc    *identity.Service
-	db     *store.Store
+	t         *testing.T
+	workplace *workplace.Store
+	server    *httptest.Server
+	api       huma.API
+	svc       *identity.Service
+	db        *store.Store
 
 	admin       identity.Principal
 	adminCookie *http.Cookie
@@ -44,6 +47,8 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	// The Work routes run on the same store, with an executor that revalidates runs/execute
 	// against the identity service as platform serve's does.
 	workStore := work.New(db)
+	places := workplace.NewStore(db, workStore, workplace.FileArtifacts{Dir: filepath.Join(t.TempDir(), "artifacts")})
+	workStore.Observer = places
 	authorize, err := httpapi.RunAuthorizer(cfg, svc)
 	g.Expect(err).NotTo(HaveOccurred())
 	exec, err := executor.New(executor.Options{Work: workStore, Resolver: executor.KubeResolver{Client: kube},
@@ -65,12 +70,13 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 		Identity:           svc,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
 		Work:               workStore,
+		Workplace:          places,
 		Executor:           exec,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewServer(api.Handler())
 	t.Cleanup(server.Close)
-	e := &identityEnv{t: t, server: server, api: api.API(), svc: svc, db: db}
+	e := &identityEnv{t: t, server: server, api: api.API(), svc: svc, db: db, workplace: places}
 
 	r := call(t, server, http.MethodPost, "/api/auth/bootstrap", bootstrapBody(uniqueWorkspace("id"), adminPassword))
 	g.Expect(r.status).To(Equal(http.StatusCreated), "bootstrap: %v", r.body)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,14 +23,26 @@ import (
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
 )
 
 // workServer is a Development-mode service API with a Work store and a running executor.
 func workServer(t testing.TB, s *store.Store) *httptest.Server {
 	t.Helper()
+	return workServerWith(t, s, nil)
+}
+
+// workServerWith is workServer with its Workplace store adjusted by tune (a clock).
+func workServerWith(t testing.TB, s *store.Store, tune func(*workplace.Store)) *httptest.Server {
+	t.Helper()
 	cfg := config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"})
 	store := work.New(s)
+	places := workplace.NewStore(s, store, workplace.FileArtifacts{Dir: filepath.Join(t.TempDir(), "artifacts")})
+	store.Observer = places
+	if tune != nil {
+		tune(places)
+	}
 	authorize, err := httpapi.RunAuthorizer(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +56,7 @@ func workServer(t testing.TB, s *store.Store) *httptest.Server {
 	done := make(chan struct{})
 	go func() { defer close(done); exec.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, Work: store, Executor: exec,
+	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, Work: store, Workplace: places, Executor: exec,
 		Ready: func(ctx context.Context) error { return env.Server().Ready(ctx) }})
 	if err != nil {
 		t.Fatal(err)

@@ -26,8 +26,8 @@ import (
 // maxWaitSeconds bounds how long a submission or a response waits for its run to settle.
 const maxWaitSeconds = 30
 
-// FlowReference selects the Flow a WorkItem runs: an exact version, or the active one.
-type FlowReference struct {
+// WorkItemFlowReference selects the Flow a WorkItem runs: an exact version, or the active one.
+type WorkItemFlowReference struct {
 	Name    string `json:"name" minLength:"1" maxLength:"253" doc:"Name of the Flow in the workspace"`
 	Version string `json:"version,omitempty" maxLength:"128" doc:"Exact published version; omitted selects the Flow's active version"`
 	Draft   bool   `json:"draft,omitempty" doc:"Run the Flow's current draft instead of a published version (a Draft Run); excludes version"`
@@ -45,26 +45,26 @@ type Correlation struct {
 
 // WorkItemSubmission is the body of POST /api/work/workitems.
 type WorkItemSubmission struct {
-	Type          string         `json:"type" minLength:"1" maxLength:"256" doc:"Kind of work, for people and routing"`
-	Title         string         `json:"title" maxLength:"1024" doc:"Short title of the work"`
-	Instruction   string         `json:"instruction" maxLength:"65536" doc:"What must be done; the run's input"`
-	FlowReference *FlowReference `json:"flowReference,omitempty" doc:"The Flow that says how: {name, version} exact or {name} active. Required until embedded definitions are supported."`
+	Type          string                 `json:"type" minLength:"1" maxLength:"256" doc:"Kind of work, for people and routing"`
+	Title         string                 `json:"title" maxLength:"1024" doc:"Short title of the work"`
+	Instruction   string                 `json:"instruction" maxLength:"65536" doc:"What must be done; the run's input"`
+	FlowReference *WorkItemFlowReference `json:"flowReference,omitempty" doc:"The Flow that says how: {name, version} exact or {name} active. Required until embedded definitions are supported."`
 }
 
 // WorkItem is a submitted WorkItem and where its run stands.
 type WorkItem struct {
-	ID            string         `json:"id"`
-	Type          string         `json:"type"`
-	Title         string         `json:"title"`
-	Instruction   string         `json:"instruction"`
-	Status        string         `json:"status" enum:"Pending,Running,ActionRequired,Paused,Completed,Failed,Cancelled" doc:"The state of its FlowRun"`
-	Reason        string         `json:"reason,omitempty" doc:"Why it failed or was cancelled"`
-	FlowReference FlowReference  `json:"flowReference" doc:"The exact Flow version it runs"`
-	FlowRunID     string         `json:"flowRunId"`
-	Correlation   Correlation    `json:"correlation"`
-	PendingAction *PendingAction `json:"pendingAction,omitempty" doc:"The question its run waits on, when ActionRequired"`
-	CreatedAt     time.Time      `json:"createdAt"`
-	UpdatedAt     time.Time      `json:"updatedAt"`
+	ID            string                `json:"id"`
+	Type          string                `json:"type"`
+	Title         string                `json:"title"`
+	Instruction   string                `json:"instruction"`
+	Status        string                `json:"status" enum:"Pending,Running,ActionRequired,Paused,Completed,Failed,Cancelled" doc:"The state of its FlowRun"`
+	Reason        string                `json:"reason,omitempty" doc:"Why it failed or was cancelled"`
+	FlowReference WorkItemFlowReference `json:"flowReference" doc:"The exact Flow version it runs"`
+	FlowRunID     string                `json:"flowRunId"`
+	Correlation   Correlation           `json:"correlation"`
+	PendingAction *PendingAction        `json:"pendingAction,omitempty" doc:"The question its run waits on, when ActionRequired"`
+	CreatedAt     time.Time             `json:"createdAt"`
+	UpdatedAt     time.Time             `json:"updatedAt"`
 }
 
 // WorkItemResult is the result of a WorkItem.
@@ -141,8 +141,10 @@ type FlowRunEvent struct {
 // PendingActionResponse is the body of a response to a PendingAction.
 type PendingActionResponse struct {
 	ResumeToken string  `json:"resumeToken" minLength:"1" maxLength:"256" doc:"The single-use token returned when the run was submitted or last answered"`
-	Value       *string `json:"value,omitempty" maxLength:"65536" doc:"The answer of a text action, the value of the chosen option, or the reason of an approval decision (at most 2048 bytes; a rejected tool call returns it to the model)"`
-	Confirmed   *bool   `json:"confirmed,omitempty" doc:"The answer of a confirmation, or of an approval: true approves, false rejects"`
+	Value       *string `json:"value,omitempty" maxLength:"65536" doc:"The answer of a text action, or the value of the chosen option"`
+	Confirmed   *bool   `json:"confirmed,omitempty" doc:"The answer of a confirmation"`
+	Approved    *bool   `json:"approved,omitempty" doc:"The answer of an approval: true lets the tool call (or the step) run, false refuses it"`
+	Reason      string  `json:"reason,omitempty" maxLength:"2048" doc:"Why an approval was given or refused; a refused tool call returns it to the model"`
 }
 
 type workItemSubmitted struct {
@@ -313,7 +315,7 @@ func (s *routes) registerWork() {
 		OperationID: "respond-to-pending-action", Method: http.MethodPost, Path: "/api/flowRuns/{runId}/pending-actions/{actionId}/responses",
 		Tags: []string{tagWork}, Summary: "Answer a pending action and resume the run",
 		Description: "The workspace, run, action and resume token must all match. A wrong token is 400, an answer that does not fit " +
-			"the action (a value that is not an option, a confirmation or approval without confirmed) 400, an expired or already resolved " +
+			"the action (a value that is not an option, a confirmation without confirmed, an approval without approved) 400, an expired or already resolved " +
 			"action 409. The action is completed atomically, records who answered, and the run resumes at its continuation " +
 			"step. The response carries a new single-use resumeToken for the run's next pending action.",
 		Errors: []int{http.StatusBadRequest, http.StatusConflict},
@@ -335,7 +337,7 @@ func (s *routes) registerWork() {
 			return nil, err
 		}
 		action, run, token, err := s.Work().Respond(ctx, domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
-			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed}})
+			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason}})
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
@@ -550,7 +552,7 @@ func (s *routes) flowRunOf(ctx context.Context, run domain.FlowRun) (FlowRun, er
 
 func workItemOf(w domain.WorkItem, pending *PendingAction) WorkItem {
 	return WorkItem{ID: w.ID, Type: w.Type, Title: w.Title, Instruction: w.Instruction, Status: w.Status, Reason: w.Reason,
-		FlowReference: FlowReference{Name: w.FlowName, Version: w.FlowVersion, Draft: w.FlowDraft}, FlowRunID: w.FlowRunID, PendingAction: pending,
+		FlowReference: WorkItemFlowReference{Name: w.FlowName, Version: w.FlowVersion, Draft: w.FlowDraft}, FlowRunID: w.FlowRunID, PendingAction: pending,
 		Correlation: Correlation{InteractionID: w.InteractionID, WorkTaskID: w.WorkTaskID, WorkExecutionID: w.ID, FlowRunID: w.FlowRunID},
 		CreatedAt:   w.CreatedAt, UpdatedAt: w.UpdatedAt}
 }

@@ -1,0 +1,566 @@
+package workplace
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/work"
+	domain "platform.dev/platform/apiserver/workplace"
+	"platform.dev/platform/internal/publication"
+	"platform.dev/platform/internal/resourcenamespace"
+)
+
+// maxWaitSeconds bounds how long a request waits for its run to settle before it answers.
+const maxWaitSeconds = 30
+
+// Interaction is a durable conversation, as the Workplace reads it. It never carries a resume
+// token or its hash, a run id of a provider, or the Entry's binding.
+type Interaction struct {
+	ID        string    `json:"id"`
+	Entry     EntryRef  `json:"entry" doc:"The Entry the conversation was opened from"`
+	Title     string    `json:"title"`
+	State     string    `json:"state" enum:"Active,Idle,Closed" doc:"Active while work is in progress or waits for an answer, Idle once it ended (a completed Task leaves its conversation Idle, open for follow-ups), Closed when an Entry cleanup closed it"`
+	TaskID    string    `json:"taskId,omitempty" doc:"The public Task of the conversation, when its reference appears in it"`
+	Blocked   bool      `json:"blocked" doc:"True while a question waits for an answer: the composer is disabled until it is answered"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// EntryRef names an Entry of the workspace.
+type EntryRef struct {
+	Namespace string `json:"namespace" doc:"Resource namespace: default, or a Pack's publisher.name"`
+	Name      string `json:"name"`
+}
+
+// InteractionMessage is one functional message of a conversation.
+type InteractionMessage struct {
+	ID        string    `json:"id"`
+	Seq       int64     `json:"seq" doc:"Position in the conversation, from 1"`
+	Role      string    `json:"role" enum:"User,Platform,System" doc:"A functional label, never an identity"`
+	Kind      string    `json:"kind" enum:"text,answer,reply,question,error,cancelled,result"`
+	Text      string    `json:"text"`
+	Question  *Question `json:"question,omitempty" doc:"For a question: the pending action it asks"`
+	Pending   bool      `json:"pending,omitempty" doc:"A follow-up waiting for the work in progress to end before its run starts"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Question is the pending action a question message asks.
+type Question struct {
+	PendingActionID string        `json:"pendingActionId"`
+	Kind            string        `json:"kind" enum:"text,choice,confirmation,file,approval"`
+	Options         []work.Option `json:"options,omitempty"`
+}
+
+// InteractionAction is the functional action of the conversation's latest run: what the Workplace shows.
+type InteractionAction struct {
+	Type          string                    `json:"type" enum:"respond,requestInput,requestConfirmation,requestChoice,createTask,showResult,showError,working" doc:"working while the run has not settled yet: updates follow (real-time hub, or a read of the Interaction)"`
+	Text          string                    `json:"text,omitempty"`
+	PendingAction *InteractionPendingAction `json:"pendingAction,omitempty" doc:"The question to answer, for the request actions"`
+}
+
+// InteractionPendingAction is a question a run waits on. Its resume token is never part of it.
+type InteractionPendingAction struct {
+	ID        string        `json:"id"`
+	Kind      string        `json:"kind" enum:"text,choice,confirmation,file,approval"`
+	Prompt    string        `json:"prompt"`
+	Options   []work.Option `json:"options,omitempty"`
+	Status    string        `json:"status" enum:"created,completed,expired,cancelled"`
+	ExpiresAt time.Time     `json:"expiresAt"`
+}
+
+// Exchange is the answer of the operations that move a conversation: the conversation, the
+// action of its latest run, its Task when the reference appears, and the single-use resume
+// token of the run's next pending action, returned only here.
+type Exchange struct {
+	Interaction Interaction               `json:"interaction"`
+	Message     *InteractionMessage       `json:"message,omitempty" doc:"The message the request added"`
+	Action      *InteractionAction        `json:"action,omitempty"`
+	Task        *Task                     `json:"task,omitempty" doc:"The public Task, when its reference appears in the conversation"`
+	Answered    *InteractionPendingAction `json:"answered,omitempty" doc:"The pending action the request answered"`
+	ResumeToken string                    `json:"resumeToken,omitempty" doc:"Single-use: answers the run's next pending action; never readable again"`
+}
+
+type WorkspacePath struct {
+	Workspace string `path:"workspace" maxLength:"128" doc:"Workspace id or route name"`
+}
+
+type InteractionPath struct {
+	WorkspacePath
+	ID string `path:"id" maxLength:"64" doc:"Interaction id"`
+}
+
+type WaitQuery struct {
+	WaitSeconds int `query:"waitSeconds" minimum:"0" maximum:"30" default:"10" doc:"Wait up to this long for the run to ask, answer or end before answering"`
+}
+
+// OpenRequest opens a conversation from an Entry.
+type OpenRequest struct {
+	Input       map[string]json.RawMessage `json:"input,omitempty" doc:"The values of the Entry's fields by name; the PrimaryInput field carries the request"`
+	Attachments []json.RawMessage          `json:"attachments,omitempty" doc:"Attachments: no published Entry accepts any yet"`
+}
+
+// FollowUpRequest is a follow-up message.
+type FollowUpRequest struct {
+	Text string `json:"text" doc:"The message" minLength:"1"`
+}
+
+// AnswerRequest answers a pending action of the conversation.
+type AnswerRequest struct {
+	ResumeToken string      `json:"resumeToken,omitempty" maxLength:"128" doc:"The single-use token returned with the question"`
+	Value       *string     `json:"value,omitempty" doc:"The answer of a text action, or the value of a choice's option"`
+	Confirmed   *bool       `json:"confirmed,omitempty" doc:"The answer of a confirmation"`
+	Approved    *bool       `json:"approved,omitempty" doc:"The answer of an approval"`
+	Reason      string      `json:"reason,omitempty" maxLength:"2048" doc:"Why an approval was given or refused"`
+	File        *FileAnswer `json:"file,omitempty" doc:"The answer of a file action"`
+}
+
+// FileAnswer is a file a person sends in answer to a file action; its bytes go to the artifact
+// store.
+type FileAnswer struct {
+	Name          string `json:"name" minLength:"1" maxLength:"255" doc:"A display name, no path"`
+	MediaType     string `json:"mediaType" minLength:"1" maxLength:"255" doc:"Its media type, such as text/csv"`
+	ContentBase64 string `json:"contentBase64" doc:"Its bytes, Base64-encoded (standard alphabet), at most 16 MiB decoded"`
+}
+
+type exchangeOutput struct {
+	Body Exchange
+}
+
+func (s *routes) registerInteractions() {
+	huma.Register(s.API(), s.operation(huma.Operation{
+		OperationID: "open-interaction", Method: http.MethodPost, Path: "/api/workspaces/{workspace}/entries/{entry}/interactions",
+		Tags: []string{tagInteractions}, Summary: "Open an Interaction from an Entry", DefaultStatus: http.StatusCreated,
+		Description: "Checks the input against the published Entry's fields (422 with the field path: an unknown field, a " +
+			"missing required one, a value of the wrong type, a text too long, any attachment), checks again that its pinned " +
+			"Flow version can run (409 otherwise), and in one transaction opens the durable conversation with the exact " +
+			"submitted JSON, records the User message and starts the WorkItem and FlowRun on the pinned Flow version in the " +
+			"Entry's workspace. The answer carries the action of the run once it settled (waitSeconds), the public Task when " +
+			"its reference appears, and the single-use resume token of its first question.",
+		Errors: []int{http.StatusConflict, http.StatusUnprocessableEntity},
+	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
+		WorkspacePath
+		Entry     string `path:"entry" maxLength:"253" doc:"Name of the published Entry"`
+		Namespace string `query:"namespace" maxLength:"127" doc:"Resource namespace of the Entry; default when omitted"`
+		WaitQuery
+		RawBody []byte
+		Body    OpenRequest
+	}) (*exchangeOutput, error) {
+		return s.open(ctx, in.Entry, in.Namespace, in.RawBody, in.Body, in.WaitSeconds)
+	})
+
+	huma.Register(s.API(), s.operation(huma.Operation{
+		OperationID: "list-interactions", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/interactions",
+		Tags: []string{tagInteractions}, Summary: "List the caller's recent Interactions", Description: "Most recently active first.",
+	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
+		WorkspacePath
+		Take int `query:"take" minimum:"1" maximum:"100" default:"20" doc:"At most this many"`
+	}) (*httpapi.ListOutput[Interaction], error) {
+		rc, _ := httpapi.RequestContextFrom(ctx)
+		list, err := s.workplace.Interactions(ctx, rc.WorkspaceID, rc.PrincipalID, in.Take)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		out := make([]Interaction, 0, len(list))
+		for _, i := range list {
+			view, err := s.interactionView(ctx, i)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, view)
+		}
+		return httpapi.ItemsOutput(out), nil
+	})
+
+	huma.Register(s.API(), s.operation(huma.Operation{
+		OperationID: "get-interaction", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/interactions/{id}",
+		Tags: []string{tagInteractions}, Summary: "Read an Interaction",
+		Description: "With the action of its latest run. Never a resume token: it was returned once, to the request that led to the question.",
+	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *InteractionPath) (*exchangeOutput, error) {
+		rc, _ := httpapi.RequestContextFrom(ctx)
+		i, err := s.workplace.Interaction(ctx, rc.WorkspaceID, in.ID)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		return s.exchange(ctx, i, nil, "")
+	})
+
+	huma.Register(s.API(), s.operation(huma.Operation{
+		OperationID: "list-interaction-messages", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/interactions/{id}/messages",
+		Tags: []string{tagInteractions}, Summary: "List the messages of an Interaction", Description: "Oldest first, after seq.",
+	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
+		InteractionPath
+		After int64 `query:"after" minimum:"0" doc:"Only the messages after this seq"`
+		Take  int   `query:"take" minimum:"1" maximum:"200" default:"100" doc:"At most this many"`
+	}) (*httpapi.ListOutput[InteractionMessage], error) {
+		rc, _ := httpapi.RequestContextFrom(ctx)
+		if _, err := s.workplace.Interaction(ctx, rc.WorkspaceID, in.ID); err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		messages, err := s.workplace.Messages(ctx, rc.WorkspaceID, in.ID, in.After, in.Take)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		return httpapi.ListOf(messages, messageOf), nil
+	})
+
+	huma.Register(s.API(), s.operation(huma.Operation{
+		OperationID: "send-interaction-message", Method: http.MethodPost, Path: "/api/workspaces/{workspace}/interactions/{id}/messages",
+		Tags: []string{tagInteractions}, Summary: "Send a follow-up message", DefaultStatus: http.StatusAccepted,
+		Description: "Accepted asynchronously (202): a new FlowRun continues the conversation on the Entry's continuation target " +
+			"(else its initial one), records the ended run as its parentFlowRunId, keeps the Interaction and the public Task, " +
+			"and never reopens the earlier run. Its input holds the continuation context: recent messages and Result and " +
+			"artifact references only. While the previous run still works, the message waits (pending) and its run starts " +
+			"when that one ends. While a question waits for an answer, the message is refused with 409: answer it first.",
+		Errors: []int{http.StatusConflict, http.StatusUnprocessableEntity},
+	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
+		InteractionPath
+		WaitQuery
+		Body FollowUpRequest
+	}) (*exchangeOutput, error) {
+		if errs := domain.CheckMessage(in.Body.Text, field.NewPath("text")); len(errs) > 0 {
+			return nil, httpapi.FieldErrors(errs)
+		}
+		rc, _ := httpapi.RequestContextFrom(ctx)
+		f, err := s.workplace.SendFollowUp(ctx, rc.WorkspaceID, rc.PrincipalID, in.ID, in.Body.Text)
+		switch {
+		case errors.Is(err, domain.ErrBlocked):
+			return nil, huma.Error409Conflict("a question of the conversation waits for an answer; answer it before sending a message")
+		case err != nil:
+			return nil, httpapi.Problem(err)
+		}
+		s.wakeExecutor()
+		i := f.Interaction
+		if f.Run != nil {
+			if i, err = s.settle(ctx, i, in.WaitSeconds); err != nil {
+				return nil, err
+			}
+		}
+		msg := messageOf(f.Message)
+		return s.exchange(ctx, i, &msg, f.Token)
+	})
+
+	huma.Register(s.API(), s.operation(huma.Operation{
+		OperationID: "answer-interaction-pending-action", Method: http.MethodPost,
+		Path: "/api/workspaces/{workspace}/interactions/{id}/pending-actions/{actionId}/responses",
+		Tags: []string{tagInteractions}, Summary: "Answer a pending action of the conversation",
+		Description: "Workspace, Interaction, pending action and resume token must all match. The action completes " +
+			"atomically and once: a wrong token or an answer that does not fit is 400, an expired or already answered action " +
+			"409, another workspace's 404. The answer is recorded as a User message (a choice's label, yes or no, the text, " +
+			"the file's name, approved or rejected with the reason); a file's bytes go to the artifact store, as an artifact " +
+			"of the Task. The answer carries a fresh resume token for the run's next question.",
+		Errors: []int{http.StatusBadRequest, http.StatusConflict},
+	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
+		InteractionPath
+		ActionID string `path:"actionId" maxLength:"64" doc:"Pending action id"`
+		WaitQuery
+		Body AnswerRequest
+	}) (*exchangeOutput, error) {
+		rc, _ := httpapi.RequestContextFrom(ctx)
+		i, err := s.workplace.Interaction(ctx, rc.WorkspaceID, in.ID)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		runID, err := s.workplace.PendingActionOf(ctx, rc.WorkspaceID, i.ID, "", in.ActionID)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		answered, token, err := s.answer(ctx, rc, runID, in.ActionID, in.Body, true)
+		if err != nil {
+			return nil, err
+		}
+		if i, err = s.workplace.Interaction(ctx, rc.WorkspaceID, i.ID); err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		if i, err = s.settle(ctx, i, in.WaitSeconds); err != nil {
+			return nil, err
+		}
+		out, err := s.exchange(ctx, i, nil, token)
+		if err == nil {
+			out.Body.Answered = pendingActionOf(&answered)
+		}
+		return out, err
+	})
+}
+
+// open opens a conversation from the published Entry name of resource namespace rns of the
+// request's workspace.
+func (s *routes) open(ctx context.Context, name, rns string, raw []byte, body OpenRequest, wait int) (*exchangeOutput, error) {
+	rc, _ := httpapi.RequestContextFrom(ctx)
+	if rns == "" {
+		rns = string(platformv1.DefaultResourceNamespace)
+	}
+	if len(body.Attachments) > 0 {
+		return nil, httpapi.FieldErrors(field.ErrorList{field.Forbidden(field.NewPath("attachments"), "this Entry accepts no attachments")})
+	}
+	ns, err := resourcenamespace.Resolve(ctx, s.Kube(), rc.Namespace, platformv1.ResourceNamespace(rns))
+	if errors.Is(err, resourcenamespace.ErrNotFound) {
+		return nil, huma.Error404NotFound(fmt.Sprintf("entry %q not found", name))
+	}
+	if err != nil {
+		return nil, httpapi.Problem(err)
+	}
+	published := &platformv1.PublishedEntry{}
+	if err := s.Kube().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, published); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, huma.Error404NotFound(fmt.Sprintf("entry %q is not published in the workspace", name))
+		}
+		return nil, httpapi.Problem(err)
+	}
+	def := &published.Definition
+	submission, errs := domain.CheckSubmission(&def.EntryPresentation, body.Input)
+	if len(errs) > 0 {
+		return nil, httpapi.FieldErrors(errs)
+	}
+	target, err := s.executable(ctx, ns, def.ResolvedTarget)
+	if err != nil {
+		return nil, err
+	}
+	continuation := target
+	if def.ContinuationTarget != nil {
+		if continuation, err = s.executable(ctx, ns, *def.ContinuationTarget); err != nil {
+			return nil, err
+		}
+	}
+	i, run, token, err := s.workplace.Open(ctx, domain.Opening{
+		Context:        work.Context{TenantID: rc.TenantID, WorkspaceID: rc.WorkspaceID, Namespace: rc.Namespace, PrincipalID: rc.PrincipalID},
+		EntryNamespace: rns, EntryName: name, EntryGeneration: def.EntryGeneration, Title: entryTitle(def, name),
+		TaskDisplay: string(def.Task.Display), Participants: string(def.Participants.Visibility), ResultsDisplay: string(def.Results.Display),
+		Target: target, Continuation: continuation, Submitted: raw, Submission: submission,
+	})
+	if err != nil {
+		return nil, httpapi.Problem(err)
+	}
+	_ = run
+	s.wakeExecutor()
+	if i, err = s.settle(ctx, i, wait); err != nil {
+		return nil, err
+	}
+	out, err := s.exchange(ctx, i, nil, token)
+	if err == nil {
+		out.Body.Message = nil
+	}
+	return out, err
+}
+
+func entryTitle(def *platformv1.PublishedEntryDefinition, name string) string {
+	if def.DisplayName != "" {
+		return def.DisplayName
+	}
+	return name
+}
+
+// executable rechecks, at submission, that a pinned Flow version can run now: the version is
+// published and Ready, its Flow exists and is enabled. A conversation never starts on what
+// cannot run (409 with the stable reason).
+func (s *routes) executable(ctx context.Context, from string, ref platformv1.FlowVersionReference) (domain.FlowTarget, error) {
+	refused := func(reason, detail string) (domain.FlowTarget, error) {
+		return domain.FlowTarget{}, huma.Error409Conflict(fmt.Sprintf("the Entry cannot start now (%s): %s", reason, detail))
+	}
+	ns, err := resourcenamespace.Resolve(ctx, s.Kube(), from, ref.Namespace)
+	if errors.Is(err, resourcenamespace.ErrNotFound) {
+		return refused(platformv1.FlowNotFoundReason, "the resource namespace of its Flow is gone")
+	}
+	if err != nil {
+		return domain.FlowTarget{}, httpapi.Problem(err)
+	}
+	flow := &platformv1.Flow{}
+	if err := s.Kube().Get(ctx, client.ObjectKey{Namespace: ns, Name: string(ref.Name)}, flow); err != nil {
+		if apierrors.IsNotFound(err) {
+			return refused(platformv1.FlowNotFoundReason, fmt.Sprintf("Flow %q does not exist", ref.Name))
+		}
+		return domain.FlowTarget{}, httpapi.Problem(err)
+	}
+	if flow.Definition.Enabled != nil && !*flow.Definition.Enabled {
+		return refused(platformv1.FlowDisabledReason, fmt.Sprintf("Flow %q is disabled", ref.Name))
+	}
+	version, err := publication.FindFlowVersion(ctx, s.Kube(), ns, string(ref.Name), ref.Version)
+	if err != nil {
+		return domain.FlowTarget{}, httpapi.Problem(err)
+	}
+	if version == nil {
+		return refused(platformv1.FlowVersionNotFoundReason, fmt.Sprintf("version %s of Flow %q is not published", ref.Version, ref.Name))
+	}
+	if ready := meta.FindStatusCondition(version.Status.Conditions, platformv1.ReadyCondition); ready != nil && ready.Status != "True" {
+		return refused(ready.Reason, ready.Message)
+	}
+	return domain.FlowTarget{Namespace: ns, Flow: string(ref.Name), Version: string(ref.Version)}, nil
+}
+
+// answer completes a pending action of run runID with the request's answer. A file's bytes are
+// stored first and recorded as an artifact of the Task with the answer; a refused answer removes
+// them again.
+func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, actionID string, body AnswerRequest, needToken bool) (work.PendingAction, string, error) {
+	ans := work.Answer{Value: body.Value, Confirmed: body.Confirmed, Approved: body.Approved, Reason: body.Reason}
+	if needToken && body.ResumeToken == "" {
+		return work.PendingAction{}, "", huma.Error400BadRequest("the answer needs the resume token returned with the question",
+			&huma.ErrorDetail{Location: "body.resumeToken", Message: "required"})
+	}
+	var artifact *domain.Artifact
+	if f := body.File; f != nil {
+		data, err := base64.StdEncoding.DecodeString(f.ContentBase64)
+		if err != nil {
+			return work.PendingAction{}, "", huma.Error400BadRequest("the file is not Base64", &huma.ErrorDetail{Location: "body.file.contentBase64", Message: "standard Base64"})
+		}
+		if strings.ContainsAny(f.Name, "/\\\x00") {
+			return work.PendingAction{}, "", huma.Error400BadRequest("the file name is a display name", &huma.ErrorDetail{Location: "body.file.name", Message: "no path separators"})
+		}
+		run, err := s.Work().Run(ctx, rc.WorkspaceID, runID)
+		if err != nil {
+			return work.PendingAction{}, "", httpapi.Problem(err)
+		}
+		stored, err := s.workplace.StoreArtifact(ctx, run.WorkTaskID, rc.WorkspaceID, f.Name, f.MediaType, data)
+		if err != nil {
+			return work.PendingAction{}, "", httpapi.Problem(err)
+		}
+		artifact = &stored
+		ans.File = &work.FileAnswer{Name: f.Name, MediaType: f.MediaType, Length: stored.Length, ArtifactID: stored.ID}
+	}
+	action, _, token, err := s.Work().Respond(ctx, work.Response{WorkspaceID: rc.WorkspaceID, RunID: runID, ActionID: actionID,
+		Token: body.ResumeToken, SkipToken: !needToken, PrincipalID: rc.PrincipalID, Answer: ans})
+	if err != nil {
+		if artifact != nil {
+			_ = s.workplace.DeleteArtifact(context.WithoutCancel(ctx), *artifact)
+		}
+		return action, "", httpapi.Problem(err)
+	}
+	s.wakeExecutor()
+	return action, token, nil
+}
+
+func (s *routes) wakeExecutor() {
+	if e := s.Executor(); e != nil {
+		e.Wake()
+	}
+}
+
+// settle waits up to seconds for the conversation's latest run to ask, answer or end.
+func (s *routes) settle(ctx context.Context, i domain.Interaction, seconds int) (domain.Interaction, error) {
+	if i.CurrentRunID == "" || seconds <= 0 {
+		return i, nil
+	}
+	run, err := s.Work().Run(ctx, i.WorkspaceID, i.CurrentRunID)
+	if err != nil {
+		return i, httpapi.Problem(err)
+	}
+	if _, err := s.Work().WaitSettled(ctx, i.WorkspaceID, run, time.Duration(min(seconds, maxWaitSeconds))*time.Second); err != nil {
+		return i, httpapi.Problem(err)
+	}
+	next, err := s.workplace.Interaction(ctx, i.WorkspaceID, i.ID)
+	if err != nil {
+		return i, httpapi.Problem(err)
+	}
+	return next, nil
+}
+
+// exchange describes the conversation i after a request.
+func (s *routes) exchange(ctx context.Context, i domain.Interaction, msg *InteractionMessage, token string) (*exchangeOutput, error) {
+	view, err := s.interactionView(ctx, i)
+	if err != nil {
+		return nil, err
+	}
+	out := &exchangeOutput{Body: Exchange{Interaction: view, Message: msg, ResumeToken: token}}
+	if i.CurrentRunID != "" {
+		run, err := s.Work().Run(ctx, i.WorkspaceID, i.CurrentRunID)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		if out.Body.Action, err = s.actionOf(ctx, run); err != nil {
+			return nil, err
+		}
+	}
+	if view.TaskID != "" {
+		t, err := s.workplace.Task(ctx, i.WorkspaceID, view.TaskID)
+		if err == nil {
+			task := taskOf(t)
+			out.Body.Task = &task
+		} else if !errors.Is(err, domain.ErrNotFound) {
+			return nil, httpapi.Problem(err)
+		}
+	}
+	return out, nil
+}
+
+// actionOf is the functional action of a run: its question, its answer, its failure, or working.
+func (s *routes) actionOf(ctx context.Context, run work.FlowRun) (*InteractionAction, error) {
+	switch run.State {
+	case work.StateActionRequired:
+		a, err := s.Work().OpenPendingAction(ctx, run.ID)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		if a == nil {
+			return &InteractionAction{Type: "working"}, nil
+		}
+		kind := map[string]string{work.KindChoice: "requestChoice", work.KindConfirmation: "requestConfirmation", work.KindApproval: "requestConfirmation"}[a.Kind]
+		if kind == "" {
+			kind = "requestInput"
+		}
+		return &InteractionAction{Type: kind, Text: a.Prompt, PendingAction: pendingActionOf(a)}, nil
+	case work.StateCompleted:
+		action, text, title := domain.FunctionalAction(run.Result)
+		if action == "createTask" && text == "" {
+			text = title
+		}
+		return &InteractionAction{Type: action, Text: text}, nil
+	case work.StateFailed:
+		return &InteractionAction{Type: "showError", Text: run.Reason}, nil
+	case work.StateCancelled:
+		return &InteractionAction{Type: "showError", Text: "The work was cancelled"}, nil
+	}
+	return &InteractionAction{Type: "working"}, nil
+}
+
+func (s *routes) interactionView(ctx context.Context, i domain.Interaction) (Interaction, error) {
+	view := Interaction{ID: i.ID, Entry: EntryRef{Namespace: i.EntryNamespace, Name: i.EntryName}, Title: i.Title, State: i.State,
+		Version: i.Version, CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt}
+	if i.LastTaskID != "" {
+		t, err := s.workplace.Task(ctx, i.WorkspaceID, i.LastTaskID)
+		switch {
+		case err == nil && t.Visible:
+			view.TaskID = t.ID
+		case err != nil && !errors.Is(err, domain.ErrNotFound):
+			return view, httpapi.Problem(err)
+		}
+	}
+	if i.CurrentRunID != "" && i.State == domain.InteractionActive {
+		run, err := s.Work().Run(ctx, i.WorkspaceID, i.CurrentRunID)
+		if err != nil && !errors.Is(err, work.ErrNotFound) {
+			return view, httpapi.Problem(err)
+		}
+		view.Blocked = err == nil && run.State == work.StateActionRequired
+	}
+	return view, nil
+}
+
+func messageOf(m domain.Message) InteractionMessage {
+	out := InteractionMessage{ID: m.ID, Seq: m.Seq, Role: m.Role, Kind: m.Kind, Text: m.Text, Pending: m.Pending, CreatedAt: m.CreatedAt}
+	if m.Kind == domain.MessageQuestion && len(m.Payload) > 0 {
+		var q Question
+		if json.Unmarshal(m.Payload, &q) == nil {
+			out.Question = &q
+		}
+	}
+	return out
+}
+
+func pendingActionOf(a *work.PendingAction) *InteractionPendingAction {
+	if a == nil {
+		return nil
+	}
+	return &InteractionPendingAction{ID: a.ID, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: a.Status, ExpiresAt: a.ExpiresAt}
+}

@@ -1,0 +1,102 @@
+package workplace
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"platform.dev/platform/apiserver/httpapi"
+	domain "platform.dev/platform/apiserver/workplace"
+)
+
+// Notification tells the caller about something that needs attention.
+type Notification struct {
+	ID            string     `json:"id"`
+	Kind          string     `json:"kind" enum:"question,task-completed,task-failed"`
+	Attention     bool       `json:"attention" doc:"A question waiting for an answer, or a failure"`
+	Title         string     `json:"title"`
+	TaskID        string     `json:"taskId,omitempty"`
+	InteractionID string     `json:"interactionId,omitempty"`
+	Read          bool       `json:"read"`
+	ReadAt        *time.Time `json:"readAt,omitempty"`
+	CreatedAt     time.Time  `json:"createdAt"`
+}
+
+// NotificationList is the caller's notifications, attention first, with the unread count.
+type NotificationList struct {
+	Items       []Notification `json:"items"`
+	UnreadCount int            `json:"unreadCount"`
+}
+
+func notificationOf(n domain.Notification) Notification {
+	out := Notification{ID: n.ID, Kind: n.Kind, Attention: n.Attention, Title: n.Title, TaskID: n.TaskID, InteractionID: n.InteractionID,
+		Read: !n.ReadAt.IsZero(), CreatedAt: n.CreatedAt}
+	if out.Read {
+		at := n.ReadAt
+		out.ReadAt = &at
+	}
+	return out
+}
+
+func (s *routes) registerNotifications() {
+	huma.Register(s.API(), s.operation(huma.Operation{
+		OperationID: "list-notifications", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/notifications", Tags: []string{tagNotifications},
+		Summary:     "List the caller's notifications",
+		Description: "Attention first: unread questions and failures, then the other unread ones, then the read ones; newest first in each. With the unread count.",
+	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
+		WorkspacePath
+		Take int `query:"take" minimum:"1" maximum:"100" default:"50"`
+	}) (*struct{ Body NotificationList }, error) {
+		rc, _ := httpapi.RequestContextFrom(ctx)
+		list, unread, err := s.workplace.Notifications(ctx, rc.WorkspaceID, rc.PrincipalID, in.Take)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		out := NotificationList{Items: make([]Notification, 0, len(list)), UnreadCount: unread}
+		for _, n := range list {
+			out.Items = append(out.Items, notificationOf(n))
+		}
+		return &struct{ Body NotificationList }{Body: out}, nil
+	})
+
+	huma.Register(s.API(), s.operation(huma.Operation{
+		OperationID: "read-notification", Method: http.MethodPost, Path: "/api/workspaces/{workspace}/notifications/{id}/read", Tags: []string{tagNotifications},
+		Summary: "Mark one notification read", Description: "Marking it again changes nothing.",
+	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
+		WorkspacePath
+		ID string `path:"id" maxLength:"64"`
+	}) (*struct{ Body Notification }, error) {
+		rc, _ := httpapi.RequestContextFrom(ctx)
+		n, err := s.workplace.MarkRead(ctx, rc.WorkspaceID, rc.PrincipalID, in.ID)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		return &struct{ Body Notification }{Body: notificationOf(n)}, nil
+	})
+
+	huma.Register(s.API(), s.operation(huma.Operation{
+		OperationID: "read-all-notifications", Method: http.MethodPost, Path: "/api/workspaces/{workspace}/notifications/read-all", Tags: []string{tagNotifications},
+		Summary: "Mark all the caller's notifications read",
+	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *WorkspacePath) (*struct {
+		Body struct {
+			Marked      int64 `json:"marked" doc:"How many were unread"`
+			UnreadCount int   `json:"unreadCount"`
+		}
+	}, error) {
+		rc, _ := httpapi.RequestContextFrom(ctx)
+		marked, err := s.workplace.MarkAllRead(ctx, rc.WorkspaceID, rc.PrincipalID)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		out := &struct {
+			Body struct {
+				Marked      int64 `json:"marked" doc:"How many were unread"`
+				UnreadCount int   `json:"unreadCount"`
+			}
+		}{}
+		out.Body.Marked = marked
+		return out, nil
+	})
+}

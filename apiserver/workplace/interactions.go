@@ -1,0 +1,330 @@
+package workplace
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"platform.dev/platform/apiserver/work"
+)
+
+// WorkStore is what the Workplace needs of the Work plane: its transactions, in which a
+// conversation's records are written with the runs they start, and submissions inside them.
+type WorkStore interface {
+	// InTx runs fn in one transaction of the Work store, whose changes it announces once
+	// committed.
+	InTx(ctx context.Context, fn func(*sql.Tx) error) error
+	// SubmitTx creates a WorkItem and its FlowRun in the caller's transaction; the token answers
+	// the run's first pending action.
+	SubmitTx(ctx context.Context, tx *sql.Tx, sub work.Submission) (work.WorkItem, work.FlowRun, string, error)
+}
+
+// Opening is a submission of a published Entry: where it runs and what was submitted.
+type Opening struct {
+	work.Context
+	EntryNamespace  string
+	EntryName       string
+	EntryGeneration int64
+	// Title names the conversation and its Task: the Entry's display name.
+	Title          string
+	TaskDisplay    string
+	Participants   string
+	ResultsDisplay string
+	// Target is the exact Flow version the Entry pins; Continuation the one follow-ups start.
+	Target       FlowTarget
+	Continuation FlowTarget
+	// Submitted is the exact JSON the caller sent.
+	Submitted json.RawMessage
+	Submission
+}
+
+// RunInput is the input of a conversation's run: the person's message, the Entry's field values,
+// and for a follow-up the continuation context.
+type RunInput struct {
+	Message string         `json:"message"`
+	Fields  map[string]any `json:"fields,omitempty"`
+	// Context holds recent functional messages and Result and artifact references only: no
+	// storage entity, runtime internal, provider, model, prompt or trace.
+	Context *ContinuationContext `json:"context,omitempty"`
+}
+
+// ContinuationContext is what a follow-up run knows of the conversation so far.
+type ContinuationContext struct {
+	Messages  []ContextMessage `json:"messages"`
+	Results   []ContextResult  `json:"results,omitempty"`
+	Artifacts []ContextRef     `json:"artifacts,omitempty"`
+}
+
+// ContextMessage is a functional message of the conversation.
+type ContextMessage struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
+}
+
+// ContextResult is a Result of the conversation's Task.
+type ContextResult struct {
+	ID   string `json:"id"`
+	Text string `json:"text,omitempty"`
+}
+
+// ContextRef is an artifact of the conversation's Task, by reference.
+type ContextRef struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	MediaType string `json:"mediaType"`
+}
+
+// contextMessages is how many recent messages a continuation context holds.
+const contextMessages = 20
+
+// Open opens an Interaction from a published Entry: in one transaction, the conversation with
+// the exact submitted JSON, its first User message, and the WorkItem and FlowRun of its first run
+// on the pinned Flow version. The returned resume token answers the run's first pending action.
+func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun, string, error) {
+	now := s.now()
+	i := Interaction{
+		ID: newID(), TenantID: o.TenantID, WorkspaceID: o.WorkspaceID, Namespace: o.Namespace, PrincipalID: o.PrincipalID,
+		EntryNamespace: o.EntryNamespace, EntryName: o.EntryName, EntryGeneration: o.EntryGeneration, Title: o.Title,
+		TaskDisplay: o.TaskDisplay, Participants: o.Participants, ResultsDisplay: o.ResultsDisplay, Target: o.Target,
+		Continuation: o.Continuation, Submitted: o.Submitted, State: InteractionActive, Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	input := RunInput{Message: o.Text, Fields: o.Values}
+	sub := work.Submission{Context: o.Context, InteractionID: i.ID, Type: "interaction", Title: titleOf(o.Title, o.Text),
+		Instruction: o.Text, FlowName: o.Target.Flow, FlowVersion: o.Target.Version, Input: input}
+	sub.Namespace = o.Target.Namespace
+	var (
+		run   work.FlowRun
+		token string
+	)
+	err := s.Work.InTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO interactions (`+interactionColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			i.ID, i.TenantID, i.WorkspaceID, i.Namespace, i.PrincipalID, i.EntryNamespace, i.EntryName, i.EntryGeneration, i.Title,
+			i.TaskDisplay, i.Participants, i.ResultsDisplay, i.Target.Namespace, i.Target.Flow, i.Target.Version, i.Continuation.Namespace,
+			i.Continuation.Flow, i.Continuation.Version, string(i.Submitted), i.State, "", nil, i.Version, ms(now), ms(now)); err != nil {
+			return err
+		}
+		if err := s.appendMessage(ctx, tx, &Message{InteractionID: i.ID, Role: RoleUser, Kind: MessageText, Text: o.Text}); err != nil {
+			return err
+		}
+		var err error
+		if _, run, token, err = s.Work.SubmitTx(ctx, tx, sub); err != nil {
+			return err
+		}
+		return s.setCurrentRun(ctx, tx, i.ID, run.ID)
+	})
+	if err != nil {
+		return Interaction{}, work.FlowRun{}, "", err
+	}
+	i, err = s.Interaction(ctx, i.WorkspaceID, i.ID)
+	return i, run, token, err
+}
+
+func (s *Store) setCurrentRun(ctx context.Context, tx *sql.Tx, interactionID, runID string) error {
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET current_run_id = ?, version = version + 1, updated_at = ? WHERE id = ?`),
+		runID, ms(s.now()), interactionID)
+	return err
+}
+
+// titleOf is the title of a conversation's work: the Entry's name and the request's beginning.
+func titleOf(title, text string) string {
+	if text == "" {
+		return truncate(title, 256)
+	}
+	runes := []rune(text)
+	if len(runes) > 80 {
+		text = string(runes[:80]) + "…"
+	}
+	if title == "" {
+		return truncate(text, 256)
+	}
+	return truncate(title+": "+text, 256)
+}
+
+// FollowUp is what a follow-up message did.
+type FollowUp struct {
+	Message     Message
+	Interaction Interaction
+	// Run is the continuation's run when it started at once; nil when it waits for the run in
+	// progress to end.
+	Run   *work.FlowRun
+	Token string
+}
+
+// ErrBlocked: the conversation waits for an answer to its question; a message is refused until
+// it is answered.
+var ErrBlocked = errors.New("a question is waiting for an answer")
+
+// SendFollowUp accepts a follow-up message. While a question of the conversation waits for an
+// answer it is refused (ErrBlocked): the question blocks the composer. While the previous run is
+// still working, the message is recorded and its continuation starts when that run ends. Else it
+// starts now: a new run on the continuation target whose ParentFlowRunId is the terminal
+// predecessor, on the same public Task, with the continuation context; the earlier run is never
+// reopened.
+func (s *Store) SendFollowUp(ctx context.Context, workspaceID, principalID, interactionID, text string) (FollowUp, error) {
+	var out FollowUp
+	err := s.Work.InTx(ctx, func(tx *sql.Tx) error {
+		// The update locks the conversation's row first: one writer of a conversation at a time.
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET version = version + 1, updated_at = ? WHERE id = ? AND workspace_id = ?`),
+			ms(s.now()), interactionID, workspaceID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("interaction: %w", ErrNotFound)
+		}
+		i, err := s.interactionTx(ctx, tx, interactionID)
+		if err != nil {
+			return err
+		}
+		if i.State == InteractionClosed {
+			return fmt.Errorf("the conversation is closed: %w", ErrConflict)
+		}
+		predecessor, err := s.runStateTx(ctx, tx, i.CurrentRunID)
+		if err != nil {
+			return err
+		}
+		if predecessor == work.StateActionRequired {
+			return ErrBlocked
+		}
+		out.Message = Message{InteractionID: i.ID, Role: RoleUser, Kind: MessageText, Text: text}
+		if predecessor != "" && !work.Terminal(predecessor) {
+			// The run in progress ends first; the projection of its end starts this one.
+			out.Message.Pending = true
+			return s.appendMessage(ctx, tx, &out.Message)
+		}
+		if err := s.appendMessage(ctx, tx, &out.Message); err != nil {
+			return err
+		}
+		run, token, err := s.startContinuation(ctx, tx, &i, principalID, text, out.Message.ID)
+		if err != nil {
+			return err
+		}
+		out.Run, out.Token = &run, token
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	out.Interaction, err = s.Interaction(ctx, workspaceID, interactionID)
+	return out, err
+}
+
+// runStateTx is the state of a run, "" when there is none.
+func (s *Store) runStateTx(ctx context.Context, tx *sql.Tx, runID string) (string, error) {
+	if runID == "" {
+		return "", nil
+	}
+	var state string
+	err := tx.QueryRowContext(ctx, s.q(`SELECT state FROM flow_runs WHERE id = ?`), runID).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return state, err
+}
+
+// startContinuation starts the run of a follow-up: on the conversation's continuation target,
+// with the continuation context, on the public Task of the conversation (a child WorkItem
+// projected onto it), recording the terminal predecessor as its ParentFlowRunId.
+func (s *Store) startContinuation(ctx context.Context, tx *sql.Tx, i *Interaction, principalID, text, messageID string) (work.FlowRun, string, error) {
+	context, err := s.continuationContext(ctx, tx, i)
+	if err != nil {
+		return work.FlowRun{}, "", err
+	}
+	var parent, task string
+	if i.CurrentRunID != "" {
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT id, work_task_id FROM flow_runs WHERE id = ?`), i.CurrentRunID).Scan(&parent, &task); err != nil &&
+			!errors.Is(err, sql.ErrNoRows) {
+			return work.FlowRun{}, "", err
+		}
+	}
+	if i.LastTaskID != "" {
+		task = i.LastTaskID
+	}
+	var fields map[string]any
+	var submitted struct {
+		Input map[string]any `json:"input"`
+	}
+	if json.Unmarshal(i.Submitted, &submitted) == nil {
+		fields = submitted.Input
+	}
+	sub := work.Submission{
+		Context:       work.Context{TenantID: i.TenantID, WorkspaceID: i.WorkspaceID, Namespace: i.Continuation.Namespace, PrincipalID: principalID},
+		InteractionID: i.ID, WorkTaskID: task, ParentFlowRunID: parent, TriggerMessageID: messageID,
+		Type: "interaction", Title: titleOf(i.Title, text), Instruction: text,
+		FlowName: i.Continuation.Flow, FlowVersion: i.Continuation.Version,
+		Input: RunInput{Message: text, Fields: fields, Context: &context},
+	}
+	_, run, token, err := s.Work.SubmitTx(ctx, tx, sub)
+	if err != nil {
+		return run, "", err
+	}
+	i.CurrentRunID = run.ID
+	return run, token, s.setCurrentRun(ctx, tx, i.ID, run.ID)
+}
+
+// startQueuedFollowUp starts, when the conversation's run ended, the oldest follow-up accepted
+// while it worked; true when there was one.
+func (s *Store) startQueuedFollowUp(ctx context.Context, tx *sql.Tx, c *conversation) (bool, error) {
+	var m Message
+	err := tx.QueryRowContext(ctx, s.q(`SELECT id, text FROM interaction_messages WHERE interaction_id = ? AND pending = 1 ORDER BY seq LIMIT 1`),
+		c.interaction.ID).Scan(&m.ID, &m.Text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE interaction_messages SET pending = 0 WHERE id = ?`), m.ID); err != nil {
+		return false, err
+	}
+	_, _, err = s.startContinuation(ctx, tx, c.interaction, c.run.PrincipalID, m.Text, m.ID)
+	return err == nil, err
+}
+
+// continuationContext is what a follow-up knows of the conversation: its recent functional
+// messages, and the Results and artifacts of its Task by reference.
+func (s *Store) continuationContext(ctx context.Context, tx *sql.Tx, i *Interaction) (ContinuationContext, error) {
+	out := ContinuationContext{Messages: []ContextMessage{}}
+	messages, err := s.recentMessages(ctx, tx, i.ID, contextMessages)
+	if err != nil {
+		return out, err
+	}
+	for _, m := range messages {
+		if m.Pending || m.Text == "" {
+			continue
+		}
+		out.Messages = append(out.Messages, ContextMessage{Role: m.Role, Text: m.Text})
+	}
+	if i.LastTaskID == "" {
+		return out, nil
+	}
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, text FROM task_results WHERE task_id = ? ORDER BY seq DESC LIMIT 10`), i.LastTaskID)
+	if err != nil {
+		return out, err
+	}
+	for rows.Next() {
+		var r ContextResult
+		if err := rows.Scan(&r.ID, &r.Text); err != nil {
+			rows.Close()
+			return out, err
+		}
+		out.Results = append(out.Results, r)
+	}
+	rows.Close()
+	rows, err = tx.QueryContext(ctx, s.q(`SELECT id, name, media_type FROM task_artifacts WHERE task_id = ? ORDER BY created_at DESC LIMIT 10`), i.LastTaskID)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a ContextRef
+		if err := rows.Scan(&a.ID, &a.Name, &a.MediaType); err != nil {
+			return out, err
+		}
+		out.Artifacts = append(out.Artifacts, a)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,562 @@
+package workplace
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/executor"
+	"platform.dev/platform/apiserver/work"
+)
+
+// Generic labels of a participant's turn; the Entry's step display name replaces the preparing
+// one when the Flow gives it.
+const (
+	PreparingLabel = "Preparing"
+	PreparedLabel  = "Prepared"
+)
+
+// taskState is the Task state of a run state.
+func taskState(runState string) string {
+	switch runState {
+	case work.StateRunning:
+		return TaskRunning
+	case work.StateActionRequired:
+		return TaskActionRequired
+	case work.StatePaused:
+		return TaskPaused
+	case work.StateCompleted:
+		return TaskCompleted
+	case work.StateFailed:
+		return TaskFailed
+	case work.StateCancelled:
+		return TaskCancelled
+	}
+	return TaskPending
+}
+
+// conversation is what the projection of one transition needs to know about the run's place.
+type conversation struct {
+	run         *work.FlowRun
+	interaction *Interaction
+	task        *Task
+	steps       map[string]platformv1.FlowStep
+}
+
+// Observe projects one run transition onto the Workplace, in the transition's transaction, so
+// that a conversation, its Task and their notifications are never ahead of or behind the run:
+// the answer or question of the run in its conversation, the Task's state, its turn activities,
+// its Results and the notifications of what needs attention. A run that belongs to no
+// conversation is an autonomous Task's (a WorkItem submitted through the Work API or by a
+// Trigger).
+func (s *Store) Observe(ctx context.Context, tx *sql.Tx, run work.FlowRun, events []work.Event) error {
+	c := &conversation{run: &run}
+	if run.InteractionID != "" {
+		i, err := s.interactionTx(ctx, tx, run.InteractionID)
+		if errors.Is(err, ErrNotFound) {
+			return nil // deleted with its workspace's data; the run ends on its own
+		}
+		if err != nil {
+			return err
+		}
+		c.interaction = &i
+	}
+	t, err := s.taskTx(ctx, tx, run.WorkTaskID)
+	switch {
+	case err == nil:
+		c.task = &t
+	case !errors.Is(err, ErrNotFound):
+		return err
+	}
+	if c.task == nil && c.interaction != nil &&
+		TaskReferenceVisible(platformv1.TaskDisplay(c.interaction.TaskDisplay), TaskFacts{Observed: s.now().Sub(c.interaction.CreatedAt)}) {
+		// Work observed for a while is durable: it becomes a Task before this transition is told.
+		if err := s.materializeTask(ctx, tx, c, ""); err != nil {
+			return err
+		}
+	}
+	for _, e := range events {
+		if err := s.project(ctx, tx, c, e); err != nil {
+			return fmt.Errorf("workplace projection of %s: %w", e.Type, err)
+		}
+	}
+	if c.task != nil {
+		if err := s.syncTaskState(ctx, tx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work.Event) error {
+	run := c.run
+	switch e.Type {
+	case work.EventRunCreated:
+		if c.interaction == nil {
+			return s.materializeTask(ctx, tx, c, "")
+		}
+		if err := s.touchInteraction(ctx, tx, c, InteractionActive); err != nil {
+			return err
+		}
+		if c.interaction.TaskDisplay == string(platformv1.TaskVisible) || c.task != nil {
+			return s.materializeTask(ctx, tx, c, "")
+		}
+	case work.EventStepStarted, work.EventStepCompleted:
+		step, ok := c.step(e.Step)
+		if !ok || step.Type != platformv1.AgentStep || c.task == nil && c.interaction == nil {
+			return nil
+		}
+		a := Activity{Kind: ActivityTurn, RunID: run.ID, Step: e.Step, Label: PreparingLabel, Phase: PhaseStarted}
+		if step.DisplayName != "" {
+			a.Label = step.DisplayName
+		}
+		if e.Type == work.EventStepCompleted {
+			a.Label, a.Phase = PreparedLabel, PhaseCompleted
+		}
+		if c.participantsVisible() && step.Agent != nil {
+			a.Participant = string(step.Agent.Name)
+		}
+		if e.Type == work.EventStepCompleted {
+			if err := s.countMilestone(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		return s.activity(ctx, tx, c, a)
+	case work.EventPendingActionCreated:
+		action, err := s.openAction(ctx, tx, run.ID)
+		if err != nil || action == nil {
+			return err
+		}
+		if c.interaction != nil {
+			if err := s.materializeTask(ctx, tx, c, ""); err != nil {
+				return err
+			}
+			payload, _ := json.Marshal(map[string]any{"pendingActionId": action.ID, "kind": action.Kind, "options": action.Options})
+			if err := s.say(ctx, tx, c, RolePlatform, MessageQuestion, action.Prompt, payload); err != nil {
+				return err
+			}
+		}
+		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseWaiting, Label: action.Prompt, RunID: run.ID, Step: e.Step}); err != nil {
+			return err
+		}
+		return s.notifyAbout(ctx, tx, c, NotifyQuestion, true, action.Prompt)
+	case work.EventPendingActionResolved:
+		action, err := s.actionOf(ctx, tx, e)
+		if err != nil || action == nil {
+			return err
+		}
+		if c.interaction != nil {
+			payload, _ := json.Marshal(map[string]any{"pendingActionId": action.ID, "kind": action.Kind, "value": json.RawMessage(action.Answer)})
+			if err := s.say(ctx, tx, c, RoleUser, MessageAnswer, AnswerText(action), payload); err != nil {
+				return err
+			}
+		}
+		return s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseAnswered, Label: action.Prompt, RunID: run.ID, Step: e.Step})
+	case work.EventRunPaused, work.EventRunResumed:
+		phase := PhasePaused
+		if e.Type == work.EventRunResumed {
+			phase = PhaseResumed
+		} else if err := s.materializeTask(ctx, tx, c, ""); err != nil {
+			return err
+		}
+		return s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: phase, Label: strings.ToLower(phase[:1]) + phase[1:], RunID: run.ID})
+	case work.EventRunCompleted:
+		return s.completed(ctx, tx, c)
+	case work.EventRunFailed:
+		if err := s.materializeTask(ctx, tx, c, ""); err != nil {
+			return err
+		}
+		if err := s.say(ctx, tx, c, RoleSystem, MessageError, run.Reason, nil); err != nil {
+			return err
+		}
+		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: PhaseFailed, Label: "Failed", RunID: run.ID}); err != nil {
+			return err
+		}
+		if err := s.notifyAbout(ctx, tx, c, NotifyFailed, true, run.Reason); err != nil {
+			return err
+		}
+		return s.ended(ctx, tx, c)
+	case work.EventRunCancelled:
+		if err := s.say(ctx, tx, c, RoleSystem, MessageCancelled, "The work was cancelled", nil); err != nil {
+			return err
+		}
+		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: PhaseCancelled, Label: "Cancelled", RunID: run.ID}); err != nil {
+			return err
+		}
+		return s.ended(ctx, tx, c)
+	}
+	return nil
+}
+
+// RunOutput is what an Output step records: the output of the step before it (for an Agent step,
+// its functional action) and the Flow's closing message.
+type RunOutput struct {
+	Output  any    `json:"output"`
+	Message string `json:"message,omitempty"`
+}
+
+// AgentAnswer is an Agent step's output: the functional action and its text.
+type AgentAnswer struct {
+	Action string `json:"action"`
+	Text   string `json:"text,omitempty"`
+	Title  string `json:"title,omitempty"`
+}
+
+// FunctionalAction reads the functional action of a completed run's result: the last agent's
+// action (respond, showResult, createTask) and its text, else respond with the Flow's message.
+func FunctionalAction(result json.RawMessage) (action, text, title string) {
+	var out RunOutput
+	if err := json.Unmarshal(result, &out); err != nil {
+		return "respond", "", ""
+	}
+	if m, ok := out.Output.(map[string]any); ok {
+		if a, _ := m["action"].(string); a != "" {
+			t, _ := m["text"].(string)
+			ti, _ := m["title"].(string)
+			return a, t, ti
+		}
+	}
+	if out.Message != "" {
+		return "respond", out.Message, ""
+	}
+	if s, ok := out.Output.(string); ok {
+		return "respond", s, ""
+	}
+	return "respond", "", ""
+}
+
+// completed projects the end of a run that completed: its answer in the conversation (none for
+// createTask: Task creation adds no synthetic assistant message), its durable Result on the
+// Task, and the Task's end.
+func (s *Store) completed(ctx context.Context, tx *sql.Tx, c *conversation) error {
+	run := c.run
+	action, text, title := FunctionalAction(run.Result)
+	if action == "createTask" {
+		if err := s.materializeTask(ctx, tx, c, title); err != nil {
+			return err
+		}
+	}
+	if c.interaction != nil && action != "createTask" && text != "" {
+		if err := s.say(ctx, tx, c, RolePlatform, MessageReply, text, nil); err != nil {
+			return err
+		}
+	}
+	if c.task != nil {
+		var seq int64
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) + 1 FROM task_results WHERE task_id = ?`), c.task.ID).Scan(&seq); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO task_results (id, task_id, run_id, seq, action, text, payload, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), newID(), c.task.ID, run.ID, seq, action, text, nullJSON(run.Result), ms(s.now())); err != nil {
+			return err
+		}
+		if c.interaction != nil && c.interaction.ResultsDisplay == string(platformv1.ResultsVisible) {
+			if err := s.say(ctx, tx, c, RolePlatform, MessageResult, text, run.Result); err != nil {
+				return err
+			}
+		}
+		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: PhaseCompleted, Label: "Completed", RunID: run.ID}); err != nil {
+			return err
+		}
+		if err := s.notifyAbout(ctx, tx, c, NotifyCompleted, false, c.task.Title); err != nil {
+			return err
+		}
+	}
+	return s.ended(ctx, tx, c)
+}
+
+// ended moves the conversation to Idle when its run ends, unless a follow-up accepted while it
+// worked starts the next one now.
+func (s *Store) ended(ctx context.Context, tx *sql.Tx, c *conversation) error {
+	if c.interaction == nil || c.interaction.CurrentRunID != c.run.ID {
+		return nil
+	}
+	started, err := s.startQueuedFollowUp(ctx, tx, c)
+	if err != nil || started {
+		return err
+	}
+	return s.touchInteraction(ctx, tx, c, InteractionIdle)
+}
+
+// materializeTask makes the run's work a public Task (once): for an autonomous run at once, for a
+// conversation's when the work asks for one, or when the presentation rules say it is
+// actionable, interrupted, durable or substantial.
+func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation, title string) error {
+	if c.task != nil {
+		if title != "" && c.task.Title != title {
+			c.task.Title = title
+			_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET title = ? WHERE id = ?`), title, c.task.ID)
+			return err
+		}
+		return nil
+	}
+	run := c.run
+	if title == "" {
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT title FROM work_items WHERE id = ?`), run.WorkTaskID).Scan(&title); err != nil {
+			return err
+		}
+	}
+	if title == "" && c.interaction != nil {
+		title = c.interaction.Title
+	}
+	now := s.now()
+	t := Task{ID: run.WorkTaskID, TenantID: run.TenantID, WorkspaceID: run.WorkspaceID, PrincipalID: run.PrincipalID, Title: title,
+		State: taskState(run.State), Visible: true, CurrentRunID: run.ID, Version: 1, CreatedAt: now, UpdatedAt: now}
+	if c.interaction != nil {
+		t.InteractionID = c.interaction.ID
+		t.Visible = c.interaction.TaskDisplay != string(platformv1.TaskHidden)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO work_tasks (id, tenant_id, workspace_id, principal_id, interaction_id, title, state,
+		visible, current_run_id, reason, milestones, version, created_at, updated_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, 1, ?, ?, 0)`),
+		t.ID, t.TenantID, t.WorkspaceID, t.PrincipalID, nullString(t.InteractionID), t.Title, t.State, boolInt(t.Visible), t.CurrentRunID,
+		ms(now), ms(now)); err != nil {
+		return err
+	}
+	c.task = &t
+	if c.interaction != nil {
+		c.interaction.LastTaskID = t.ID
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET last_task_id = ?, version = version + 1, updated_at = ? WHERE id = ?`),
+			t.ID, ms(now), c.interaction.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncTaskState keeps the Task's state, current run and reason with its latest run.
+func (s *Store) syncTaskState(ctx context.Context, tx *sql.Tx, c *conversation) error {
+	t, run := c.task, c.run
+	state := taskState(run.State)
+	if t.CurrentRunID == run.ID && t.State == state && t.Reason == run.Reason {
+		return nil
+	}
+	if t.CurrentRunID != run.ID && t.CurrentRunID != "" {
+		// Only the latest run of a Task speaks for it: an older one cannot change it.
+		var latest int64
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM flow_runs WHERE id = ? AND created_at > ?`), t.CurrentRunID, ms(run.CreatedAt)).Scan(&latest); err != nil {
+			return err
+		}
+		if latest > 0 {
+			return nil
+		}
+	}
+	ended := int64(0)
+	if TaskTerminal(state) {
+		ended = ms(s.now())
+	}
+	t.State, t.CurrentRunID, t.Reason = state, run.ID, run.Reason
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET state = ?, current_run_id = ?, reason = ?, ended_at = ?, version = version + 1,
+		updated_at = ? WHERE id = ?`), state, run.ID, run.Reason, ended, ms(s.now()), t.ID)
+	return err
+}
+
+func (s *Store) countMilestone(ctx context.Context, tx *sql.Tx, c *conversation) error {
+	if c.task == nil {
+		// Two finished turns of participants make the work substantial: it becomes a Task then.
+		turns, err := s.finishedTurns(ctx, tx, c)
+		if err != nil {
+			return err
+		}
+		if !TaskReferenceVisible(platformv1.TaskDisplay(c.interaction.TaskDisplay), TaskFacts{Milestones: turns}) {
+			return nil
+		}
+		if err := s.materializeTask(ctx, tx, c, ""); err != nil {
+			return err
+		}
+	}
+	c.task.Milestones++
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET milestones = milestones + 1 WHERE id = ?`), c.task.ID)
+	return err
+}
+
+// finishedTurns counts the Agent steps of the run's work that completed (this run's steps are
+// described by its pinned Flow; a continuation's earlier runs counted when they ran).
+func (s *Store) finishedTurns(ctx context.Context, tx *sql.Tx, c *conversation) (int, error) {
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT step FROM flow_run_events WHERE run_id = ? AND type = ?`), c.run.ID, work.EventStepCompleted)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	turns := 0
+	for rows.Next() {
+		var step string
+		if err := rows.Scan(&step); err != nil {
+			return 0, err
+		}
+		if st, ok := c.step(step); ok && st.Type == platformv1.AgentStep {
+			turns++
+		}
+	}
+	return turns, rows.Err()
+}
+
+func (s *Store) activity(ctx context.Context, tx *sql.Tx, c *conversation, a Activity) error {
+	if c.task == nil {
+		return nil
+	}
+	a.TaskID = c.task.ID
+	return s.appendActivity(ctx, tx, &a)
+}
+
+// say adds a message to the run's conversation, if it has one.
+func (s *Store) say(ctx context.Context, tx *sql.Tx, c *conversation, role, kind, text string, payload json.RawMessage) error {
+	if c.interaction == nil {
+		return nil
+	}
+	if err := s.touchInteraction(ctx, tx, c, c.interaction.State); err != nil {
+		return err
+	}
+	return s.appendMessage(ctx, tx, &Message{InteractionID: c.interaction.ID, Role: role, Kind: kind, Text: text, Payload: payload, RunID: c.run.ID})
+}
+
+// touchInteraction sets the conversation's state and bumps its version.
+func (s *Store) touchInteraction(ctx context.Context, tx *sql.Tx, c *conversation, state string) error {
+	i := c.interaction
+	if i.State == InteractionClosed {
+		state = InteractionClosed
+	}
+	i.State = state
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET state = ?, version = version + 1, updated_at = ? WHERE id = ?`),
+		state, ms(s.now()), i.ID)
+	return err
+}
+
+// notifyAbout notifies the run's Principal, when the work is a Task or a conversation.
+func (s *Store) notifyAbout(ctx context.Context, tx *sql.Tx, c *conversation, kind string, attention bool, detail string) error {
+	if c.task == nil {
+		return nil
+	}
+	title := c.task.Title
+	switch kind {
+	case NotifyQuestion:
+		title = "A question is waiting: " + title
+	case NotifyCompleted:
+		title = "Completed: " + title
+	case NotifyFailed:
+		title = "Failed: " + title
+	}
+	n := Notification{WorkspaceID: c.run.WorkspaceID, PrincipalID: c.run.PrincipalID, Kind: kind, Attention: attention, Title: truncate(title, 256),
+		TaskID: c.task.ID, RunID: c.run.ID}
+	if c.interaction != nil {
+		n.InteractionID = c.interaction.ID
+	}
+	return s.notify(ctx, tx, n)
+}
+
+func (c *conversation) participantsVisible() bool {
+	return c.interaction != nil && c.interaction.Participants == string(platformv1.ParticipantsVisible)
+}
+
+// step is a step of the run's pinned Flow.
+func (c *conversation) step(name string) (platformv1.FlowStep, bool) {
+	if c.steps == nil {
+		var def platformv1.FlowDefinition
+		if len(c.run.Snapshot) > 0 && json.Unmarshal(c.run.Snapshot, &def) == nil {
+			c.steps = executor.StepsOf(def)
+		} else {
+			c.steps = map[string]platformv1.FlowStep{}
+		}
+	}
+	step, ok := c.steps[name]
+	return step, ok
+}
+
+// openAction is the run's open pending action.
+func (s *Store) openAction(ctx context.Context, tx *sql.Tx, runID string) (*work.PendingAction, error) {
+	actions, err := s.actionsTx(ctx, tx, `run_id = ? AND status = ?`, runID, work.ActionCreated)
+	if err != nil || len(actions) == 0 {
+		return nil, err
+	}
+	return &actions[0], nil
+}
+
+// actionOf is the pending action an event names ("pending action <id>"), else the run's most
+// recently answered one.
+func (s *Store) actionOf(ctx context.Context, tx *sql.Tx, e work.Event) (*work.PendingAction, error) {
+	actions, err := s.actionsTx(ctx, tx, `run_id = ? AND status = ? ORDER BY answered_at DESC`, e.RunID, work.ActionCompleted)
+	if err != nil || len(actions) == 0 {
+		return nil, err
+	}
+	return &actions[0], nil
+}
+
+func (s *Store) actionsTx(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]work.PendingAction, error) {
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, kind, prompt, options, answer FROM pending_actions WHERE `+where), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []work.PendingAction
+	for rows.Next() {
+		var (
+			a               work.PendingAction
+			options, answer sql.NullString
+		)
+		if err := rows.Scan(&a.ID, &a.Kind, &a.Prompt, &options, &answer); err != nil {
+			return nil, err
+		}
+		if options.Valid {
+			_ = json.Unmarshal([]byte(options.String), &a.Options)
+		}
+		if answer.Valid {
+			a.Answer = json.RawMessage(answer.String)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// AnswerText is how a person's answer reads in the conversation: a choice's label, yes or no, the
+// text given, a file's name, an approval with its reason.
+func AnswerText(a *work.PendingAction) string {
+	var v any
+	_ = json.Unmarshal(a.Answer, &v)
+	switch a.Kind {
+	case work.KindChoice:
+		value, _ := v.(string)
+		for _, o := range a.Options {
+			if o.Value == value && o.Label != "" {
+				return o.Label
+			}
+		}
+		return value
+	case work.KindConfirmation:
+		if b, _ := v.(bool); b {
+			return "Yes"
+		}
+		return "No"
+	case work.KindFile:
+		if m, ok := v.(map[string]any); ok {
+			name, _ := m["name"].(string)
+			return "Sent " + name
+		}
+	case work.KindApproval:
+		if m, ok := v.(map[string]any); ok {
+			approved, _ := m["approved"].(bool)
+			reason, _ := m["reason"].(string)
+			text := "Rejected"
+			if approved {
+				text = "Approved"
+			}
+			if reason != "" {
+				text += ": " + reason
+			}
+			return text
+		}
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return string(a.Answer)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
