@@ -191,6 +191,13 @@ func TestTheOfficialMCPClientListsAndCallsTheWorkspacesEnabledToolsWithAPAT(t *t
 		add.Definition.RequiresApproval = true
 		g.Expect(kube.Update(ctx, add)).To(Succeed())
 
+		// The demo Entries, published; quick-answer's Flow can run, as its reconciler would report.
+		publishDemo(t, e.ws.RouteName)
+		quick := &platformv1.PublishedEntry{}
+		g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: e.ws.RouteName, Name: "quick-answer"}, quick)).To(Succeed())
+		quick.Status.TargetState = platformv1.TargetExecutable
+		g.Expect(kube.Status().Update(ctx, quick)).To(Succeed())
+
 		e.account("Ada", e.ws, "Member")
 		member := e.signIn("Ada", adminPassword)
 		token := func(permissions ...string) string {
@@ -200,18 +207,27 @@ func TestTheOfficialMCPClientListsAndCallsTheWorkspacesEnabledToolsWithAPAT(t *t
 		}
 		endpoint := e.server.URL + "/mcp"
 
-		out := mcpclient.Run(t, endpoint, token("resources/read", "runs/read", "runs/execute"),
+		out := mcpclient.Run(t, endpoint, token("workspaces/read", "resources/read", "runs/read", "runs/execute"),
 			mcpclient.Call{Name: "kb-echo", Arguments: map[string]any{"text": "hi"}},
 			mcpclient.Call{Name: "kb-fail"},
-			mcpclient.Call{Name: "platform_get_work_item", Arguments: map[string]any{"id": "no-such-item"}})
+			mcpclient.Call{Name: "platform_get_work_item", Arguments: map[string]any{"id": "no-such-item"}},
+			mcpclient.Call{Name: "platform_list_entries"},
+			mcpclient.Call{Name: "platform_open_interaction", Arguments: map[string]any{"entry": "quick-answer",
+				"input": map[string]any{"question": "What is MCP?"}}})
 		g.Expect(out.Error).To(BeEmpty())
 		g.Expect(out.Server.Name).To(Equal("platform"))
-		g.Expect(out.ToolNames()).To(ConsistOf("kb-echo", "platform_get_work_item", "platform_get_flow_run"))
-		g.Expect(out.Results).To(HaveLen(3))
+		g.Expect(out.ToolNames()).To(ConsistOf("kb-echo", "platform_list_entries", "platform_open_interaction", "platform_get_task",
+			"platform_get_work_item", "platform_get_flow_run"))
+		g.Expect(out.Results).To(HaveLen(5))
+		g.Expect(out.Results[3]).To(HaveField("IsError", false))
+		g.Expect(out.Results[3].Text).To(And(ContainSubstring(`"name":"quick-answer"`), Not(ContainSubstring(`"name":"prepare-report"`))),
+			"only the Entries whose Flow can run")
+		g.Expect(out.Results[4]).To(HaveField("IsError", false), out.Results[4].Text)
+		g.Expect(out.Results[4].Text).To(ContainSubstring(`Here is a quick answer to \"What is MCP?\".`), "the Entry's run answered")
 		g.Expect(out.Results[0]).To(Equal(mcpclient.Result{Text: "echo: hi"}))
 		g.Expect(out.Results[1].IsError || out.Results[1].Error != "").To(BeTrue(), "a disabled tool is not callable: %+v", out.Results[1])
 		g.Expect(out.Results[2]).To(HaveField("IsError", true))
-		g.Expect(out.Results[2].Text).To(ContainSubstring(`work_item "no-such-item" not found`))
+		g.Expect(out.Results[2].Text).To(HavePrefix("404 Not Found: "))
 		g.Expect(mcpServer.Recorder.CallsOf("echo")).To(HaveLen(1))
 		for key := range mcpServer.Recorder.CallsOf("echo") {
 			g.Expect(key).To(HavePrefix("mcp/"), "a call at /mcp carries a key of its own")
@@ -221,7 +237,7 @@ func TestTheOfficialMCPClientListsAndCallsTheWorkspacesEnabledToolsWithAPAT(t *t
 			mcpclient.Call{Name: "platform_get_flow_run", Arguments: map[string]any{"id": "x"}})
 		g.Expect(out.Results).To(ConsistOf(
 			mcpclient.Result{IsError: true, Text: fmt.Sprintf("not permitted: runs/execute is required in workspace %q", e.ws.RouteName)},
-			mcpclient.Result{IsError: true, Text: fmt.Sprintf("not permitted: runs/read is required in workspace %q", e.ws.RouteName)}),
+			mcpclient.Result{IsError: true, Text: fmt.Sprintf("403 Forbidden: not permitted: runs/read is required in workspace %q", e.ws.RouteName)}),
 			"every call is authorized like its route")
 		g.Expect(mcpServer.Recorder.CallsOf("echo")).To(HaveLen(1))
 
@@ -239,7 +255,7 @@ func TestTheOfficialMCPClientListsAndCallsTheWorkspacesEnabledToolsWithAPAT(t *t
 		r := e.do(bob, http.MethodPost, "/api/identity/pat", patRequest(other.RouteName, []string{"resources/read", "runs/execute"}, nil))
 		g.Expect(r.status).To(Equal(http.StatusCreated), "%v", r.body)
 		out = mcpclient.Run(t, endpoint, r.body["token"].(string), mcpclient.Call{Name: "kb-echo", Arguments: map[string]any{"text": "hi"}})
-		g.Expect(out.ToolNames()).To(ConsistOf("platform_get_work_item", "platform_get_flow_run"))
+		g.Expect(out.ToolNames()).NotTo(ContainElement("kb-echo"))
 		g.Expect(out.Results[0].IsError || out.Results[0].Error != "").To(BeTrue())
 		g.Expect(mcpServer.Recorder.CallsOf("echo")).To(HaveLen(1))
 	})
