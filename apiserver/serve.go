@@ -4,6 +4,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/apiserver/controlplane"
 	"platform.dev/platform/apiserver/executor"
@@ -24,6 +26,7 @@ import (
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/kubeauth"
 	"platform.dev/platform/apiserver/provider"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/work"
@@ -90,6 +93,10 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
+	masterKey, err := secrets.MasterKeySourceFrom(cfg, opts.DataDir)
+	if err != nil {
+		return err
+	}
 	httpListener, err := net.Listen("tcp", httpAddr)
 	if err != nil {
 		return fmt.Errorf("service API: %w", err)
@@ -121,6 +128,8 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	opts.Authenticators = append(opts.Authenticators, tokens.Request())
 	opts.Authorizers = append(opts.Authorizers, workspaces)
 	opts.NamespaceVisibility = workspaces.Visibility
+	// The rules of scopes (grants, references, what scope namespaces hold) are admission's.
+	opts.Admission = append(opts.Admission, secrets.NewAdmission(ids))
 
 	server, err := controlplane.Start(ctx, opts)
 	if err != nil {
@@ -141,15 +150,33 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// their transactions; artifact bytes are files of the data directory.
 	places := workplace.NewStore(db, execOpts.Work, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
 	execOpts.Work.Observer = places
+	// One Resolver of Secret references and one Local Vault for the service API and the model
+	// providers; the controllers get their own Resolver over their cache (controllers.SetupAll).
+	// A missing or malformed master key leaves the Vaults Unavailable, with the reason in their
+	// status: the platform runs on.
+	localVault := &secrets.LocalVault{Store: db, MasterKey: masterKey}
+	secretValues := &secrets.Service{Resolver: &secrets.Resolver{Reader: kube,
+		Tree: secrets.IdentityTree{Identity: ids, Namespaces: secrets.KubeNamespaces(kube)}}, Vault: localVault}
+	switch err := masterKey.Check(); {
+	case errors.Is(err, secrets.ErrMasterKeyMissing):
+		ctrl.Log.WithName("secrets").Info("the Local Vault has no master key yet: a Platform administrator initializes it (POST /api/local-vault/initialize), or set " + secrets.MasterKeyVariable)
+	case err != nil:
+		ctrl.Log.WithName("secrets").Info("the Local Vault is unavailable until its master key is fixed", "reason", err.Error())
+	}
+	if err := secrets.EnsureScopeNamespace(ctx, kube, secrets.Place{Scope: ownerscope.Of(ownerscope.Instance, ""), Namespace: ownerscope.InstanceNamespace}); err != nil {
+		return fmt.Errorf("the instance's namespace: %w", err)
+	}
+	ctrlOpts.Identity, ctrlOpts.LocalVault = ids, localVault
 	if managed, ok := agents.(*provider.ManagedProvider); ok {
 		managed.Client = kube
+		managed.Credentials = secretValues
 	}
 	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {
 		return err
 	}
 	// Tool provider sessions (STDIO processes among them) end after the executor and the service
 	// API, which call them, have stopped (deferred before them, so run after).
-	toolOpts.Kube, toolOpts.Secrets, toolOpts.Log = kube, tools.ConfigSecrets(cfg), ctrl.Log.WithName("tools")
+	toolOpts.Kube, toolOpts.Secrets, toolOpts.Log = kube, tools.VaultSecrets(secretValues), ctrl.Log.WithName("tools")
 	toolManager, err := tools.NewManager(toolOpts)
 	if err != nil {
 		return err
@@ -170,6 +197,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Log:                ctrl.Log.WithName("httpapi"),
 		Executor:           flowExecutor,
 		Tools:              toolManager,
+		Secrets:            secretValues,
 	})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
@@ -41,6 +42,9 @@ type Options struct {
 	// rejects (a revoked token), so that the caller gets 401 instead of being anonymous.
 	Authenticators []authenticator.Request
 	Authorizers    []authorizer.Authorizer
+	// Admission plugins run after the namespace lifecycle, for every request; the platform's
+	// rules about Management objects are enforced here, once for every client.
+	Admission []admission.Interface
 	// NamespaceVisibility narrows namespace lists and watches to what the caller may see
 	// (optional: everyone authorized to list sees every namespace).
 	NamespaceVisibility native.NamespaceVisibility

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -91,7 +92,9 @@ func newToolWorld(t *testing.T, s *store.Store, agentTools []string, enabled ...
 			HTTP: &platformv1.HTTPTransportSettings{URL: w.mcp.Endpoint()}, TimeoutSeconds: ptr[int32](5)}}
 	g.Expect(kube.Create(ctx, p)).To(Succeed())
 	var err error
-	w.manager, err = tools.NewManager(tools.Options{Kube: kube, Secrets: tools.ConfigSecrets(config.FromMap(config.Testing, nil))})
+	w.manager, err = tools.NewManager(tools.Options{Kube: kube, Secrets: func(context.Context, string, string, platformv1.SecretReference) (string, error) {
+		return "", errors.New("no Secret has a value here")
+	}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(w.manager.Close)
 	_, err = w.manager.Refresh(ctx, p)

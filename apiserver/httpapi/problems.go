@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/publication"
@@ -34,6 +35,9 @@ func Problem(err error) error {
 		return p
 	}
 	if p := publicationProblem(err); p != nil {
+		return p
+	}
+	if p := secretsProblem(err); p != nil {
 		return p
 	}
 	if p := workplaceProblem(err); p != nil {
@@ -94,6 +98,32 @@ func publicationProblem(err error) error {
 	return nil
 }
 
+// secretsProblem maps the errors of Secrets and Vaults; nil for any other error. No message holds
+// a value or a key: they name Secrets, Vaults, scopes and where the master key comes from.
+func secretsProblem(err error) error {
+	var (
+		refusal     *secrets.Refusal
+		unavailable *secrets.UnavailableError
+	)
+	switch {
+	case errors.Is(err, secrets.ErrValueEmpty):
+		return BodyInvalid("value", "at least one byte; remove a value with DELETE instead")
+	case errors.Is(err, secrets.ErrValueTooLarge):
+		return BodyInvalid("value", fmt.Sprintf("at most %d bytes", secrets.MaxValueBytes))
+	case errors.As(err, &refusal):
+		return huma.Error409Conflict("the Secret's Vault cannot be used: " + refusal.Message)
+	case errors.As(err, &unavailable):
+		return huma.Error409Conflict(unavailable.Error())
+	case errors.Is(err, secrets.ErrNotLocal), errors.Is(err, secrets.ErrValueUnreadable):
+		return huma.Error409Conflict(err.Error())
+	case errors.Is(err, secrets.ErrValueMissing):
+		return huma.Error404NotFound(err.Error())
+	case errors.Is(err, secrets.ErrMasterKeyExists):
+		return huma.Error409Conflict(err.Error() + "; nothing was changed")
+	}
+	return nil
+}
+
 // workplaceProblem maps the Workplace store's errors; nil for any other error. Their messages
 // are written for people and hold no token, prompt or answer.
 func workplaceProblem(err error) error {
@@ -126,7 +156,7 @@ func identityProblem(err error) error {
 	case errors.Is(err, identity.ErrUnknownRole):
 		return BodyInvalid("role", "Owner, Admin, Member or Viewer")
 	case errors.Is(err, identity.ErrInvalidWorkspaceName):
-		return BodyInvalid("name", "a DNS label (lowercase letters, digits and -, at most 63 characters) not starting with kube-")
+		return BodyInvalid("name", "a DNS label (lowercase letters, digits and -, at most 63 characters) not starting with kube- or platform-tenant- and other than platform-instance")
 	case errors.Is(err, identity.ErrInvalidDisplayName):
 		return BodyInvalid("displayName", "1 to 128 characters without control characters or surrounding spaces")
 	case errors.Is(err, identity.ErrInvalidTheme):

@@ -21,6 +21,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/oidc"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
@@ -69,6 +70,9 @@ type Options struct {
 	// Log receives what the service API records of Work and Runtime requests (ids, never input
 	// or prompt text). Optional: discarded when unset.
 	Log logr.Logger
+	// Secrets writes Secret values into their Vaults and opens them for model provider calls.
+	// Optional: without it the value routes and the Local Vault initialization answer 503.
+	Secrets *secrets.Service
 }
 
 // Server is the service API.
@@ -92,6 +96,7 @@ type Server struct {
 	executor  interface{ Wake() }
 	tools     *tools.Manager
 	log       logr.Logger
+	secrets   *secrets.Service
 	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
 	// the shutdown up.
 	stopping     chan struct{}
@@ -134,7 +139,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
-		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config}
+		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
 	}
@@ -213,6 +218,9 @@ func (s *Server) Executor() interface{ Wake() } { return s.executor }
 
 // Tools reaches tool providers; nil when the server runs without it.
 func (s *Server) Tools() *tools.Manager { return s.tools }
+
+// Secrets is the service of Secret values and Vaults; nil when the server runs without one.
+func (s *Server) Secrets() *secrets.Service { return s.secrets }
 
 // Log records what the service API does (ids, never input or prompt text).
 func (s *Server) Log() logr.Logger { return s.log }

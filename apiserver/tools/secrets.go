@@ -2,10 +2,8 @@ package tools
 
 import (
 	"context"
-	"fmt"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
-	"platform.dev/platform/internal/config"
 )
 
 // SecretLookup resolves a Secret reference of a consumer in namespace to the Secret's value.
@@ -13,23 +11,20 @@ import (
 // an error or a tool argument.
 type SecretLookup func(ctx context.Context, namespace, field string, ref platformv1.SecretReference) (string, error)
 
-// ConfigSecrets is the interim SecretLookup until Secrets are read from their Vaults: the value
-// of a Secret <name> of workspace namespace <ns> is the setting Platform:Secrets:<ns>:<name>
-// (environment variable Platform__Secrets__<ns>__<name>), and the Secret object must exist.
-// Only Secrets of the consumer's own workspace resolve.
-func ConfigSecrets(cfg *config.Config) SecretLookup {
-	return func(_ context.Context, namespace, field string, ref platformv1.SecretReference) (string, error) {
-		if ref.ScopeRef != "" && ref.ScopeRef != platformv1.ScopeRef("/workspaces/"+namespace) {
-			return "", fmt.Errorf("%s: Secrets of scope %s cannot be resolved yet; use a Secret of the provider's workspace", field, ref.ScopeRef)
+// SecretValues opens Secret values: the secrets package's Service, whose Value goes through the
+// one Resolver of Secret references (scopes, grants) and the Vault.
+type SecretValues interface {
+	Value(ctx context.Context, consumerNamespace, field string, ref platformv1.SecretReference) ([]byte, error)
+}
+
+// VaultSecrets is the SecretLookup of a running platform: values come from their Vaults,
+// resolved as every consumer resolves them.
+func VaultSecrets(values SecretValues) SecretLookup {
+	return func(ctx context.Context, namespace, field string, ref platformv1.SecretReference) (string, error) {
+		value, err := values.Value(ctx, namespace, field, ref)
+		if err != nil {
+			return "", err
 		}
-		if ref.Namespace != "" && ref.Namespace != "default" {
-			return "", fmt.Errorf("%s: Secrets of resource namespace %q cannot be resolved yet", field, ref.Namespace)
-		}
-		value := cfg.Get("Platform:Secrets:" + namespace + ":" + string(ref.Name))
-		if value == "" {
-			return "", fmt.Errorf("%s: Secret %q has no value (set Platform__Secrets__%s__%s until Secrets are read from Vaults)",
-				field, ref.Name, namespace, ref.Name)
-		}
-		return value, nil
+		return string(value), nil
 	}
 }

@@ -2,7 +2,6 @@ package work_test
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 
 	"platform.dev/platform/apiserver/store"
@@ -13,22 +12,7 @@ import (
 // BenchmarkRawCommit is the ceiling the Work benchmarks are measured against: one single-row
 // INSERT committed per operation (on SQLite, WAL with synchronous=FULL: one fsync per commit).
 func BenchmarkRawCommit(b *testing.B) {
-	storetest.ForEachDialectBench(b, func(b *testing.B, s *store.Store) {
-		ctx := context.Background()
-		if _, err := s.DB().ExecContext(ctx, `CREATE TABLE bench_commits (id BIGINT PRIMARY KEY)`); err != nil {
-			b.Fatal(err)
-		}
-		b.ResetTimer()
-		for i := range b.N {
-			if err := s.InTx(ctx, func(tx *sql.Tx) error {
-				_, err := tx.ExecContext(ctx, s.Rebind(`INSERT INTO bench_commits (id) VALUES (?)`), i)
-				return err
-			}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
-	})
+	storetest.ForEachDialectBench(b, storetest.BenchRawCommits)
 }
 
 // BenchmarkSubmit is the store's share of a submission: a WorkItem, its FlowRun and the first

@@ -40,14 +40,22 @@ type Opening struct {
 	Submission
 }
 
-// RunInput is the input of a conversation's run: the person's message, the Entry's field values,
-// and for a follow-up the continuation context.
-type RunInput struct {
-	Message string         `json:"message"`
-	Fields  map[string]any `json:"fields,omitempty"`
-	// Context holds recent functional messages and Result and artifact references only: no
-	// storage entity, runtime internal, provider, model, prompt or trace.
-	Context *ContinuationContext `json:"context,omitempty"`
+// RunInput is the input of a conversation's run: the Entry's field values by name, the
+// person's message as "message", and for a follow-up the continuation context as "context".
+// Flows read them as input.<field>, input.message and input.context; an Agent step without a
+// prompt sends the message.
+func RunInput(message string, fields map[string]any, context *ContinuationContext) map[string]any {
+	input := make(map[string]any, len(fields)+2)
+	for k, v := range fields {
+		input[k] = v
+	}
+	input["message"] = message
+	if context != nil {
+		// The continuation context holds recent functional messages and Result and artifact
+		// references only: no storage entity, runtime internal, provider, model, prompt or trace.
+		input["context"] = context
+	}
+	return input
 }
 
 // ContinuationContext is what a follow-up run knows of the conversation so far.
@@ -90,7 +98,7 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 		TaskDisplay: o.TaskDisplay, Participants: o.Participants, ResultsDisplay: o.ResultsDisplay, Target: o.Target,
 		Continuation: o.Continuation, Submitted: o.Submitted, State: InteractionActive, Version: 1, CreatedAt: now, UpdatedAt: now,
 	}
-	input := RunInput{Message: o.Text, Fields: o.Values}
+	input := RunInput(o.Text, o.Values, nil)
 	sub := work.Submission{Context: o.Context, InteractionID: i.ID, Type: "interaction", Title: titleOf(o.Title, o.Text),
 		Instruction: o.Text, FlowName: o.Target.Flow, FlowVersion: o.Target.Version, Input: input}
 	sub.Namespace = o.Target.Namespace
@@ -123,9 +131,11 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 }
 
 func (s *Store) setCurrentRun(ctx context.Context, tx *sql.Tx, interactionID, runID string) error {
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET current_run_id = ?, version = version + 1, updated_at = ? WHERE id = ?`),
-		runID, ms(s.now()), interactionID)
-	return err
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET current_run_id = ?, version = version + 1, updated_at = ? WHERE id = ?`),
+		runID, ms(s.now()), interactionID); err != nil {
+		return err
+	}
+	return s.emitInteraction(ctx, tx, interactionID)
 }
 
 // titleOf is the title of a conversation's work: the Entry's name and the request's beginning.
@@ -255,7 +265,7 @@ func (s *Store) startContinuation(ctx context.Context, tx *sql.Tx, i *Interactio
 		InteractionID: i.ID, WorkTaskID: task, ParentFlowRunID: parent, TriggerMessageID: messageID,
 		Type: "interaction", Title: titleOf(i.Title, text), Instruction: text,
 		FlowName: i.Continuation.Flow, FlowVersion: i.Continuation.Version,
-		Input: RunInput{Message: text, Fields: fields, Context: &context},
+		Input: RunInput(text, fields, &context),
 	}
 	_, run, token, err := s.Work.SubmitTx(ctx, tx, sub)
 	if err != nil {

@@ -83,6 +83,8 @@ type tableFixture struct {
 	names   [roleCount]string
 	// spare principals that rows act upon.
 	spareAccount, spareAdmin, spareMember, spareRemoved identity.Account
+	// secretNames are the fixture Secrets of the workspace, the instance and the tenant.
+	secretNames map[string]string
 }
 
 const tablePassword = "Table-Passw0rd!"
@@ -131,6 +133,7 @@ func newTableFixture(t *testing.T, db *store.Store) *tableFixture {
 	if r := f.as(platformAdmin, http.MethodPost, "/api/entries/table-entry/publish", ""); r.status != http.StatusOK {
 		t.Fatalf("fixture publish: %d %v", r.status, r.body)
 	}
+	f.secretFixtures()
 	return f
 }
 
@@ -370,6 +373,7 @@ func routeRoleTable() map[string]tableRow {
 	workRows(rows)
 	toolRows(rows)
 	workplaceRows(rows)
+	secretRows(rows)
 	return rows
 }
 

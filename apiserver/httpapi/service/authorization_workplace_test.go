@@ -78,6 +78,9 @@ func workplaceRows(rows map[string]tableRow) {
 	rows["download-task-artifact"] = read(func(_ *tableFixture, w *workplaceFixture) string {
 		return "/tasks/" + w.taskID + "/artifacts/" + w.artifactID + "/content"
 	})
+	rows["list-flow-runs"] = tableRow{httpapi.PolicyRunsRead, workspaceRoles(200), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodGet, path: "/api/flowRuns?state=Completed,Failed,Cancelled"}
+	}}
 	rows["list-notifications"] = read(func(*tableFixture, *workplaceFixture) string { return "/notifications" })
 	rows["read-all-notifications"] = tableRow{httpapi.PolicyRunsRead, workspaceRoles(200), func(f *tableFixture, _ role) tableRequest {
 		f.workplace()

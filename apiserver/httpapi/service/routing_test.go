@@ -21,7 +21,7 @@ import (
 
 // routingWorkspace is a fresh workspace (namespace) of its own, so that the agents a case makes
 // are the only candidates of routing.
-func routingWorkspace(t *testing.T) string {
+func routingWorkspace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "routing-"}}
 	if err := kube.Create(context.Background(), ns); err != nil {

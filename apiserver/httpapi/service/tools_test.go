@@ -33,7 +33,11 @@ func toolsDevServer(t *testing.T, settings map[string]string) (*httptest.Server,
 	}
 	settings["Platform:Authentication:Mode"] = "Development"
 	cfg := config.FromMap(config.Testing, settings)
-	opts, err := tools.OptionsFromConfig(cfg, tools.Options{Kube: kube, Secrets: tools.ConfigSecrets(cfg)})
+	// Development mode has no identity store, so no scope tree: no Secret resolves here.
+	noSecrets := func(_ context.Context, _, field string, ref platformv1.SecretReference) (string, error) {
+		return "", fmt.Errorf("%s: Secret %q has no value here", field, ref.Name)
+	}
+	opts, err := tools.OptionsFromConfig(cfg, tools.Options{Kube: kube, Secrets: noSecrets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,5 +262,45 @@ func TestTheOfficialMCPClientListsAndCallsTheWorkspacesEnabledToolsWithAPAT(t *t
 		g.Expect(out.ToolNames()).NotTo(ContainElement("kb-echo"))
 		g.Expect(out.Results[0].IsError || out.Results[0].Error != "").To(BeTrue())
 		g.Expect(mcpServer.Recorder.CallsOf("echo")).To(HaveLen(1))
+	})
+}
+
+func TestAStaticBearerIsItsSecretsValueFromTheVaultReadForEveryRequestAndNeverShown(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		e := newIdentityEnv(t, db)
+		const first, second = "tok-first-81d2a7", "tok-second-5be0c3"
+		mcpServer := mcptest.StartHTTP(mcptest.HTTPOptions{Token: first})
+		defer mcpServer.Close()
+		as := func(method, path, body string, headers ...string) response {
+			return e.do(e.adminCookie, method, path, body, append(headers, httpapi.WorkspaceHeader, e.ws.RouteName)...)
+		}
+		g.Expect(as(http.MethodPut, "/api/vaults/tools-vault", vaultBody("tools-vault", "")).status).To(Equal(http.StatusCreated))
+		g.Expect(as(http.MethodPut, "/api/secrets/kb-token", secretBody("kb-token", "tools-vault", "", "")).status).To(Equal(http.StatusCreated))
+		g.Expect(as(http.MethodPut, "/api/secrets/kb-token/value", `{"value":"`+first+`"}`).status).To(Equal(http.StatusNoContent))
+		created := as(http.MethodPost, "/api/toolproviders", toolProviderBody("kb", httpProviderDefinition(mcpServer.Endpoint(),
+			`,"authenticationMode":"StaticBearer","credential":{"name":"kb-token"}`)))
+		g.Expect(created.status).To(Equal(http.StatusCreated), "%v", created.body)
+
+		refreshed := as(http.MethodPost, "/api/toolproviders/kb/tools/refresh", "")
+		g.Expect(refreshed.status).To(Equal(http.StatusOK), "%v", refreshed.body)
+		g.Expect(mcpServer.Authorizations()).To(HaveEach("Bearer " + first))
+
+		// A new value is used from the next request on; the server still wants the first.
+		g.Expect(as(http.MethodPut, "/api/secrets/kb-token/value", `{"value":"`+second+`"}`).status).To(Equal(http.StatusNoContent))
+		refused := as(http.MethodPost, "/api/toolproviders/kb/test", "")
+		expectProblem(g, refused, http.StatusBadGateway)
+		g.Expect(mcpServer.Authorizations()).To(ContainElement("Bearer " + second))
+
+		// The value appears in no answer: not the provider, its tools or the failure.
+		for _, r := range []response{created, refreshed, refused, as(http.MethodGet, "/api/toolproviders/kb", ""), as(http.MethodGet, "/api/tools", "")} {
+			g.Expect(fmt.Sprint(r.body)).NotTo(Or(ContainSubstring(first), ContainSubstring(second)))
+		}
+
+		// Without a value the provider cannot be used as declared: 422, naming the Secret only.
+		g.Expect(as(http.MethodDelete, "/api/secrets/kb-token/value", "").status).To(Equal(http.StatusNoContent))
+		missing := as(http.MethodPost, "/api/toolproviders/kb/test", "")
+		expectProblem(g, missing, http.StatusUnprocessableEntity)
+		g.Expect(missing.body["detail"]).To(ContainSubstring(`Secret "kb-token"`))
 	})
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // demoWorkspace is a fresh workspace with the demo Entries published.
-func demoWorkspace(t *testing.T) string {
+func demoWorkspace(t testing.TB) string {
 	t.Helper()
 	ws := routingWorkspace(t)
 	publishDemo(t, ws)
@@ -30,7 +30,7 @@ func demoWorkspace(t *testing.T) string {
 
 // publishDemo seeds the demo into workspace namespace ws and publishes it, as bootstrap and the
 // controllers would (no controller runs in these tests: publication is done here).
-func publishDemo(t *testing.T, ws string) {
+func publishDemo(t testing.TB, ws string) {
 	t.Helper()
 	ctx := context.Background()
 	if err := demo.Seed(ctx, kube, ws); err != nil {
@@ -401,4 +401,45 @@ func TestWorkThatGoesOnForAMinuteBecomesATaskWhoseTurnsNameVisibleParticipants(t
 	activities := c.must(http.StatusOK, http.MethodGet, "/tasks/"+field(settled, "task", "id").(string)+"/activities", "")["items"].([]any)
 	g.Expect(activities).To(ContainElement(And(HaveKeyWithValue("label", "Prepared"), HaveKeyWithValue("participant", "slow-writer"))),
 		"an Entry whose participants are visible names them in its turns")
+}
+
+func TestEveryWorkplaceChangeIsAnOutboxEventNumberedInOrderWithIdsAndNoToken(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		var places *workplace.Store
+		server := workServerWith(t, s, func(p *workplace.Store) { places = p })
+		ws := demoWorkspace(t)
+		c := workplaceClient{t: t, server: server, ws: ws}
+		opened := c.must(http.StatusCreated, http.MethodPost, "/entries/prepare-report/interactions?waitSeconds=10", `{"input":{"request":"Q3"}}`)
+		tokens := []string{opened["resumeToken"].(string)}
+		confirm := c.answer(opened, `"value":"table"`)
+		tokens = append(tokens, confirm["resumeToken"].(string))
+		done := c.answer(confirm, `"confirmed":true`)
+		taskID := field(done, "task", "id").(string)
+		_, err := places.StoreArtifact(context.Background(), taskID, ws, "notes.txt", "text/plain", []byte("notes"))
+		g.Expect(err).NotTo(HaveOccurred())
+		c.must(http.StatusOK, http.MethodPost, "/notifications/read-all", "")
+
+		events, err := places.Events(context.Background(), ws, 0, 500)
+		g.Expect(err).NotTo(HaveOccurred())
+		names := map[string]bool{}
+		for i, e := range events {
+			g.Expect(e.Seq).To(Equal(int64(i+1)), "numbered in order, none missing")
+			names[e.Name] = true
+			for _, token := range tokens {
+				g.Expect(string(e.Payload)).NotTo(ContainSubstring(token))
+			}
+			g.Expect(string(e.Payload)).NotTo(ContainSubstring("prt_"))
+			g.Expect(string(e.Payload)).NotTo(Or(ContainSubstring("Which format"), ContainSubstring("Q3")), "ids and versions, no content")
+		}
+		for _, name := range []string{workplace.EventInteractionUpdated, workplace.EventMessageAdded, workplace.EventPendingActionCreated,
+			workplace.EventPendingActionResolved, workplace.EventTaskCreated, workplace.EventTaskStatusChanged, workplace.EventTaskActivityAdded,
+			workplace.EventTaskResultAdded, workplace.EventTaskArtifactAdded, workplace.EventNotificationCreated, workplace.EventNotificationUpdated,
+			workplace.EventUnreadNotificationCountChanged} {
+			g.Expect(names).To(HaveKey(name))
+		}
+		last, err := places.LastEventSeq(context.Background(), ws)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(last).To(Equal(int64(len(events))))
+	})
 }

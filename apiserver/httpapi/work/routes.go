@@ -26,6 +26,7 @@ func Routes(s *httpapi.Server) {
 		&huma.Tag{Name: tagWork, Description: "Work: WorkItems, the FlowRuns that execute them, and the pending actions a run waits on."},
 	)
 	r.registerWork()
+	r.registerRunList()
 	r.registerRunStream()
 	r.registerRuntime()
 	r.registerRouting()

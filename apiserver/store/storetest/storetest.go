@@ -253,3 +253,24 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// BenchRawCommits is the ceiling the Work benchmarks are measured against: one single-row INSERT
+// committed per operation on s (on SQLite, WAL with synchronous=FULL: one fsync per commit),
+// reported as commits/s. Benchmarks of whole paths run it on their own store, in the same run.
+func BenchRawCommits(b *testing.B, s *store.Store) {
+	ctx := context.Background()
+	table := fmt.Sprintf("bench_commits_%d", time.Now().UnixNano())
+	if _, err := s.DB().ExecContext(ctx, `CREATE TABLE `+table+` (id BIGINT PRIMARY KEY)`); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if err := s.InTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, s.Rebind(`INSERT INTO `+table+` (id) VALUES (?)`), i)
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+}
