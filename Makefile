@@ -92,7 +92,7 @@ SWAGGER_UI_VERSION ?= 5.35.0
 SWAGGER_UI_ASSETS := apiserver/httpapi/swaggerui/assets
 
 .PHONY: swagger-ui
-swagger-ui: ## Refresh the embedded API browser assets from the npm package swagger-ui-dist@$(SWAGGER_UI_VERSION).
+swagger-ui: ## Refresh the embedded API browser assets from the npm package swagger-ui-dist (version SWAGGER_UI_VERSION).
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	(cd "$$tmp" && npm pack --silent swagger-ui-dist@$(SWAGGER_UI_VERSION) >/dev/null && tar xzf swagger-ui-dist-*.tgz); \
 	for f in swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE; do \
@@ -108,18 +108,19 @@ build: ## Build the platform binary into bin/platform.
 	go build -o bin/platform .
 
 .PHONY: run
-run: ## Run `platform serve` from source with its data in DATA_DIR (default .data): Local accounts; open /bootstrap once to create the first administrator.
-	PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development} go run . serve --data-dir $(DATA_DIR)
+run: ## Build bin/platform and run `platform serve` with its data in DATA_DIR (default .data): Local accounts; open /bootstrap once to create the first administrator.
+	@echo "building bin/platform (the first build compiles the whole platform: about a minute on 2 cores)..."
+	go build -o bin/platform .
+	PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development} bin/platform serve --data-dir $(DATA_DIR)
 
 ##@ Test
 
 .PHONY: test
-test: verify-gen vet ## Verify generated files, vet, run every test (tune with GO_TEST_FLAGS), then every fuzz target briefly.
+test: verify-gen vet ## Verify generated files, vet and run every test (tune with GO_TEST_FLAGS); fuzz targets run their seed corpora as ordinary tests.
 	go test $(GO_TEST_FLAGS) $(GO_PACKAGES)
-	$(MAKE) fuzz
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZ_TIME (default 3s) each.
+fuzz: ## Fuzz every fuzz target for FUZZ_TIME (default 3s) each; each builds an instrumented test binary, so this takes minutes.
 	FUZZ_TIME=$(FUZZ_TIME) hack/fuzz.sh
 
 .PHONY: bench

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"platform.dev/platform/apis/platform/ownerscope"
@@ -25,6 +26,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi/service"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/kubeauth"
+	"platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
@@ -81,6 +83,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err := opts.Validate(); err != nil {
 		return err
 	}
+	if err := ctrlOpts.Validate(); err != nil {
+		return err
+	}
 	agents, err := provider.FromConfig(cfg)
 	if err != nil {
 		return err
@@ -102,10 +107,17 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		return fmt.Errorf("service API: %w", err)
 	}
 	defer httpListener.Close()
+	// Clients cannot take every descriptor: each API caps its connections, leaving headroom for
+	// the store and etcd, which die without descriptors. What net/http itself answers a malformed
+	// request is Problem Details, as every other answer of the service API.
+	budget := listener.ProcessBudget()
+	httpListener = listener.Limit(listener.Problems(httpListener), budget.ServiceAPI)
+	opts.MaxConnections = budget.KubeAPI
 
 	// The SQL store (identity and Work planes) opens, migrated, before the control plane, whose
 	// authenticator and authorizer read it, and closes after everything that uses it has stopped
 	// (deferred first, so run last).
+	controlplane.PrivateFiles()
 	if err := opts.MakeDataDir(); err != nil {
 		return err
 	}
@@ -145,7 +157,27 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		return err
 	}
 	controllers.SetLogger()
-	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: kube}, ctrl.Log.WithName("executor")
+	// Runs resolve their Flow versions and agents, and agent calls their model profiles and
+	// providers, from informers instead of a kube API request each (the API answers what the
+	// cache does not have yet). The informers stop with the executor, before the kube API.
+	informers, err := cache.New(server.LoopbackConfig, cache.Options{Scheme: platformscheme.Scheme})
+	if err != nil {
+		return err
+	}
+	informersCtx, stopInformers := context.WithCancel(context.Background())
+	informersStopped := make(chan struct{})
+	go func() {
+		defer close(informersStopped)
+		if err := informers.Start(informersCtx); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "informers: %v\n", err)
+		}
+	}()
+	defer func() {
+		stopInformers()
+		<-informersStopped
+	}()
+	resolve := executor.CacheFirst{Cache: informers, Live: kube}
+	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: resolve}, ctrl.Log.WithName("executor")
 	// The Workplace (conversations, Tasks, notifications) is a projection of the runs, written in
 	// their transactions; artifact bytes are files of the data directory.
 	places := workplace.NewStore(db, execOpts.Work, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
@@ -168,7 +200,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}
 	ctrlOpts.Identity, ctrlOpts.LocalVault = ids, localVault
 	if managed, ok := agents.(*provider.ManagedProvider); ok {
-		managed.Client = kube
+		managed.Client = resolve
 		managed.Credentials = secretValues
 	}
 	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {
@@ -210,29 +242,33 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		defer close(execStopped)
 		flowExecutor.Run(execCtx)
 	}()
+	// On PostgreSQL the changes other replicas commit wake this process's waiters and workers.
+	listenStopped := make(chan struct{})
+	go func() {
+		defer close(listenStopped)
+		execOpts.Work.Changes().Listen(execCtx, db, ctrl.Log.WithName("notify"))
+	}()
 	defer func() {
 		stopExecutor()
 		<-execStopped
+		<-listenStopped
 	}()
 
 	// The controllers run on the loopback identity once the kube API is ready, share the work
 	// with other replicas through a Lease in kube-system, and stop before the kube API does
 	// (deferred after server.Stop, so run before it) so that they never talk to a stopped server.
-	mgr, err := controllers.NewManager(server.LoopbackConfig, ctrlOpts)
-	if err != nil {
-		return err
-	}
+	// A lost Lease only makes them step down and campaign again: Run returns when mgrCtx ends.
 	mgrCtx, cancelMgr := context.WithCancel(context.Background())
 	mgrStopped := make(chan struct{})
-	var mgrErr error
 	go func() {
 		defer close(mgrStopped)
-		mgrErr = mgr.Start(mgrCtx)
+		if err := controllers.Run(mgrCtx, server.LoopbackConfig, ctrlOpts); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "controllers: %v\n", err)
+		}
 	}()
-	stopControllers := func() error {
+	stopControllers := func() {
 		cancelMgr()
 		<-mgrStopped
-		return mgrErr
 	}
 	defer stopControllers()
 
@@ -252,13 +288,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		}
 	case err := <-apiDone:
 		return fmt.Errorf("service API stopped: %w", err)
-	case <-mgrStopped:
-		return fmt.Errorf("controllers stopped: %v", mgrErr)
 	case <-server.Done():
 	}
-	if err := stopControllers(); err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "controllers: %v\n", err)
-	}
+	stopControllers()
 	return server.Stop()
 }
 

@@ -3,11 +3,15 @@ package controllers
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
@@ -48,11 +52,23 @@ type Options struct {
 	// LocalVault is the Local Vault of `platform serve`; nil when the manager runs without its SQL
 	// store, where Vaults report that they cannot be seen.
 	LocalVault *secrets.LocalVault
+	// LeaseDuration, RenewDeadline and RetryPeriod tune the leader election of Run (the
+	// Default... values when zero): how long a Lease holds without renewal, how long a holder
+	// keeps trying to renew before it steps down, and how often it tries.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// Log receives what Run reports of leader election terms; ctrl.Log when unset.
+	Log logr.Logger
+
+	// skipNameValidation lets Run build one manager per term in one process: controller names
+	// are otherwise registered once per process.
+	skipNameValidation bool
 }
 
 // NewManager builds a controller-runtime manager on cfg with every reconciler of the platform
 // registered. The caller starts it, and stops it (by cancelling Start's context) before the API
-// it talks to.
+// it talks to. The commands use Run instead, which survives a lost Lease.
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.MetricsAddr == "" {
 		o.MetricsAddr = "0"
@@ -71,6 +87,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        "0",
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: &o.skipNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)

@@ -57,6 +57,7 @@ import (
 	"k8s.io/kube-openapi/pkg/common"
 
 	"platform.dev/platform/apiserver/etcd"
+	connlimit "platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/native"
 	nativeopenapi "platform.dev/platform/apiserver/native/openapi"
 	"platform.dev/platform/apiserver/pki"
@@ -96,6 +97,11 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	listener, err := net.Listen("tcp", o.KubeAddr)
 	if err != nil {
 		return nil, fmt.Errorf("kube API: %w", err)
+	}
+	if o.MaxConnections > 0 {
+		// The apiserver's own http.Server already times idle connections (90 s) and headers
+		// (32 s) out; the cap keeps idle clients from taking every descriptor meanwhile.
+		listener = connlimit.Limit(listener, o.MaxConnections)
 	}
 	defer func() {
 		if err != nil {

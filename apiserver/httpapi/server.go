@@ -160,14 +160,14 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	}
 	// Run, step and controller metrics for Prometheus; they hold counts by type and state only.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/api/", notFoundHandler)
+	mux.HandleFunc("/api/", s.noRoute)
 	// Cross-site state-changing requests (by Sec-Fetch-Site, else Origin against Host) are
 	// refused: the session cookie must not act for another site's page.
 	csrf := http.NewCrossOriginProtection()
 	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteProblem(w, http.StatusForbidden, "cross-origin request refused")
 	}))
-	s.handler = csrf.Handler(mux)
+	s.handler = answerProblems(csrf.Handler(mux))
 	return s, nil
 }
 
@@ -245,7 +245,11 @@ func (s *Server) API() huma.API { return s.api }
 
 // Serve answers on listener until ctx ends, then drains requests for up to 10 s.
 func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
-	server := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	// Every connection is bounded in time: headers must arrive within 10 s and a keep-alive
+	// connection is closed after a minute without a request. Bodies and answers are not: a
+	// waiting request or a run stream may last. (The listener caps how many are open.)
+	server := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxHeaderBytes: 64 << 10}
 	done := make(chan error, 1)
 	go func() { done <- server.Serve(listener) }()
 	select {

@@ -81,7 +81,9 @@ type ToolResult struct {
 // inLease runs fn in a transaction on a run that owner holds (Pending or Running under owner's
 // lease), then appends the events fn returns. ErrLeaseLost otherwise.
 func (s *Store) inLease(ctx context.Context, runID, owner string, fn func(tx *sql.Tx, run FlowRun, now time.Time) ([]Event, error)) error {
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	var held FlowRun
+	// The worker holds the run: a change of its tool calls makes nothing runnable for the others.
+	return s.inTxNotify(ctx, func() []string { return runTopics(held, false) }, func(tx *sql.Tx) error {
 		run, err := s.lockRun(ctx, tx, runID, "")
 		if err != nil {
 			return err
@@ -89,6 +91,7 @@ func (s *Store) inLease(ctx context.Context, runID, owner string, fn func(tx *sq
 		if run.LeaseOwner != owner || (run.State != StatePending && run.State != StateRunning) {
 			return fmt.Errorf("run %s is %s under lease %q: %w", runID, run.State, run.LeaseOwner, ErrLeaseLost)
 		}
+		held = run
 		now := s.now()
 		events, err := fn(tx, run, now)
 		if err != nil {
@@ -96,10 +99,6 @@ func (s *Store) inLease(ctx context.Context, runID, owner string, fn func(tx *sq
 		}
 		return s.appendEvents(ctx, tx, runID, run.State, now, events...)
 	})
-	if err == nil {
-		s.notify(runID)
-	}
-	return err
 }
 
 // RequestToolCalls persists the calls of one model turn, before any of them runs.
