@@ -445,10 +445,17 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 			startEvents = []work.Event{{Type: work.EventStepStarted, Step: step.Name, Attempt: run.Attempt, RuntimeExecutionID: runtimeExecutionID}}
 			if step.Type == platformv1.AgentStep {
 				started := true
-				if err := apply(work.Transition{StepStarted: &started, Events: startEvents}); err != nil {
+				if err := stage(work.Transition{StepStarted: &started, Events: startEvents}); err != nil {
 					return err
 				}
 				startEvents = nil
+			}
+		}
+		if step.Type == platformv1.AgentStep {
+			// Whatever is staged (the step's start, or its restart after a crash) is persisted
+			// before the call and before the tool calls the step makes.
+			if err := flush(); err != nil {
+				return err
 			}
 		}
 		began := time.Now()
