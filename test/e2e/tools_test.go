@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +189,133 @@ func TestAToolCallInterruptedBySIGKILLRunsAgainUnderItsKeyAfterTheRestartAndNoCo
 			types = append(types, e.(map[string]any)["type"].(string))
 		}
 		g.Expect(types).To(ContainElements("ToolCallRequested", "ToolCallCompleted", "StepRestarted", "ToolCallRestarted"))
+		g.Expect(slices.Index(types, "StepRestarted")).To(BeNumerically("<", slices.Index(types, "ToolCallRestarted")),
+			"the step's restart is persisted before the calls it makes again: %v", types)
+	})
+}
+
+// objectWithETag reads the object at path with its ETag.
+func (c serviceClient) objectWithETag(path string) (map[string]any, string) {
+	c.t.Helper()
+	resp, err := http.Get(c.base + path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+	}
+	return out, resp.Header.Get("ETag")
+}
+
+// requireApproval makes every call of a Tool wait for a person, replacing the Tool with its
+// current ETag as a client does (read again after a 412: the Tool controller writes status).
+func (c serviceClient) requireApproval(tool string) {
+	c.t.Helper()
+	path := "/api/tools/" + tool
+	for range 20 {
+		object, etag := c.objectWithETag(path)
+		object["definition"].(map[string]any)["requiresApproval"] = true
+		delete(object, "status")
+		body, _ := json.Marshal(object)
+		req, _ := http.NewRequest(http.MethodPut, c.base+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("If-Match", etag)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			return
+		case http.StatusPreconditionFailed:
+			time.Sleep(100 * time.Millisecond)
+		default:
+			c.t.Fatalf("PUT %s: status %d: %s", path, resp.StatusCode, answer)
+		}
+	}
+	c.t.Fatalf("PUT %s: the ETag kept changing", path)
+}
+
+// The issue's "Done when": an agent on an OpenAI-compatible model calls a Tool that requires
+// approval inside a published Flow; the run waits on an approval PendingAction that names the
+// tool and the arguments, nothing reaches the provider before a person answers through the API,
+// an approved call runs once under its key and a rejected one returns to the model with the
+// person's reason.
+func TestAToolThatRequiresApprovalWaitsForAPersonWhoAnswersThroughTheAPI(t *testing.T) {
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		g := NewWithT(t)
+		model := openaitest.New()
+		defer model.Close()
+		model.Set(func(s *openaitest.Server) {
+			s.Answer = func(req openaitest.ChatRequest) openaitest.Answer {
+				var results []string
+				for _, m := range req.Messages {
+					if m.Role == "tool" {
+						results = append(results, m.Content)
+					}
+				}
+				if len(results) == 0 {
+					return openaitest.Answer{ToolCalls: []openaitest.ToolCall{openaitest.Call("c1", "kb-echo", `{"text":"to the board"}`)}}
+				}
+				return openaitest.Answer{Content: "done: " + strings.Join(results, " | ")}
+			}
+		})
+		mcpServer := mcptest.StartHTTP(mcptest.HTTPOptions{})
+		defer mcpServer.Close()
+		cs := &crashServer{t: t, dataDir: filepath.Join(t.TempDir(), "data"), env: toolsEnv()}
+		if opts.DatabaseURL != "" {
+			cs.args = []string{"--database-url", opts.DatabaseURL}
+		}
+		c := cs.start()
+		t.Cleanup(cs.stop)
+		setupToolsWorld(c, model, mcpServer)
+		c.requireApproval("kb-echo")
+
+		decide := func(answer string) (runID string, result map[string]any, calls []any) {
+			out := c.must(http.StatusAccepted, http.MethodPost, "/api/work/workitems",
+				`{"type":"question","title":"Approval","instruction":"Send it","flowReference":{"name":"assist"}}`)
+			itemID, token := out["workItem"].(map[string]any)["id"].(string), out["resumeToken"].(string)
+			runID = out["flowRun"].(map[string]any)["id"].(string)
+			action := waitForState(c, runID, "ActionRequired")["pendingAction"].(map[string]any)
+			g.Expect(action).To(HaveKeyWithValue("kind", "approval"))
+			g.Expect(action["prompt"]).To(And(ContainSubstring(`agent "assistant"`), ContainSubstring("kb-echo"),
+				ContainSubstring(`{"text":"to the board"}`)))
+			waiting := c.must(http.StatusOK, http.MethodGet, "/api/flowRuns/"+runID+"/tool-calls", "")["items"].([]any)
+			g.Expect(waiting).To(ConsistOf(And(HaveKeyWithValue("status", "awaitingApproval"), HaveKeyWithValue("executions", float64(0)),
+				HaveKeyWithValue("pendingActionId", action["id"]))))
+			g.Expect(mcpServer.Recorder.CallsOf("echo")).NotTo(HaveKey(HavePrefix(runID)), "nothing reaches the provider before the answer")
+
+			c.must(http.StatusOK, http.MethodPost, "/api/flowRuns/"+runID+"/pending-actions/"+action["id"].(string)+"/responses",
+				`{"resumeToken":"`+token+`",`+answer+`}`)
+			waitForState(c, runID, "Completed", "Failed")
+			result = c.must(http.StatusOK, http.MethodGet, "/api/work/workitems/"+itemID+"/result", "")
+			calls = c.must(http.StatusOK, http.MethodGet, "/api/flowRuns/"+runID+"/tool-calls", "")["items"].([]any)
+			return runID, result, calls
+		}
+
+		runID, result, calls := decide(`"approved":true`)
+		g.Expect(result).To(HaveKeyWithValue("status", "Completed"), "%v", result)
+		g.Expect(result["result"]).To(HaveKeyWithValue("output", HaveKeyWithValue("text", "done: echo: to the board")))
+		g.Expect(mcpServer.Recorder.CallsOf("echo")).To(HaveKeyWithValue(runID+"/ask/tool/1", 1))
+		g.Expect(calls).To(ConsistOf(And(HaveKeyWithValue("status", "completed"), HaveKeyWithValue("executions", float64(1)),
+			HaveKeyWithValue("decidedBy", Not(BeEmpty())), HaveKeyWithValue("result", "echo: to the board"))))
+
+		runID, result, calls = decide(`"approved":false,"reason":"not before the audit"`)
+		g.Expect(result).To(HaveKeyWithValue("status", "Completed"), "%v", result)
+		g.Expect(result["result"]).To(HaveKeyWithValue("output", HaveKeyWithValue("text",
+			"done: Error: a person rejected this call of kb-echo: not before the audit")))
+		g.Expect(mcpServer.Recorder.CallsOf("echo")).NotTo(HaveKey(runID + "/ask/tool/1"))
+		g.Expect(calls).To(ConsistOf(And(HaveKeyWithValue("executions", float64(0)), HaveKeyWithValue("isError", true),
+			HaveKeyWithValue("decisionReason", "not before the audit"))))
+		events := c.must(http.StatusOK, http.MethodGet, "/api/flowRuns/"+runID+"/events", "")["items"].([]any)
+		var types []string
+		for _, e := range events {
+			types = append(types, e.(map[string]any)["type"].(string))
+		}
+		g.Expect(types).To(ContainElements("ToolCallRequested", "PendingActionCreated", "ToolCallRejected", "ToolCallCompleted", "RunCompleted"))
 	})
 }
