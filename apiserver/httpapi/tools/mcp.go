@@ -165,7 +165,7 @@ func internalTools() []internalTool {
 	return []internalTool{
 		{name: "platform_list_entries", title: "List the Entries you may start",
 			description: "The published Entries of this workspace that you may start and whose Flow can run now, with the fields " +
-				"their input takes. Start one with platform_open_interaction. Like GET /api/entries (runs/execute).",
+				"their input takes. Start one with platform_open_interaction. Like GET /api/entries (workspaces/read, runs/execute).",
 			schema: entriesSchema, readOnly: true,
 			request: func(rc httpapi.RequestContext, args json.RawMessage) (string, string, []byte, error) {
 				var in struct {
