@@ -115,9 +115,13 @@ run: ## Build bin/platform and run `platform serve` with its data in DATA_DIR (d
 
 ##@ Test
 
+# The suite's end-to-end tests start servers, Chromium and PostgreSQL and its timeouts assume the
+# machine's cores are theirs: two suites on one machine (two worktrees) run one after the other.
+SUITE_LOCK := $(shell command -v flock >/dev/null 2>&1 && echo "flock $${TMPDIR:-/tmp}/platform-make-test.lock")
+
 .PHONY: test
 test: verify-gen vet ## Verify generated files, vet and run every test (tune with GO_TEST_FLAGS); fuzz targets run their seed corpora as ordinary tests.
-	go test $(GO_TEST_FLAGS) $(GO_PACKAGES)
+	$(SUITE_LOCK) go test $(GO_TEST_FLAGS) $(GO_PACKAGES)
 
 .PHONY: fuzz
 fuzz: ## Fuzz every fuzz target for FUZZ_TIME (default 3s) each; each builds an instrumented test binary, so this takes minutes.

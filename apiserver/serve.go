@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -140,6 +141,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	opts.Authenticators = append(opts.Authenticators, tokens.Request())
 	opts.Authorizers = append(opts.Authorizers, workspaces)
 	opts.NamespaceVisibility = workspaces.Visibility
+	// The authorizer maps resource namespaces to their workspaces from a namespace informer
+	// started once the kube API serves.
+	opts.PostStart = map[string]func(context.Context, *rest.Config) error{"workspace-namespaces": workspaces.StartNamespaces}
 	// The rules of scopes (grants, references, what scope namespaces hold) are admission's.
 	opts.Admission = append(opts.Admission, secrets.NewAdmission(ids))
 
@@ -152,7 +156,13 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
+	// The platform's own reads and writes use the loopback identity; the service API writes on its
+	// callers' behalf as another, privileged user, so the kube API's admission rules apply to it.
 	kube, err := client.New(server.LoopbackConfig, client.Options{Scheme: platformscheme.Scheme})
+	if err != nil {
+		return err
+	}
+	serviceKube, err := client.New(server.ServiceAPIConfig, client.Options{Scheme: platformscheme.Scheme})
 	if err != nil {
 		return err
 	}
@@ -182,6 +192,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// their transactions; artifact bytes are files of the data directory.
 	places := workplace.NewStore(db, execOpts.Work, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
 	execOpts.Work.Observer = places
+	execOpts.Artifacts = places.Blobs
 	// One Resolver of Secret references and one Local Vault for the service API and the model
 	// providers; the controllers get their own Resolver over their cache (controllers.SetupAll).
 	// A missing or malformed master key leaves the Vaults Unavailable, with the reason in their
@@ -220,9 +231,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		return err
 	}
 	api, err := service.New(httpapi.Options{
-		Config: cfg, Kube: kube, Ready: server.Ready,
+		Config: cfg, Kube: serviceKube, PlatformKube: kube, Ready: server.Ready,
 		Identity:           ids,
-		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
+		ProvisionWorkspace: httpapi.NamespaceProvisioner(serviceKube),
 		SeedFirstWorkspace: func(ctx context.Context, ws identity.Workspace) error { return demo.Seed(ctx, kube, ws.RouteName) },
 		Work:               execOpts.Work,
 		Workplace:          places,

@@ -121,7 +121,7 @@ func SetupAll(mgr ctrl.Manager, o Options) error {
 		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider"), Secrets: resolver}},
 		{"secret", &secret.Reconciler{Client: c, Recorder: recorder("secret"), Secrets: vaults}},
 		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault"), Secrets: vaults}},
-		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion")}},
+		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion"), Reader: mgr.GetAPIReader()}},
 		{"entry", &entry.Reconciler{Client: c, Recorder: recorder("entry"), Reader: mgr.GetAPIReader()}},
 		{"publishedentry", &entry.PublishedReconciler{Client: c, Recorder: recorder("publishedentry"), Reader: mgr.GetAPIReader()}},
 		{"trigger", &trigger.Reconciler{Client: c, Recorder: recorder("trigger")}},

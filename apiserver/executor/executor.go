@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -56,7 +57,15 @@ type Options struct {
 	// MaxToolCallsPerStep bounds the tool calls of one Agent step; DefaultMaxToolCallsPerStep
 	// when zero.
 	MaxToolCallsPerStep int
-	Log                 logr.Logger
+	// Artifacts stores the deliverables agents declare before the step that declares them
+	// completes; without it a declared deliverable fails the step.
+	Artifacts ArtifactPutter
+	Log       logr.Logger
+}
+
+// ArtifactPutter stores bytes under a new opaque key (the Workplace's artifact store).
+type ArtifactPutter interface {
+	Put(ctx context.Context, r io.Reader) (key string, length int64, err error)
 }
 
 // OptionsFromConfig reads Platform:Executor:Workers, Platform:Executor:WorkspaceShare,
@@ -101,6 +110,7 @@ type Executor struct {
 	tools     ToolRunner
 	// maxToolCalls bounds the tool calls of one Agent step.
 	maxToolCalls int
+	artifacts    ArtifactPutter
 	log          logr.Logger
 	owner        string
 	wake         chan struct{}
@@ -118,7 +128,7 @@ func New(opts Options) (*Executor, error) {
 		return nil, errors.New("executor: Work, Resolver, Provider and Authorize are required")
 	}
 	e := &Executor{work: opts.Work, resolver: opts.Resolver, provider: opts.Provider, authorize: opts.Authorize,
-		workers: opts.Workers, lease: opts.Lease, poll: opts.Poll, backoff: opts.RetryBackoff, log: opts.Log,
+		workers: opts.Workers, lease: opts.Lease, poll: opts.Poll, backoff: opts.RetryBackoff, artifacts: opts.Artifacts, log: opts.Log,
 		tools: opts.Tools, maxToolCalls: opts.MaxToolCallsPerStep}
 	if e.maxToolCalls <= 0 {
 		e.maxToolCalls = DefaultMaxToolCallsPerStep

@@ -174,7 +174,8 @@ func New(opts Options, areas ...Area) (*Server, error) {
 // Mux is the router, for the areas that serve plain net/http handlers (web pages).
 func (s *Server) Mux() *http.ServeMux { return s.mux }
 
-// Kube reads and writes Management objects with the control plane's loopback identity.
+// Kube reads and writes Management objects on behalf of callers, held to the kube API's
+// admission rules (see Options.Kube).
 func (s *Server) Kube() client.Client { return s.kube }
 
 // PlatformKube writes what only the platform itself writes: published Flow versions and Entries

@@ -29,6 +29,8 @@ import (
 //	@callTool <function> [json]   before its action, the agent calls the tool offered as function
 //	                              with the JSON arguments ({} when omitted); several lines make
 //	                              several calls of one answer
+//	@deliverable <name> [type]    the answer declares a deliverable file named name whose content
+//	                              is the answer's text (media type text/markdown by default)
 //
 // In texts and prompts, {{input}} stands for the message. Without a text, respond and
 // showResult answer "Deterministic response <digest>: <message>", where digest is the first 12
@@ -45,11 +47,12 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		return Action{}, err
 	}
 	var (
-		act       *Action
-		options   []Option
-		calls     []ToolCall
-		transient int
-		latency   time.Duration
+		act          *Action
+		options      []Option
+		calls        []ToolCall
+		deliverables []Deliverable
+		transient    int
+		latency      time.Duration
 	)
 	for _, line := range strings.Split(req.Agent.Instructions, "\n") {
 		line = strings.TrimSpace(line)
@@ -71,6 +74,14 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 			}
 			if name != "" {
 				calls = append(calls, ToolCall{ID: fmt.Sprintf("call_%d", len(calls)+1), Name: name, Arguments: args})
+			}
+		case "deliverable":
+			name, mediaType, _ := strings.Cut(arg, " ")
+			if mediaType = strings.TrimSpace(mediaType); mediaType == "" {
+				mediaType = "text/markdown"
+			}
+			if name != "" {
+				deliverables = append(deliverables, Deliverable{Name: name, MediaType: mediaType})
 			}
 		case "transientFailures":
 			transient, _ = strconv.Atoi(arg)
@@ -121,6 +132,10 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 					act.Text += "\n" + c.Name + ": " + result
 				}
 			}
+		}
+		for _, d := range deliverables {
+			d.Content = act.Text
+			act.Deliverables = append(act.Deliverables, d)
 		}
 	case ActionRequestChoice:
 		if len(options) == 0 {

@@ -107,11 +107,15 @@ func (r *Reconciler) reconcileTarget(ctx context.Context, s *scope) (ctrl.Result
 	if ref == nil {
 		return ctrl.Result{}, nil
 	}
-	if problem := reconcileutil.UnresolvableNamespace(ref.Namespace); problem != "" {
+	ns, problem, err := reconcileutil.ResolveNamespace(ctx, r.Client, s.trigger.Namespace, ref.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if problem != "" {
 		s.targetReason, s.targetProblem = platformv1.FlowNotFoundReason, "definition.target.flow.namespace: "+problem
 		return ctrl.Result{}, nil
 	}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.trigger.Namespace, Name: string(ref.Name)}, &platformv1.Flow{})
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(ref.Name)}, &platformv1.Flow{})
 	switch {
 	case client.IgnoreNotFound(err) != nil:
 		return ctrl.Result{}, err
@@ -121,7 +125,7 @@ func (r *Reconciler) reconcileTarget(ctx context.Context, s *scope) (ctrl.Result
 	case ref.Version == "":
 		return ctrl.Result{}, nil
 	}
-	fv, err := publication.FindFlowVersion(ctx, r.Client, s.trigger.Namespace, string(ref.Name), ref.Version)
+	fv, err := publication.FindFlowVersion(ctx, r.Client, ns, string(ref.Name), ref.Version)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -134,10 +138,9 @@ func (r *Reconciler) reconcileTarget(ctx context.Context, s *scope) (ctrl.Result
 
 // triggersOfWorkspace maps an object to the Triggers of its workspace.
 func (r *Reconciler) triggersOfWorkspace(ctx context.Context, obj client.Object) []reconcile.Request {
-	triggers := &platformv1.TriggerList{}
-	if err := r.Client.List(ctx, triggers, client.InNamespace(obj.GetNamespace())); err != nil {
+	requests, err := reconcileutil.WorkspaceRequests(ctx, r.Client, obj.GetNamespace(), func() client.ObjectList { return &platformv1.TriggerList{} })
+	if err != nil {
 		log.FromContext(ctx).Error(err, "listing triggers of a workspace")
-		return nil
 	}
-	return reconcileutil.Requests(triggers)
+	return requests
 }

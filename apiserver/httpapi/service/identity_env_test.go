@@ -58,7 +58,7 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	authorize, err := httpapi.RunAuthorizer(cfg, svc)
 	g.Expect(err).NotTo(HaveOccurred())
 	exec, err := executor.New(executor.Options{Work: workStore, Resolver: executor.KubeResolver{Client: kube},
-		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond})
+		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond, Artifacts: places.Blobs})
 	g.Expect(err).NotTo(HaveOccurred())
 	execCtx, stopExec := context.WithCancel(context.Background())
 	execDone := make(chan struct{})
@@ -72,11 +72,12 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(toolManager.Close)
 	api, err := service.New(httpapi.Options{
-		Config:  cfg,
-		Kube:    kube,
-		Secrets: values,
-		Tools:   toolManager,
-		Ready:   func(ctx context.Context) error { return env.Server().Ready(ctx) },
+		Config:       cfg,
+		Kube:         kube,
+		PlatformKube: platformKube,
+		Secrets:      values,
+		Tools:        toolManager,
+		Ready:        func(ctx context.Context) error { return env.Server().Ready(ctx) },
 		// Identity and ProvisionWorkspace switch on local accounts (the default mode is Local).
 		Identity:           svc,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),

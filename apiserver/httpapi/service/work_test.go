@@ -60,7 +60,7 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 		t.Fatal(err)
 	}
 	exec, err := executor.New(executor.Options{Work: store, Resolver: executor.KubeResolver{Client: resolve},
-		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond})
+		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond, Artifacts: places.Blobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 	done := make(chan struct{})
 	go func() { defer close(done); exec.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, Work: store, Workplace: places, Executor: exec,
+	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: platformKube, Work: store, Workplace: places, Executor: exec,
 		Ready: func(ctx context.Context) error { return env.Server().Ready(ctx) }})
 	if err != nil {
 		t.Fatal(err)
