@@ -198,9 +198,9 @@ func TestTheOfficialMCPClientListsAndCallsTheWorkspacesEnabledToolsWithAPAT(t *t
 		// The demo Entries, published; quick-answer's Flow can run, as its reconciler would report.
 		publishDemo(t, e.ws.RouteName)
 		quick := &platformv1.PublishedEntry{}
-		g.Expect(kube.Get(ctx, client.ObjectKey{Namespace: e.ws.RouteName, Name: "quick-answer"}, quick)).To(Succeed())
+		g.Expect(platformKube.Get(ctx, client.ObjectKey{Namespace: e.ws.RouteName, Name: "quick-answer"}, quick)).To(Succeed())
 		quick.Status.TargetState = platformv1.TargetExecutable
-		g.Expect(kube.Status().Update(ctx, quick)).To(Succeed())
+		g.Expect(platformKube.Status().Update(ctx, quick)).To(Succeed())
 
 		e.account("Ada", e.ws, "Member")
 		member := e.signIn("Ada", adminPassword)
