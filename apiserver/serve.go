@@ -231,7 +231,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		return err
 	}
 	api, err := service.New(httpapi.Options{
-		Config: cfg, Kube: serviceKube, PlatformKube: kube, Ready: server.Ready,
+		Config: cfg, Kube: serviceKube, PlatformKube: kube, Reads: resolve, Ready: server.Ready,
 		Identity:           ids,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(serviceKube),
 		SeedFirstWorkspace: func(ctx context.Context, ws identity.Workspace) error { return demo.Seed(ctx, kube, ws.RouteName) },

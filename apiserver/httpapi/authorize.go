@@ -316,7 +316,7 @@ func (s *Server) IdentityContext(ctx context.Context, caller Caller, explicit, c
 // checkNamespace: a workspace whose namespace is gone or going is not found.
 func (s *Server) CheckNamespace(ctx context.Context, name string) error {
 	ns := &corev1.Namespace{}
-	if err := s.kube.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+	if err := s.reads.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
 			return huma.Error404NotFound("workspace " + Quote(name) + " not found")
 		}

@@ -45,6 +45,10 @@ type Options struct {
 	// Entries, system-managed Direct Agent Flows), with the control plane's loopback identity.
 	// Optional: Kube when unset.
 	PlatformKube client.Client
+	// Reads answers the reads every request makes (its workspace's namespace; a Flow and its
+	// version at a submission) from informers first, so that the hot path does not ask the kube
+	// API each time. Optional: Kube when unset.
+	Reads client.Reader
 	// Ready reports whether the platform can serve requests (the kube API and its storage).
 	Ready func(context.Context) error
 	// Identity holds local accounts, sessions and tenancy. Optional: without it no caller signs in
@@ -81,6 +85,7 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	kube    client.Client
+	reads   client.Reader
 	// platformKube writes what only the platform writes (see Options.PlatformKube).
 	platformKube client.Client
 	ready        func(context.Context) error
@@ -143,6 +148,9 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
 	}
+	if s.reads = opts.Reads; s.reads == nil {
+		s.reads = opts.Kube
+	}
 	if s.log.GetSink() == nil {
 		s.log = logr.Discard()
 	}
@@ -177,6 +185,9 @@ func (s *Server) Mux() *http.ServeMux { return s.mux }
 // Kube reads and writes Management objects on behalf of callers, held to the kube API's
 // admission rules (see Options.Kube).
 func (s *Server) Kube() client.Client { return s.kube }
+
+// Reads answers hot reads from informers first (see Options.Reads).
+func (s *Server) Reads() client.Reader { return s.reads }
 
 // PlatformKube writes what only the platform itself writes: published Flow versions and Entries
 // and system-managed Direct Agent Flows.

@@ -68,7 +68,7 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 	done := make(chan struct{})
 	go func() { defer close(done); exec.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: platformKube, Work: store, Workplace: places, Executor: exec,
+	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: platformKube, Reads: resolve, Work: store, Workplace: places, Executor: exec,
 		Ready: func(ctx context.Context) error { return env.Server().Ready(ctx) }})
 	if err != nil {
 		t.Fatal(err)
