@@ -32,6 +32,7 @@ import (
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/tools"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/controllers"
@@ -141,11 +142,23 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	opts.Authenticators = append(opts.Authenticators, tokens.Request())
 	opts.Authorizers = append(opts.Authorizers, workspaces)
 	opts.NamespaceVisibility = workspaces.Visibility
+	// The rules of scopes (grants, references, what scope namespaces hold) and of Triggers (owner,
+	// schedule, target) are admission's; the Trigger rules read the target Flows through the
+	// loopback client once the kube API serves.
+	triggerRules := triggers.NewAdmission()
+	opts.Admission = append(opts.Admission, secrets.NewAdmission(ids), triggerRules)
 	// The authorizer maps resource namespaces to their workspaces from a namespace informer
 	// started once the kube API serves.
-	opts.PostStart = map[string]func(context.Context, *rest.Config) error{"workspace-namespaces": workspaces.StartNamespaces}
-	// The rules of scopes (grants, references, what scope namespaces hold) are admission's.
-	opts.Admission = append(opts.Admission, secrets.NewAdmission(ids))
+	opts.PostStart = map[string]func(context.Context, *rest.Config) error{
+		"workspace-namespaces": workspaces.StartNamespaces,
+		"trigger-rules": func(_ context.Context, loopback *rest.Config) error {
+			reader, err := client.New(loopback, client.Options{Scheme: platformscheme.Scheme})
+			if err == nil {
+				triggerRules.SetReader(reader)
+			}
+			return err
+		},
+	}
 
 	server, err := controlplane.Start(ctx, opts)
 	if err != nil {
@@ -226,6 +239,14 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}
 	defer toolManager.Close()
 	execOpts.Tools = toolManager
+	// Triggers fire through the Work store, as their owners, whose authorization is evaluated
+	// again at every firing; the controllers schedule them, the service API runs them now.
+	triggerAccess, err := httpapi.TriggerAccess(cfg, ids, kube)
+	if err != nil {
+		return err
+	}
+	occurrences := &triggers.Service{DB: db, Work: execOpts.Work, Kube: kube, Access: triggerAccess}
+	ctrlOpts.Triggers = occurrences
 	flowExecutor, err := executor.New(execOpts)
 	if err != nil {
 		return err
@@ -241,6 +262,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Executor:           flowExecutor,
 		Tools:              toolManager,
 		Secrets:            secretValues,
+		Triggers:           occurrences,
 	})
 	if err != nil {
 		return err

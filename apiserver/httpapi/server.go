@@ -23,6 +23,7 @@ import (
 	"platform.dev/platform/apiserver/oidc"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/tools"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
@@ -77,6 +78,9 @@ type Options struct {
 	// Secrets writes Secret values into their Vaults and opens them for model provider calls.
 	// Optional: without it the value routes and the Local Vault initialization answer 503.
 	Secrets *secrets.Service
+	// Triggers fires Run now and reads the occurrence history of Triggers. Optional: without it
+	// those routes answer 503.
+	Triggers *triggers.Service
 }
 
 // Server is the service API.
@@ -102,6 +106,7 @@ type Server struct {
 	tools     *tools.Manager
 	log       logr.Logger
 	secrets   *secrets.Service
+	triggers  *triggers.Service
 	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
 	// the shutdown up.
 	stopping     chan struct{}
@@ -144,7 +149,8 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
-		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets}
+		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets,
+		triggers: opts.Triggers}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
 	}
@@ -233,6 +239,9 @@ func (s *Server) Tools() *tools.Manager { return s.tools }
 
 // Secrets is the service of Secret values and Vaults; nil when the server runs without one.
 func (s *Server) Secrets() *secrets.Service { return s.secrets }
+
+// Triggers fires Run now and reads the history of Triggers; nil when the server runs without it.
+func (s *Server) Triggers() *triggers.Service { return s.triggers }
 
 // Log records what the service API does (ids, never input or prompt text).
 func (s *Server) Log() logr.Logger { return s.log }

@@ -383,10 +383,28 @@ definition:
 			invalidField: "definition.target.input",
 			message:      "must be of type object",
 		},
-		"a Trigger misfire policy is fireOnce or skip": {
-			object:       strings.Replace(trigger("interval", "01:00:00", "UTC"), "input: {}", "input: {}\n  misfirePolicy: fireAll", 1),
+		"a Trigger misfire policy is fireOnce, fireAll or skip": {
+			object:       strings.Replace(trigger("interval", "01:00:00", "UTC"), "input: {}", "input: {}\n  misfirePolicy: sometimes", 1),
 			invalidField: "definition.misfirePolicy",
 			message:      "Unsupported value",
+		},
+		"a Trigger may fire every missed instant": {
+			object: strings.Replace(trigger("interval", "01:00:00", "UTC"), "input: {}", "input: {}\n  misfirePolicy: fireAll\n  catchUpLimit: 100", 1),
+		},
+		"a Trigger concurrency policy is skip, allow or replace": {
+			object:       strings.Replace(trigger("interval", "01:00:00", "UTC"), "input: {}", "input: {}\n  concurrencyPolicy: queue", 1),
+			invalidField: "definition.concurrencyPolicy",
+			message:      "Unsupported value",
+		},
+		"a Trigger catch-up window is a duration": {
+			object:       strings.Replace(trigger("interval", "01:00:00", "UTC"), "input: {}", "input: {}\n  catchUpWindow: 1h", 1),
+			invalidField: "definition.catchUpWindow",
+			message:      "should match",
+		},
+		"a Trigger catch-up limit is positive": {
+			object:       strings.Replace(trigger("interval", "01:00:00", "UTC"), "input: {}", "input: {}\n  catchUpLimit: 0", 1),
+			invalidField: "definition.catchUpLimit",
+			message:      "should be greater than or equal to 1",
 		},
 
 		// Secret and Vault
@@ -676,6 +694,15 @@ func TestDefaults(t *testing.T) {
 		},
 		"a Trigger concurrency policy defaults to skip": {
 			object: trigger("cron", "@hourly", "UTC"), path: []string{"definition", "concurrencyPolicy"}, want: "skip",
+		},
+		"a Trigger catches up for an hour by default": {
+			object: trigger("cron", "@hourly", "UTC"), path: []string{"definition", "catchUpWindow"}, want: "01:00:00",
+		},
+		"a Trigger fires at most ten missed instants at once by default": {
+			object: trigger("cron", "@hourly", "UTC"), path: []string{"definition", "catchUpLimit"}, want: int64(10),
+		},
+		"a Trigger pauses after five consecutive failures by default": {
+			object: trigger("cron", "@hourly", "UTC"), path: []string{"definition", "pauseAfterFailures"}, want: int64(5),
 		},
 		"a Secret type defaults to opaque": {
 			object: secret(""), path: []string{"definition", "type"}, want: "opaque",

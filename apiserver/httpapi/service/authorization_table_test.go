@@ -124,6 +124,7 @@ func newTableFixture(t *testing.T, db *store.Store) *tableFixture {
 		{"/api/dashboards", dashboardBody("table-dashboard")},
 		{"/api/toolproviders", tableToolProviderBody("table-tool-provider")},
 		{"/api/tools", tableToolBody("table-tool")},
+		{"/api/triggers", tableTriggerBody("table-trigger")},
 	} {
 		r := f.as(platformAdmin, http.MethodPost, c.path, c.body)
 		if r.status != http.StatusCreated {
@@ -374,6 +375,7 @@ func routeRoleTable() map[string]tableRow {
 	toolRows(rows)
 	workplaceRows(rows)
 	secretRows(rows)
+	triggerRows(rows)
 	return rows
 }
 

@@ -23,6 +23,7 @@ import (
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/apiserver/testenv"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/internal/config"
 )
 
@@ -39,9 +40,11 @@ var (
 func TestMain(m *testing.M) {
 	var err error
 	// Admission applies the rules of scopes with the identity store of the test that runs (see
-	// newIdentityEnv), as platform serve's does with its own.
+	// newIdentityEnv), as platform serve's does with its own; the Trigger rules read the target
+	// Flows through the platform's client once it exists.
+	triggerRules := triggers.NewAdmission()
 	if env, err = testenv.Start(context.Background(), testenv.Options{Tune: func(o *controlplane.Options) {
-		o.Admission = append(o.Admission, followingAdmission{secrets.NewAdmission(nil)})
+		o.Admission = append(o.Admission, followingAdmission{secrets.NewAdmission(nil)}, triggerRules)
 	}}); err != nil {
 		panic(err)
 	}
@@ -51,6 +54,7 @@ func TestMain(m *testing.M) {
 	if platformKube, err = client.New(env.Platform, client.Options{Scheme: platformscheme.Scheme}); err != nil {
 		panic(err)
 	}
+	triggerRules.SetReader(platformKube)
 	// Run also stops the PostgreSQL server of the tests that run on both dialects.
 	code := storetest.Run(m)
 	env.Stop()

@@ -20,6 +20,7 @@ import (
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/tools"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
@@ -67,6 +68,8 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	vault := &secrets.LocalVault{Store: db, MasterKey: secrets.MasterKeySource{File: filepath.Join(t.TempDir(), secrets.KeyFileName)}}
 	_, err = vault.Initialize()
 	g.Expect(err).NotTo(HaveOccurred())
+	access, err := httpapi.TriggerAccess(cfg, svc, kube)
+	g.Expect(err).NotTo(HaveOccurred())
 	values := &secrets.Service{Resolver: &secrets.Resolver{Reader: kube, Tree: secrets.IdentityTree{Identity: svc, Namespaces: secrets.KubeNamespaces(kube)}}, Vault: vault}
 	toolManager, err := tools.NewManager(tools.Options{Kube: kube, Secrets: tools.VaultSecrets(values)})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -84,6 +87,7 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 		Work:               workStore,
 		Workplace:          places,
 		Executor:           exec,
+		Triggers:           &triggers.Service{DB: db, Work: workStore, Kube: platformKube, Access: access},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewServer(api.Handler())

@@ -24,6 +24,7 @@ import (
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
@@ -68,8 +69,13 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 	done := make(chan struct{})
 	go func() { defer close(done); exec.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+	access, err := httpapi.TriggerAccess(cfg, nil, platformKube)
+	if err != nil {
+		t.Fatal(err)
+	}
 	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: platformKube, Reads: resolve, Work: store, Workplace: places, Executor: exec,
-		Ready: func(ctx context.Context) error { return env.Server().Ready(ctx) }})
+		Triggers: &triggers.Service{DB: s, Work: store, Kube: platformKube, Access: access},
+		Ready:    func(ctx context.Context) error { return env.Server().Ready(ctx) }})
 	if err != nil {
 		t.Fatal(err)
 	}
