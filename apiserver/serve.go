@@ -31,6 +31,7 @@ import (
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
@@ -92,6 +93,10 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		return err
 	}
 	execOpts, err := executor.OptionsFromConfig(cfg, executor.Options{Provider: agents})
+	if err != nil {
+		return err
+	}
+	toolOpts, err := tools.OptionsFromConfig(cfg, tools.Options{})
 	if err != nil {
 		return err
 	}
@@ -225,6 +230,15 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {
 		return err
 	}
+	// Tool provider sessions (STDIO processes among them) end after the executor and the service
+	// API, which call them, have stopped (deferred before them, so run after).
+	toolOpts.Kube, toolOpts.Secrets, toolOpts.Log = kube, tools.VaultSecrets(secretValues), ctrl.Log.WithName("tools")
+	toolManager, err := tools.NewManager(toolOpts)
+	if err != nil {
+		return err
+	}
+	defer toolManager.Close()
+	execOpts.Tools = toolManager
 	// Triggers fire through the Work store, as their owners, whose authorization is evaluated
 	// again at every firing; the controllers schedule them, the service API runs them now.
 	triggerAccess, err := httpapi.TriggerAccess(cfg, ids, kube)
@@ -246,6 +260,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Workplace:          places,
 		Log:                ctrl.Log.WithName("httpapi"),
 		Executor:           flowExecutor,
+		Tools:              toolManager,
 		Secrets:            secretValues,
 		Triggers:           occurrences,
 	})

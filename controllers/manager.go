@@ -122,7 +122,7 @@ func SetupAll(mgr ctrl.Manager, o Options) error {
 		{"workspace", &workspace.Reconciler{Client: c, Recorder: recorder("workspace")}},
 		{"model", &model.Reconciler{Client: c, Recorder: recorder("model")}},
 		{"tool", &tool.Reconciler{Client: c, Recorder: recorder("tool")}},
-		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider")}},
+		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider"), Secrets: resolver}},
 		{"secret", &secret.Reconciler{Client: c, Recorder: recorder("secret"), Secrets: vaults}},
 		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault"), Secrets: vaults}},
 		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion"), Reader: mgr.GetAPIReader()}},

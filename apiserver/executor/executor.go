@@ -51,6 +51,12 @@ type Options struct {
 	Poll time.Duration
 	// RetryBackoff is the first pause before retrying a transient agent failure; it doubles.
 	RetryBackoff time.Duration
+	// Tools runs the tools agents call in Managed mode; without it a model's tool calls read
+	// an error result.
+	Tools ToolRunner
+	// MaxToolCallsPerStep bounds the tool calls of one Agent step; DefaultMaxToolCallsPerStep
+	// when zero.
+	MaxToolCallsPerStep int
 	// Artifacts stores the deliverables agents declare before the step that declares them
 	// completes; without it a declared deliverable fails the step.
 	Artifacts ArtifactPutter
@@ -62,12 +68,17 @@ type ArtifactPutter interface {
 	Put(ctx context.Context, r io.Reader) (key string, length int64, err error)
 }
 
-// OptionsFromConfig reads Platform:Executor:Workers, Platform:Executor:WorkspaceShare and
-// Platform:Executor:LeaseSeconds.
+// OptionsFromConfig reads Platform:Executor:Workers, Platform:Executor:WorkspaceShare,
+// Platform:Executor:LeaseSeconds and Platform:Tools:MaxCallsPerStep.
 func OptionsFromConfig(cfg *config.Config, opts Options) (Options, error) {
 	if v := cfg.Get("Platform:Executor:Workers"); v != "" {
 		if _, err := fmt.Sscan(v, &opts.Workers); err != nil || opts.Workers < 1 || opts.Workers > 256 {
 			return opts, fmt.Errorf("Platform:Executor:Workers=%q: must be a number from 1 to 256", v)
+		}
+	}
+	if v := cfg.Get("Platform:Tools:MaxCallsPerStep"); v != "" {
+		if _, err := fmt.Sscan(v, &opts.MaxToolCallsPerStep); err != nil || opts.MaxToolCallsPerStep < 1 || opts.MaxToolCallsPerStep > 256 {
+			return opts, fmt.Errorf("Platform:Tools:MaxCallsPerStep=%q: must be a number from 1 to 256", v)
 		}
 	}
 	if v := cfg.Get("Platform:Executor:WorkspaceShare"); v != "" {
@@ -96,10 +107,13 @@ type Executor struct {
 	lease     time.Duration
 	poll      time.Duration
 	backoff   time.Duration
-	artifacts ArtifactPutter
-	log       logr.Logger
-	owner     string
-	wake      chan struct{}
+	tools     ToolRunner
+	// maxToolCalls bounds the tool calls of one Agent step.
+	maxToolCalls int
+	artifacts    ArtifactPutter
+	log          logr.Logger
+	owner        string
+	wake         chan struct{}
 
 	// claiming serializes this process's claims, so that busy stays within the share.
 	claiming sync.Mutex
@@ -114,7 +128,11 @@ func New(opts Options) (*Executor, error) {
 		return nil, errors.New("executor: Work, Resolver, Provider and Authorize are required")
 	}
 	e := &Executor{work: opts.Work, resolver: opts.Resolver, provider: opts.Provider, authorize: opts.Authorize,
-		workers: opts.Workers, lease: opts.Lease, poll: opts.Poll, backoff: opts.RetryBackoff, artifacts: opts.Artifacts, log: opts.Log}
+		workers: opts.Workers, lease: opts.Lease, poll: opts.Poll, backoff: opts.RetryBackoff, artifacts: opts.Artifacts, log: opts.Log,
+		tools: opts.Tools, maxToolCalls: opts.MaxToolCallsPerStep}
+	if e.maxToolCalls <= 0 {
+		e.maxToolCalls = DefaultMaxToolCallsPerStep
+	}
 	if e.workers <= 0 {
 		e.workers = 8
 	}
@@ -437,10 +455,17 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 			startEvents = []work.Event{{Type: work.EventStepStarted, Step: step.Name, Attempt: run.Attempt, RuntimeExecutionID: runtimeExecutionID}}
 			if step.Type == platformv1.AgentStep {
 				started := true
-				if err := apply(work.Transition{StepStarted: &started, Events: startEvents}); err != nil {
+				if err := stage(work.Transition{StepStarted: &started, Events: startEvents}); err != nil {
 					return err
 				}
 				startEvents = nil
+			}
+		}
+		if step.Type == platformv1.AgentStep {
+			// Whatever is staged (the step's start, or its restart after a crash) is persisted
+			// before the call and before the tool calls the step makes.
+			if err := flush(); err != nil {
+				return err
 			}
 		}
 		began := time.Now()
@@ -455,6 +480,8 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		notStarted := false
 		events := func(e ...work.Event) []work.Event { return append(append([]work.Event{}, startEvents...), e...) }
 		switch {
+		case out.err != nil:
+			return out.err
 		case out.failure != "":
 			stepLog.V(1).Info("flow run step failed", "step", step.Name, "attempt", run.Attempt)
 			return fail(out.failure, startEvents...)
@@ -471,6 +498,10 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 				return work.ErrLeaseLost
 			case <-time.After(pause):
 			}
+		case out.suspend != nil && out.suspend.ToolCallSeq > 0:
+			// A tool call waits for its approval; the step goes on once it is decided.
+			stepLog.Info("flow run waits for the approval of a tool call", "step", step.Name, "toolCall", out.suspend.ToolCallSeq)
+			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()})
 		case out.suspend != nil:
 			stepLog.Info("flow run waits for a pending action", "step", step.Name, "kind", out.suspend.Kind)
 			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events(done)})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,10 +16,17 @@ import (
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
+	"platform.dev/platform/apiserver/tools/mcptest"
 	"platform.dev/platform/apiserver/work"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+func TestMain(m *testing.M) {
+	// The STDIO tool provider of the tool tests is this test binary.
+	mcptest.ServeStdioIfRequested()
+	code := storetest.Run(m)
+	stopKube()
+	os.Exit(code)
+}
 
 // resolver is an in-memory Resolver.
 type resolver struct {
@@ -75,6 +83,8 @@ type harness struct {
 	provider *recorder
 	exec     *executor.Executor
 	denied   map[string]bool // principal ids without runs/execute
+	// wctx is the context runs are submitted in: ctxA, or a workspace namespace of their own.
+	wctx work.Context
 }
 
 var ctxA = work.Context{TenantID: "t1", WorkspaceID: "ws-a", Namespace: "a", PrincipalID: "p1"}
@@ -88,20 +98,30 @@ func newHarness(t *testing.T, s *store.Store) *harness {
 		"broken":    {Name: "broken", Revision: "1", Instructions: "@showError the source is unavailable"},
 		"flaky":     {Name: "flaky", Revision: "1", Instructions: "@transientFailures 2\n@respond done"},
 		"down":      {Name: "down", Revision: "1", Instructions: "@transientFailures 9"},
-	}}, provider: &recorder{Provider: provider.DeterministicProvider{}}, denied: map[string]bool{}}
-	var err error
-	h.exec, err = executor.New(executor.Options{Work: h.work, Resolver: h.resolver, Provider: h.provider,
+	}}, provider: &recorder{Provider: provider.DeterministicProvider{}}, denied: map[string]bool{}, wctx: ctxA}
+	h.build(t, h.options())
+	return h
+}
+
+// options are the harness's executor options.
+func (h *harness) options() executor.Options {
+	return executor.Options{Work: h.work, Resolver: h.resolver, Provider: h.provider,
 		RetryBackoff: time.Millisecond, Lease: time.Minute,
 		Authorize: func(_ context.Context, c work.Context) error {
 			if h.denied[c.PrincipalID] {
 				return executor.ErrNotPermitted
 			}
 			return nil
-		}})
-	if err != nil {
+		}}
+}
+
+// build replaces the harness's executor by one with opts.
+func (h *harness) build(t *testing.T, opts executor.Options) {
+	t.Helper()
+	var err error
+	if h.exec, err = executor.New(opts); err != nil {
 		t.Fatal(err)
 	}
-	return h
 }
 
 // settle runs workers until no run is runnable.
@@ -122,7 +142,7 @@ func (h *harness) settle(t *testing.T) {
 func (h *harness) submit(t *testing.T, flow string, def platformv1.FlowDefinition) (work.FlowRun, string) {
 	t.Helper()
 	h.resolver.flows[flow+"@1.0.0"] = def
-	_, run, token, err := h.work.Submit(context.Background(), work.Submission{Context: ctxA, Type: "report", Title: "Quarterly",
+	_, run, token, err := h.work.Submit(context.Background(), work.Submission{Context: h.wctx, Type: "report", Title: "Quarterly",
 		Instruction: "Prepare the quarterly report", FlowName: flow, FlowVersion: "1.0.0",
 		Input: map[string]any{"type": "report", "title": "Quarterly", "instruction": "Prepare the quarterly report"}})
 	if err != nil {
@@ -133,7 +153,7 @@ func (h *harness) submit(t *testing.T, flow string, def platformv1.FlowDefinitio
 
 func (h *harness) read(t *testing.T, id string) work.FlowRun {
 	t.Helper()
-	run, err := h.work.Run(context.Background(), ctxA.WorkspaceID, id)
+	run, err := h.work.Run(context.Background(), h.wctx.WorkspaceID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +166,7 @@ func (h *harness) answer(t *testing.T, run work.FlowRun, token string, ans work.
 	if err != nil || action == nil {
 		t.Fatalf("no open pending action on run %s (%s): %v", run.ID, run.State, err)
 	}
-	_, _, next, err := h.work.Respond(context.Background(), work.Response{WorkspaceID: ctxA.WorkspaceID, RunID: run.ID,
+	_, _, next, err := h.work.Respond(context.Background(), work.Response{WorkspaceID: h.wctx.WorkspaceID, RunID: run.ID,
 		ActionID: action.ID, Token: token, PrincipalID: "p1", Answer: ans})
 	if err != nil {
 		t.Fatal(err)

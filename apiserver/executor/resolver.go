@@ -62,6 +62,9 @@ func (r KubeResolver) Agent(ctx context.Context, namespace, name string) (provid
 	}
 	out := provider.Agent{Name: a.Name, UID: string(a.UID), Revision: a.ResourceVersion, Generation: a.Generation,
 		Handler: a.Definition.Handler, Instructions: a.Definition.Instructions}
+	for _, t := range a.Definition.Tools {
+		out.Tools = append(out.Tools, t.Name)
+	}
 	if p := a.Definition.ModelProfile; p != nil {
 		out.ModelProfile = p.Name
 		if out.ModelProfile == "" {

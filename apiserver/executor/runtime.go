@@ -101,7 +101,18 @@ func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, erro
 			continue
 		case err != nil:
 			return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: err.Error()})
-		case act.Type == provider.ActionShowError:
+		case act.Type == provider.ActionCallTools:
+			// A Runtime Run has no step to persist tool calls in: it runs no tools, and only a
+			// built-in action taken alone counts as the agent's answer.
+			builtin, ok := builtinOf(act.ToolCalls)
+			if !ok {
+				return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, ModelProvider: act.ModelProvider, ResolvedModel: act.Model,
+					Error: "the agent asked for tool calls; Runtime Runs do not run tools (run the agent in a Flow)"})
+			}
+			builtin.ModelProvider, builtin.Model = act.ModelProvider, act.Model
+			act = builtin
+		}
+		if act.Type == provider.ActionShowError {
 			return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: act.Text,
 				ModelProvider: act.ModelProvider, ResolvedModel: act.Model})
 		}

@@ -120,11 +120,16 @@ type outcome struct {
 	failure string
 	// retry: a transient failure of an Agent step; tried again after a pause.
 	retry string
+	// err: the store failed or the lease was lost while the step ran; the run is dropped and
+	// resumes from its persisted state.
+	err error
 }
 
 // kind names the outcome for metrics.
 func (o outcome) kind() string {
 	switch {
+	case o.err != nil:
+		return "interrupted"
 	case o.failure != "":
 		return "failed"
 	case o.retry != "":
@@ -243,17 +248,9 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 		Namespace:      run.Namespace,
 		Message:        render(step.Prompt, in),
 	}
-	act, err := e.provider.Invoke(ctx, req)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return outcome{retry: "interrupted"}
-	case err != nil && provider.IsTransient(err):
-		if run.Attempt >= maxAgentAttempts {
-			return failed("Agent step %q: agent %q failed %d times: %v", step.Name, agent.Name, run.Attempt, err)
-		}
-		return outcome{retry: err.Error()}
-	case err != nil:
-		return failed("Agent step %q: agent %q failed: %v", step.Name, agent.Name, err)
+	act, stopped := e.converse(ctx, run, step, agent, req)
+	if stopped != nil {
+		return *stopped
 	}
 	next, hasNext := g.next(step.Name, "")
 	if !hasNext {

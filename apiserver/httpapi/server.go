@@ -23,6 +23,7 @@ import (
 	connlimit "platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/oidc"
 	"platform.dev/platform/apiserver/secrets"
+	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
@@ -69,6 +70,9 @@ type Options struct {
 	// Executor is woken when a run becomes runnable, so it starts without waiting for a poll.
 	// Optional.
 	Executor interface{ Wake() }
+	// Tools reaches tool providers (discovery, connectivity tests, calls at /mcp). Optional:
+	// without it those routes answer 503.
+	Tools *tools.Manager
 	// Log receives what the service API records of Work and Runtime requests (ids, never input
 	// or prompt text). Optional: discarded when unset.
 	Log logr.Logger
@@ -100,6 +104,7 @@ type Server struct {
 	work      *work.Store
 	workplace *workplace.Store
 	executor  interface{ Wake() }
+	tools     *tools.Manager
 	log       logr.Logger
 	secrets   *secrets.Service
 	triggers  *triggers.Service
@@ -150,7 +155,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
-		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets,
+		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets,
 		triggers: opts.Triggers}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
@@ -248,6 +253,9 @@ func (s *Server) Workplace() *workplace.Store { return s.workplace }
 
 // Executor is woken when a run becomes runnable; nil when there is none.
 func (s *Server) Executor() interface{ Wake() } { return s.executor }
+
+// Tools reaches tool providers; nil when the server runs without it.
+func (s *Server) Tools() *tools.Manager { return s.tools }
 
 // Secrets is the service of Secret values and Vaults; nil when the server runs without one.
 func (s *Server) Secrets() *secrets.Service { return s.secrets }

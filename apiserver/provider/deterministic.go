@@ -26,12 +26,16 @@ import (
 //	@option <value> [label]
 //	@transientFailures <n>        the first n attempts fail as a model endpoint 5xx would
 //	@latencyMs <n>                the answer takes n milliseconds, like a model call (at most 60000)
+//	@callTool <function> [json]   before its action, the agent calls the tool offered as function
+//	                              with the JSON arguments ({} when omitted); several lines make
+//	                              several calls of one answer
 //	@deliverable <name> [type]    the answer declares a deliverable file named name whose content
 //	                              is the answer's text (media type text/markdown by default)
 //
 // In texts and prompts, {{input}} stands for the message. Without a text, respond and
 // showResult answer "Deterministic response <digest>: <message>", where digest is the first 12
-// hex digits of SHA-256(instructions, NUL, message).
+// hex digits of SHA-256(instructions, NUL, message), followed by one line per tool call of the
+// step: "<function>: <result>".
 type DeterministicProvider struct{}
 
 // Name is Deterministic.
@@ -45,6 +49,7 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 	var (
 		act          *Action
 		options      []Option
+		calls        []ToolCall
 		deliverables []Deliverable
 		transient    int
 		latency      time.Duration
@@ -61,6 +66,14 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 			value, label, _ := strings.Cut(arg, " ")
 			if value != "" {
 				options = append(options, Option{Value: value, Label: strings.TrimSpace(label)})
+			}
+		case "callTool":
+			name, args, _ := strings.Cut(arg, " ")
+			if args = strings.TrimSpace(args); args == "" {
+				args = "{}"
+			}
+			if name != "" {
+				calls = append(calls, ToolCall{ID: fmt.Sprintf("call_%d", len(calls)+1), Name: name, Arguments: args})
 			}
 		case "deliverable":
 			name, mediaType, _ := strings.Cut(arg, " ")
@@ -99,6 +112,9 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 	if req.Attempt <= transient {
 		return Action{}, &TransientError{Err: fmt.Errorf("deterministic provider: simulated transient failure of attempt %d", req.Attempt)}
 	}
+	if len(calls) > 0 && len(req.Transcript) == 0 {
+		return Action{Type: ActionCallTools, ToolCalls: calls, ModelProvider: Deterministic, Model: "deterministic"}, nil
+	}
 	if act == nil {
 		act = &Action{Type: ActionRespond}
 	}
@@ -107,6 +123,15 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		if act.Text == "" {
 			sum := sha256.Sum256([]byte(req.Agent.Instructions + "\x00" + req.Message))
 			act.Text = "Deterministic response " + hex.EncodeToString(sum[:])[:12] + ": " + req.Message
+			for _, turn := range req.Transcript {
+				for _, c := range turn.Calls {
+					result := c.Result
+					if c.IsError {
+						result = "Error: " + result
+					}
+					act.Text += "\n" + c.Name + ": " + result
+				}
+			}
 		}
 		for _, d := range deliverables {
 			d.Content = act.Text

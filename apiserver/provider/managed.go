@@ -71,7 +71,8 @@ func (m *ManagedProvider) Invoke(ctx context.Context, req Request) (Action, erro
 	if o := req.Overrides.MaxOutputTokens; o != nil {
 		g.MaxOutputTokens = o
 	}
-	return NewOpenAIClient(target.Endpoint).Chat(ctx, g, req.Agent.Instructions, req.Message)
+	return NewOpenAIClient(target.Endpoint).Converse(ctx, g, Conversation{Instructions: req.Agent.Instructions, Message: req.Message,
+		Tools: append(BuiltinTools(), req.Tools...), Transcript: req.Transcript})
 }
 
 // Resolve follows agent -> ModelProfile -> ModelProvider in namespace. Its errors are permanent:

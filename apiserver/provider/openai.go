@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -114,16 +115,67 @@ func baseURL(e Endpoint) string {
 	return base + "/"
 }
 
+// Conversation is one model call of an agent step: the agent's instructions (system message),
+// the step's message (user message), the functions offered, and the earlier answers of the step
+// that asked for tool calls, with their results.
+type Conversation struct {
+	Instructions string
+	Message      string
+	Tools        []ToolSpec
+	Transcript   []Turn
+}
+
 // Chat asks the model once: instructions as the system message, message as the user message.
 func (c *OpenAIClient) Chat(ctx context.Context, g Generation, instructions, message string) (Action, error) {
+	return c.Converse(ctx, g, Conversation{Instructions: instructions, Message: message})
+}
+
+// maxToolCallsPerAnswer bounds the calls read from one answer; the executor bounds the calls
+// of a step.
+const maxToolCallsPerAnswer = 64
+
+// Converse asks the model once with the conversation so far. An answer that calls functions is
+// ActionCallTools with the calls (the executor tells built-in actions from tools); any other
+// answer is respond with its text.
+func (c *OpenAIClient) Converse(ctx context.Context, g Generation, conv Conversation) (Action, error) {
 	if g.Model == "" {
 		return Action{}, fmt.Errorf("model provider %s: no model: set definition.modelId on the model profile", c.endpoint.Provider)
 	}
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(g.Model)}
-	if instructions != "" {
-		params.Messages = append(params.Messages, openai.SystemMessage(instructions))
+	if conv.Instructions != "" {
+		params.Messages = append(params.Messages, openai.SystemMessage(conv.Instructions))
 	}
-	params.Messages = append(params.Messages, openai.UserMessage(message))
+	params.Messages = append(params.Messages, openai.UserMessage(conv.Message))
+	for _, turn := range conv.Transcript {
+		assistant := openai.ChatCompletionAssistantMessageParam{}
+		if turn.Text != "" {
+			assistant.Content.OfString = openai.String(turn.Text)
+		}
+		for _, call := range turn.Calls {
+			assistant.ToolCalls = append(assistant.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: call.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: call.Name, Arguments: call.Arguments}}})
+		}
+		params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &assistant})
+		for _, call := range turn.Calls {
+			content := call.Result
+			if call.IsError {
+				content = "Error: " + content
+			}
+			params.Messages = append(params.Messages, openai.ToolMessage(content, call.ID))
+		}
+	}
+	for _, t := range conv.Tools {
+		var schema map[string]any
+		if err := json.Unmarshal(t.Parameters, &schema); err != nil || schema == nil {
+			schema = map[string]any{"type": "object"}
+		}
+		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
+		if t.Description != "" {
+			fn.Description = openai.String(t.Description)
+		}
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
+	}
 	if g.Temperature != nil {
 		params.Temperature = openai.Float(*g.Temperature)
 	}
@@ -154,6 +206,17 @@ func (c *OpenAIClient) Chat(ctx context.Context, g Generation, instructions, mes
 	model := completion.Model
 	if model == "" {
 		model = g.Model
+	}
+	if calls := choice.Message.ToolCalls; len(calls) > 0 {
+		act := Action{Type: ActionCallTools, Text: choice.Message.Content, ModelProvider: c.endpoint.Provider, Model: model}
+		for i, call := range calls[:min(len(calls), maxToolCallsPerAnswer)] {
+			id := call.ID
+			if id == "" {
+				id = fmt.Sprintf("call_%d", i+1)
+			}
+			act.ToolCalls = append(act.ToolCalls, ToolCall{ID: id, Name: call.Function.Name, Arguments: call.Function.Arguments})
+		}
+		return act, nil
 	}
 	act := Action{Type: ActionRespond, Text: choice.Message.Content, ModelProvider: c.endpoint.Provider, Model: model}
 	if choice.Message.Refusal != "" && act.Text == "" {

@@ -6,6 +6,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,6 +23,10 @@ const (
 	ActionCreateTask          = "createTask"
 	ActionShowResult          = "showResult"
 	ActionShowError           = "showError"
+	// ActionCallTools is not a functional action: the model asks for tool calls before it
+	// answers. The executor runs them, persists them, and invokes the agent again with the
+	// results in Request.Transcript.
+	ActionCallTools = "callTools"
 )
 
 // Names of AI:Provider.
@@ -41,6 +46,8 @@ type Agent struct {
 	Handler      string `json:"handler,omitempty"`
 	Instructions string `json:"instructions,omitempty"`
 	ModelProfile string `json:"modelProfile,omitempty"`
+	// Tools are the names of the Tools the agent may call (only the enabled ones are offered).
+	Tools []string `json:"tools,omitempty"`
 }
 
 // Request is one invocation of an agent.
@@ -58,6 +65,38 @@ type Request struct {
 	Message string
 	// Overrides are the run's overrides of the profile's generation settings.
 	Overrides Overrides
+	// Tools are the functions offered to the model besides the built-in functional actions (see
+	// BuiltinTools): the agent's enabled Tools.
+	Tools []ToolSpec
+	// Transcript holds the model's earlier answers in this step that asked for tool calls, with
+	// the results, oldest first.
+	Transcript []Turn
+}
+
+// ToolSpec is a function offered to a model.
+type ToolSpec struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema (an object) of the arguments.
+	Parameters json.RawMessage
+}
+
+// ToolCall is one call a model asked for, with its result once it has one.
+type ToolCall struct {
+	// ID is the model's id of the call, which the result answers.
+	ID   string
+	Name string
+	// Arguments are the arguments as the model wrote them (JSON, unchecked).
+	Arguments string
+	Result    string
+	IsError   bool
+}
+
+// Turn is an answer of the model that asked for tool calls.
+type Turn struct {
+	// Text is what the model said besides the calls.
+	Text  string
+	Calls []ToolCall
 }
 
 // Overrides are the only generation settings a run may override.
@@ -83,6 +122,8 @@ type Action struct {
 	Options []Option
 	// Title of createTask.
 	Title string
+	// ToolCalls of callTools; Text then holds what the model said besides them.
+	ToolCalls []ToolCall
 	// Deliverables are the durable files a respond, showResult or createTask declares; they
 	// become the Task's artifacts (conversation text never does).
 	Deliverables []Deliverable

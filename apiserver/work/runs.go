@@ -102,6 +102,8 @@ type Suspension struct {
 	Continuation string
 	// TTL is how long the action can be answered; DefaultActionTTL when zero.
 	TTL time.Duration
+	// ToolCallSeq, on an approval, is the tool call of Step that the action approves.
+	ToolCallSeq int
 }
 
 // Transition is one persisted change of a leased run. Zero fields keep their value.
@@ -212,6 +214,11 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 			id, err := s.createAction(ctx, tx, run, *t.Suspend, now)
 			if err != nil {
 				return err
+			}
+			if t.Suspend.ToolCallSeq > 0 {
+				if err := s.awaitApproval(ctx, tx, runID, t.Suspend.Step, t.Suspend.ToolCallSeq, id); err != nil {
+					return err
+				}
 			}
 			events = append(events, Event{Type: EventPendingActionCreated, Step: t.Suspend.Step, Reason: "pending action " + id})
 		}
@@ -419,6 +426,21 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		if err != nil {
 			return err
 		}
+		var (
+			toolEvents []Event
+			toolCall   bool
+		)
+		if a.Kind == KindApproval {
+			// An approval either decides a tool call that a model asked for (the step goes on
+			// with the decision) or answers a step that asks before it runs.
+			decided, err := s.decideToolCall(ctx, tx, a, r.PrincipalID, *r.Answer.Approved, r.Answer.Reason)
+			switch {
+			case err == nil:
+				toolCall, toolEvents = true, []Event{decided}
+			case !errors.Is(err, ErrNotFound):
+				return err
+			}
+		}
 		answer, err := json.Marshal(value)
 		if err != nil {
 			return err
@@ -438,13 +460,16 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		if err != nil {
 			return err
 		}
-		if a.ContinuationStep == a.Step {
+		switch {
+		case toolCall:
+			// The Agent step finds the decision on its tool call when it runs again.
+		case a.ContinuationStep == a.Step:
 			// A step that asked before it runs sees the answer when it runs.
 			if data.Answers == nil {
 				data.Answers = map[string]any{}
 			}
 			data.Answers[a.Step] = value
-		} else {
+		default:
 			// An Agent that requested input completes with the answer as its output.
 			output := map[string]any{"action": actionOfKind(a.Kind), "answer": value}
 			data.Steps[a.Step], data.Current = output, output
@@ -454,7 +479,7 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 			return err
 		}
 		next.CurrentStep, next.StepStarted, next.Attempt = a.ContinuationStep, false, 1
-		events := []Event{{Type: EventPendingActionResolved, Step: a.Step, Reason: "pending action " + a.ID}}
+		events := append([]Event{{Type: EventPendingActionResolved, Step: a.Step, Reason: "pending action " + a.ID}}, toolEvents...)
 		switch old.State {
 		case StateActionRequired:
 			next.State = StateRunning
@@ -597,6 +622,7 @@ func (s *Store) Delete(ctx context.Context, workspaceID, runID string, version i
 		// Events and actions go with the run (ON DELETE CASCADE); deleting them first keeps the
 		// statement order explicit on both dialects.
 		for _, q := range []string{`DELETE FROM pending_actions WHERE run_id = ?`, `DELETE FROM flow_run_events WHERE run_id = ?`,
+			`DELETE FROM flow_run_tool_calls WHERE run_id = ?`,
 			`DELETE FROM flow_runs WHERE id = ?`} {
 			if _, err := s.txExec(ctx, tx, q, runID); err != nil {
 				return err

@@ -36,8 +36,8 @@ func Terminal(state string) bool {
 	return state == StateCompleted || state == StateFailed || state == StateCancelled
 }
 
-// Kinds of PendingAction. File and approval are reserved: the model holds them, no step creates
-// them yet.
+// Kinds of PendingAction. An approval decides a tool call that requires one (or answers a step
+// that asks before it runs); file is reserved: the model holds it, no step creates it yet.
 const (
 	KindText         = "text"
 	KindChoice       = "choice"

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/secrets"
 )
 
 func TestSetReadyCondition(t *testing.T) {
@@ -111,11 +112,11 @@ func TestSetProviderReadyCondition(t *testing.T) {
 			wantStatus: metav1.ConditionFalse, wantReason: platformv1.InvalidDefinitionReason,
 			wantMessage: "definition.http.url: must be an absolute http or https URL",
 		},
-		"a missing Secret is SecretNotFound with the field path": {
-			scope: providerScope{provider: provider(), missingSecrets: field.ErrorList{{Type: field.ErrorTypeNotFound,
-				Field: "definition.http.credential.name", Detail: `Secret "token" not found`}}},
+		"a Secret that does not resolve reports the Resolver's reason and message": {
+			scope: providerScope{provider: provider(), secretRefusal: &secrets.Refusal{Reason: platformv1.SecretNotFoundReason,
+				Message: `definition.http.credential: Secret "token" not found`}},
 			wantStatus: metav1.ConditionFalse, wantReason: platformv1.SecretNotFoundReason,
-			wantMessage: `definition.http.credential.name: Secret "token" not found`,
+			wantMessage: `definition.http.credential: Secret "token" not found`,
 		},
 		"a complete definition is Resolved without contacting the provider": {
 			scope:      providerScope{provider: provider()},

@@ -3,7 +3,6 @@ package tool
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/controllers/internal/reconcileutil"
 )
 
@@ -29,12 +29,14 @@ const secretIndex = "definition.secrets"
 type ProviderReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Secrets resolves the provider's Secret references under the rules of scopes and grants.
+	Secrets *secrets.Resolver
 }
 
 // SetupWithManager registers the reconciler, its field index and its watches with mgr.
 func (r *ProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.Recorder == nil {
-		return errors.New("toolprovider reconciler: Client and Recorder are required")
+	if r.Client == nil || r.Recorder == nil || r.Secrets == nil {
+		return errors.New("toolprovider reconciler: Client, Recorder and Secrets are required")
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &platformv1.ToolProvider{}, secretIndex, func(obj client.Object) []string {
 		var names []string
@@ -57,8 +59,8 @@ type providerScope struct {
 	provider *platformv1.ToolProvider
 	// invalid lists what is wrong with the definition itself.
 	invalid field.ErrorList
-	// missingSecrets lists the Secret references that do not resolve, by field path.
-	missingSecrets field.ErrorList
+	// secretRefusal says why the first Secret reference that does not resolve does not.
+	secretRefusal *secrets.Refusal
 }
 
 // Reconcile checks the provider's definition and Secrets and writes its status once, at the end.
@@ -89,41 +91,30 @@ func (r *ProviderReconciler) reconcileDefinition(_ context.Context, s *providerS
 	return ctrl.Result{}, nil
 }
 
-// reconcileSecrets finds every platform Secret the definition names (metadata only: whether a
-// Vault holds a value is the Secret's own status).
+// reconcileSecrets resolves every Secret the definition names with the Resolver every consumer
+// uses (platform.dev Secrets: metadata of Vault entries, never values). Whether a Vault holds a
+// value is the Secret's own status and is not checked here.
 func (r *ProviderReconciler) reconcileSecrets(ctx context.Context, s *providerScope) (ctrl.Result, error) {
 	for _, ref := range secretReferences(&s.provider.Definition) {
-		if problem := unresolvable(ref.ref, s.provider.Namespace); problem != "" {
-			s.missingSecrets = append(s.missingSecrets, field.Invalid(ref.path, ref.ref.Name, problem))
-			continue
+		_, err := r.Secrets.ResolveSecret(ctx, s.provider.Namespace, ref.path.String(), *ref.ref)
+		if refusal, ok := secrets.AsRefusal(err); ok {
+			s.secretRefusal = refusal
+			return ctrl.Result{}, nil
 		}
-		ns, problem, err := reconcileutil.ResolveNamespace(ctx, r.Client, s.provider.Namespace, ref.ref.Namespace)
 		if err != nil {
 			return ctrl.Result{}, err
-		}
-		if problem != "" {
-			s.missingSecrets = append(s.missingSecrets, field.Invalid(ref.path.Child("namespace"), ref.ref.Namespace, problem))
-			continue
-		}
-		err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(ref.ref.Name)}, &platformv1.Secret{})
-		switch {
-		case client.IgnoreNotFound(err) != nil:
-			return ctrl.Result{}, err
-		case err != nil:
-			s.missingSecrets = append(s.missingSecrets, &field.Error{Type: field.ErrorTypeNotFound, Field: ref.path.Child("name").String(),
-				BadValue: ref.ref.Name, Detail: fmt.Sprintf("Secret %q not found", ref.ref.Name)})
 		}
 	}
 	return ctrl.Result{}, nil
 }
 
-// providersOfSecret maps a Secret to the providers that refer to it.
+// providersOfSecret maps a Secret to the providers that may name it: those naming a Secret of
+// that name in any namespace (descendants name ancestors' Secrets).
 func (r *ProviderReconciler) providersOfSecret(ctx context.Context, obj client.Object) []reconcile.Request {
-	// A provider may name a Secret of another resource namespace of its workspace.
-	requests, err := reconcileutil.WorkspaceRequests(ctx, r.Client, obj.GetNamespace(), func() client.ObjectList { return &platformv1.ToolProviderList{} },
-		client.MatchingFields{secretIndex: obj.GetName()})
-	if err != nil {
+	providers := &platformv1.ToolProviderList{}
+	if err := r.Client.List(ctx, providers, client.MatchingFields{secretIndex: obj.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "listing tool providers of a secret", "secret", obj.GetName())
+		return nil
 	}
-	return requests
+	return reconcileutil.Requests(providers)
 }

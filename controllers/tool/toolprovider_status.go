@@ -34,17 +34,6 @@ func secretReferences(def *platformv1.ToolProviderDefinition) []secretReference 
 	return refs
 }
 
-// unresolvable says why a Secret reference cannot be resolved from the provider's workspace
-// namespace, or "" when it can: Secrets of another scope live where the scope tree puts them,
-// which is not built yet. A Pack's resource namespace of the workspace resolves (see
-// reconcileSecrets).
-func unresolvable(ref *platformv1.SecretReference, namespace string) string {
-	if ref.ScopeRef != "" && ref.ScopeRef != platformv1.ScopeRef("/workspaces/"+namespace) {
-		return fmt.Sprintf("Secrets of scope %s cannot be resolved yet; use a Secret of the provider's workspace", ref.ScopeRef)
-	}
-	return ""
-}
-
 // validateDefinition checks what the provider needs to be started or reached at all: a STDIO
 // provider a command, an HTTP provider an absolute http(s) URL and, with StaticBearer, a
 // credential. The CRD refuses most of this already; the reconciler checks again so that objects
@@ -78,16 +67,16 @@ func validateDefinition(def *platformv1.ToolProviderDefinition, path *field.Path
 }
 
 // setProviderReadyCondition reports whether the provider can be started or reached: a complete
-// definition (InvalidDefinition) whose Secrets exist (SecretNotFound). Connectivity is not
-// checked.
+// definition (InvalidDefinition) whose Secrets resolve (the Resolver's reason: SecretNotFound,
+// UseNotGranted, ...). Connectivity is not checked: status.connection reports the last contact.
 func setProviderReadyCondition(s *providerScope) {
 	status := &s.provider.Status.ResourceStatus
 	def := &s.provider.Definition
 	switch {
 	case len(s.invalid) > 0:
 		reconcileutil.SetReady(status, s.provider.Generation, false, platformv1.InvalidDefinitionReason, reconcileutil.FindingsMessage(s.invalid))
-	case len(s.missingSecrets) > 0:
-		reconcileutil.SetReady(status, s.provider.Generation, false, platformv1.SecretNotFoundReason, reconcileutil.FindingsMessage(s.missingSecrets))
+	case s.secretRefusal != nil:
+		reconcileutil.SetReady(status, s.provider.Generation, false, s.secretRefusal.Reason, s.secretRefusal.Message)
 	case def.Transport == platformv1.StdioTransport:
 		reconcileutil.SetReady(status, s.provider.Generation, true, platformv1.ResolvedReason,
 			fmt.Sprintf("%s provider run as %q over STDIO; it is not started by this check", def.Protocol, def.Stdio.Command))

@@ -81,12 +81,18 @@ type crashServer struct {
 	t       *testing.T
 	dataDir string
 	args    []string
+	// env is the server's environment; crashEnv when nil.
+	env     []string
 	current *server
 }
 
 func (cs *crashServer) start() serviceClient {
 	cs.t.Helper()
-	s, err := startServerEnv(cs.dataDir, crashEnv, cs.args...)
+	env := cs.env
+	if env == nil {
+		env = crashEnv
+	}
+	s, err := startServerEnv(cs.dataDir, env, cs.args...)
 	if err != nil {
 		cs.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"platform.dev/platform/apiserver/store/storetest"
+	"platform.dev/platform/apiserver/tools/mcptest"
 )
 
 var (
@@ -25,6 +26,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The STDIO tool provider of the tool tests is this test binary, started by the platform.
+	mcptest.ServeStdioIfRequested()
 	os.Exit(runTests(m))
 }
 

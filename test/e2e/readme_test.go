@@ -79,7 +79,9 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out, s.output())
 	g.Expect(string(out)).To(And(ContainSubstring(`"state": "Completed"`), ContainSubstring(`"answer": "detailed"`),
-		ContainSubstring("RunCompleted"), MatchRegexp(`(?m)^TaskStatusChanged \{.*"taskId"`)), "%s", out)
+		ContainSubstring("RunCompleted"), MatchRegexp(`(?m)^TaskStatusChanged \{.*"taskId"`),
+		ContainSubstring(`"connection":"Connected"`), ContainSubstring("platform_list_entries enabled=false"),
+		ContainSubstring(`"enabled":true`), MatchRegexp(`Entries over MCP: .*guided-request`)), "%s", out)
 }
 
 func withoutKubeconfig(env []string) []string {

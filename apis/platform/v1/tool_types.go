@@ -21,6 +21,11 @@ type ToolDefinition struct {
 	// +optional
 	// +kubebuilder:default=false
 	Enabled bool `json:"enabled,omitempty"`
+	// requiresApproval makes every call of the tool inside a run wait for a person: the run
+	// suspends on a PendingAction of kind approval, and a rejection returns to the model with the
+	// reason. Such a tool is not offered at /mcp, where nobody could approve the call.
+	// +optional
+	RequiresApproval bool `json:"requiresApproval,omitempty"`
 	// displayName is the name shown in the Console.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
@@ -57,6 +62,10 @@ type ToolStatus struct {
 	// lastSeenTime is when discovery last listed the tool.
 	// +optional
 	LastSeenTime *metav1.Time `json:"lastSeenTime,omitempty"`
+	// title is the human-readable title the provider gives the tool.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Title string `json:"title,omitempty"`
 }
 
 // Tool is one tool a ToolProvider offers. Tools are discovered and owned by their provider (an
@@ -69,6 +78,7 @@ type ToolStatus struct {
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.definition.provider.name`
 // +kubebuilder:printcolumn:name="Tool",type=string,JSONPath=`.definition.toolName`
 // +kubebuilder:printcolumn:name="Enabled",type=boolean,JSONPath=`.definition.enabled`
+// +kubebuilder:printcolumn:name="Approval",type=boolean,JSONPath=`.definition.requiresApproval`,priority=1
 // +kubebuilder:printcolumn:name="Availability",type=string,JSONPath=`.status.availability`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Provisioning",type=string,JSONPath=`.status.provisioning`,priority=1

@@ -63,6 +63,12 @@ type ToolProviderDefinition struct {
 	// http reaches the provider at a URL.
 	// +optional
 	HTTP *HTTPTransportSettings `json:"http,omitempty"`
+	// timeoutSeconds bounds connecting to the provider (starting the process or reaching the URL,
+	// and the protocol handshake), one discovery and one tool call; 30 when omitted.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=600
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
 }
 
 // StdioTransportSettings start a ToolProvider as a local process.
@@ -151,6 +157,44 @@ type ToolProviderStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Tools int32 `json:"tools,omitempty"`
+	// enabledTools is how many of the provider's Tools are enabled, as of the last discovery.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	EnabledTools int32 `json:"enabledTools,omitempty"`
+	// missingTools is how many of the provider's Tools the last discovery no longer found.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MissingTools int32 `json:"missingTools,omitempty"`
+	// connection is the outcome of the platform's last contact with the provider.
+	// +optional
+	Connection *ToolProviderConnection `json:"connection,omitempty"`
+}
+
+// ToolProviderConnectionState is the outcome of the last contact with a ToolProvider.
+// +kubebuilder:validation:Enum=Connected;Failed
+type ToolProviderConnectionState string
+
+const (
+	// ToolProviderConnected: the last contact completed the protocol handshake.
+	ToolProviderConnected ToolProviderConnectionState = "Connected"
+	// ToolProviderConnectionFailed: the last contact failed; message says how.
+	ToolProviderConnectionFailed ToolProviderConnectionState = "Failed"
+)
+
+// ToolProviderConnection is the outcome of the platform's last contact with a provider. It is
+// written when the outcome changes and at every discovery, never for each call.
+type ToolProviderConnection struct {
+	// state is Connected or Failed.
+	// +required
+	State ToolProviderConnectionState `json:"state"`
+	// message says why the last contact failed; it never holds credentials or the provider's
+	// own output.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// lastTransitionTime is when state last changed.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
 }
 
 // ToolProvider declares a source of tools: an extension-protocol or MCP server reached over
@@ -162,6 +206,7 @@ type ToolProviderStatus struct {
 // +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.definition.protocol`
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.definition.transport`
 // +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.tools`,priority=1
+// +kubebuilder:printcolumn:name="Connection",type=string,JSONPath=`.status.connection.state`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Provisioning",type=string,JSONPath=`.status.provisioning`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -19,6 +19,7 @@ import (
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
@@ -70,11 +71,15 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	access, err := httpapi.TriggerAccess(cfg, svc, kube)
 	g.Expect(err).NotTo(HaveOccurred())
 	values := &secrets.Service{Resolver: &secrets.Resolver{Reader: kube, Tree: secrets.IdentityTree{Identity: svc, Namespaces: secrets.KubeNamespaces(kube)}}, Vault: vault}
+	toolManager, err := tools.NewManager(tools.Options{Kube: kube, Secrets: tools.VaultSecrets(values)})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(toolManager.Close)
 	api, err := service.New(httpapi.Options{
 		Config:       cfg,
 		Kube:         kube,
 		PlatformKube: platformKube,
 		Secrets:      values,
+		Tools:        toolManager,
 		Ready:        func(ctx context.Context) error { return env.Server().Ready(ctx) },
 		// Identity and ProvisionWorkspace switch on local accounts (the default mode is Local).
 		Identity:           svc,

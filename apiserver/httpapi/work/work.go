@@ -144,6 +144,8 @@ type PendingActionResponse struct {
 	ResumeToken string  `json:"resumeToken" minLength:"1" maxLength:"256" doc:"The single-use token returned when the run was submitted or last answered"`
 	Value       *string `json:"value,omitempty" maxLength:"65536" doc:"The answer of a text action, or the value of the chosen option"`
 	Confirmed   *bool   `json:"confirmed,omitempty" doc:"The answer of a confirmation"`
+	Approved    *bool   `json:"approved,omitempty" doc:"The answer of an approval: true lets the tool call (or the step) run, false refuses it"`
+	Reason      string  `json:"reason,omitempty" maxLength:"2048" doc:"Why an approval was given or refused; a refused tool call returns it to the model"`
 }
 
 type workItemSubmitted struct {
@@ -314,7 +316,7 @@ func (s *routes) registerWork() {
 		OperationID: "respond-to-pending-action", Method: http.MethodPost, Path: "/api/flowRuns/{runId}/pending-actions/{actionId}/responses",
 		Tags: []string{tagWork}, Summary: "Answer a pending action and resume the run",
 		Description: "The workspace, run, action and resume token must all match. A wrong token is 400, an answer that does not fit " +
-			"the action (a value that is not an option, a confirmation without confirmed) 400, an expired or already resolved " +
+			"the action (a value that is not an option, a confirmation without confirmed, an approval without approved) 400, an expired or already resolved " +
 			"action 409. The action is completed atomically, records who answered, and the run resumes at its continuation " +
 			"step. The response carries a new single-use resumeToken for the run's next pending action.",
 		Errors: []int{http.StatusBadRequest, http.StatusConflict},
@@ -336,7 +338,7 @@ func (s *routes) registerWork() {
 			return nil, err
 		}
 		action, run, token, err := s.Work().Respond(ctx, domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
-			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed}})
+			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason}})
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}

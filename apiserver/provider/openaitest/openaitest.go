@@ -20,12 +20,69 @@ type ChatRequest struct {
 	Temperature         *float64      `json:"temperature"`
 	TopP                *float64      `json:"top_p"`
 	MaxCompletionTokens *int64        `json:"max_completion_tokens"`
+	Tools               []ChatTool    `json:"tools"`
 }
 
 // ChatMessage is one message of a chat completion request.
 type ChatMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// ToolCallID is set on a tool result, ToolCalls on an assistant message that called tools.
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ChatTool is a function offered to the model.
+type ChatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// ToolCall is a function call of an assistant message.
+type ToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// Call is a tool call an Answer makes.
+func Call(id, name, arguments string) ToolCall {
+	c := ToolCall{ID: id, Type: "function"}
+	c.Function.Name, c.Function.Arguments = name, arguments
+	return c
+}
+
+// Answer is a scripted answer of the model: content, or tool calls.
+type Answer struct {
+	Content   string
+	ToolCalls []ToolCall
+}
+
+// Functions are the names of the functions the request offers.
+func (r ChatRequest) Functions() []string {
+	var names []string
+	for _, t := range r.Tools {
+		names = append(names, t.Function.Name)
+	}
+	return names
+}
+
+// ToolResults are the results of tool calls in the request, by call id.
+func (r ChatRequest) ToolResults() map[string]string {
+	out := map[string]string{}
+	for _, m := range r.Messages {
+		if m.Role == "tool" {
+			out[m.ToolCallID] = m.Content
+		}
+	}
+	return out
 }
 
 // Server is a fake OpenAI-compatible endpoint. Its fields may be changed between requests.
@@ -45,6 +102,8 @@ type Server struct {
 	Delay time.Duration
 	// Reply makes the answer's content; "echo: <last user message>" when nil.
 	Reply func(ChatRequest) string
+	// Answer, when set, makes the whole answer (content or tool calls) instead of Reply.
+	Answer func(ChatRequest) Answer
 
 	chats    []ChatRequest
 	failures int
@@ -98,7 +157,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	req.Authorization = r.Header.Get("Authorization")
 	s.mu.Lock()
 	s.chats = append(s.chats, req)
-	delay, reply := s.Delay, s.Reply
+	delay, reply, answer := s.Delay, s.Reply, s.Answer
 	fail := s.FailWith != 0 && (s.FailTimes == 0 || s.failures < s.FailTimes)
 	if fail {
 		s.failures++
@@ -119,16 +178,23 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, "server_error", "upstream failed while reading the prompt: "+lastUser(req))
 		return
 	}
-	content := "echo: " + lastUser(req)
-	if reply != nil {
-		content = reply(req)
+	a := Answer{Content: "echo: " + lastUser(req)}
+	switch {
+	case answer != nil:
+		a = answer(req)
+	case reply != nil:
+		a.Content = reply(req)
+	}
+	message := map[string]any{"role": "assistant", "content": a.Content}
+	finish := "stop"
+	if len(a.ToolCalls) > 0 {
+		message["tool_calls"], finish = a.ToolCalls, "tool_calls"
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-1", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": content}}},
-		"usage": map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": message}},
+		"usage":   map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
 	})
 }
 

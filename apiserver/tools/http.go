@@ -1,0 +1,122 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	platformv1 "platform.dev/platform/apis/platform/v1"
+)
+
+// httpTransport reaches p over Streamable HTTP: a Bearer credential resolved on every request
+// (so a changed Secret takes effect at once), no redirects (a credential never follows one to
+// another origin), no link-local or multicast targets, response bodies bounded by
+// MaxMessageBytes (oversized is set when one is cut), and a response header timeout of the
+// provider's timeout. Only requests and their answers are exchanged: no standalone stream of
+// server messages is opened.
+func (m *Manager) httpTransport(p *platformv1.ToolProvider, faults *peerFaults) (mcp.Transport, error) {
+	def := p.Definition.HTTP
+	if def == nil || def.URL == "" {
+		return nil, &ConfigurationError{Provider: p.Name, Reason: "definition.http.url is not set"}
+	}
+	rt := &boundedTransport{base: baseTransport(timeout(p)), limit: int64(m.opts.MaxMessageBytes), faults: faults}
+	if def.AuthenticationMode == platformv1.StaticBearerToolAuthentication {
+		if def.Credential == nil {
+			return nil, &ConfigurationError{Provider: p.Name, Reason: "definition.http.credential is not set"}
+		}
+		ref, namespace := *def.Credential, p.Namespace
+		path := field.NewPath("definition", "http", "credential").String()
+		rt.bearer = func(ctx context.Context) (string, error) {
+			token, err := m.opts.Secrets(ctx, namespace, path, ref)
+			if err != nil {
+				return "", &ConfigurationError{Provider: p.Name, Reason: err.Error()}
+			}
+			return token, nil
+		}
+	}
+	httpClient := &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return errRedirect
+	}}
+	return &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: httpClient, MaxRetries: -1,
+		DisableStandaloneSSE: true, MaxEventSize: m.opts.MaxMessageBytes}, nil
+}
+
+var errRedirect = errors.New("the tool provider answered with a redirect, which is not followed")
+
+// baseTransport dials with a guard against link-local and multicast addresses (cloud metadata
+// endpoints among them); loopback and private addresses stay reachable, where local MCP servers
+// run.
+func baseTransport(responseTimeout time.Duration) *http.Transport {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: refuseSpecialAddresses}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = dialer.DialContext
+	t.ResponseHeaderTimeout = responseTimeout
+	t.MaxIdleConnsPerHost = 4
+	return t
+}
+
+func refuseSpecialAddresses(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return fmt.Errorf("tool providers may not be reached at link-local, multicast or unspecified addresses")
+	}
+	return nil
+}
+
+// boundedTransport sets the Bearer credential of each request and bounds each response body.
+type boundedTransport struct {
+	base   http.RoundTripper
+	bearer func(context.Context) (string, error)
+	limit  int64
+	faults *peerFaults
+}
+
+func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.bearer != nil {
+		token, err := t.bearer(req.Context())
+		if err != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, err
+		}
+		req = req.Clone(req.Context())
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: t.limit, faults: t.faults}
+	return resp, nil
+}
+
+// limitedBody fails once more than its limit was read.
+type limitedBody struct {
+	io.ReadCloser
+	left   int64
+	faults *peerFaults
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		b.faults.oversized.Store(true)
+		return 0, errMessageTooLarge
+	}
+	return n, err
+}
