@@ -96,7 +96,7 @@ func New(opts Options) (*Host, error) {
 	mux.Handle("/"+HubPath, hubRelay)
 	mux.Handle("/"+HubPath+"/", hubRelay)
 	mux.HandleFunc("GET /config.json", h.config)
-	mux.Handle("GET /", appHandler(app))
+	mux.Handle("/", appHandler(app))
 	// Cross-site state-changing requests never reach the relay: the browser's session must not
 	// act for another site's page.
 	csrf := http.NewCrossOriginProtection()
@@ -136,6 +136,11 @@ func appHandler(app fs.FS) http.Handler {
 	index, indexErr := fs.ReadFile(app, "index.html")
 	files := http.FileServerFS(app)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeProblem(w, http.StatusMethodNotAllowed, "Method Not Allowed", "the Workplace app is read with GET")
+			return
+		}
 		setPageHeaders(w)
 		name := strings.TrimPrefix(path.Clean(r.URL.Path), "/")
 		if name != "" && name != "index.html" {
