@@ -10,7 +10,7 @@ await page.click("button[type=submit]");
 await page.waitForURL(/15100\/tasks/);
 await page.waitForTimeout(1000);
 await page.screenshot({ path: "/tmp/uirun/shots/f.png", fullPage: true });
-await page.goto("http://127.0.0.1:15100/cleanup");
+await page.goto("http://127.0.0.1:15100/runs/ffe4ffd4-1919-4b71-93e8-c9c7c0080760");
 await page.waitForTimeout(1000);
 await page.screenshot({ path: "/tmp/uirun/shots/g.png", fullPage: true });
 await page.getByRole("link", { name: /prepare-report-builtin/ }).first().click().catch(e=>console.log(e.message));

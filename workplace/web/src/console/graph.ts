@@ -39,7 +39,8 @@ export function flowGraph(snapshot: unknown, eventSteps: string[] = []): { steps
     if (edges.length === 0) edges = steps.slice(1).map((s, i) => ({ from: steps[i].name, to: s.name }));
     return { steps, edges };
   }
-  const names = eventSteps.length ? [...new Set(eventSteps)] : ["input", "agent", "output"];
+  // A Direct Flow runs its fixed steps; a step the run reported beyond them is drawn after them.
+  const names = [...new Set(["input", "agent", "output", ...eventSteps])];
   const steps = names.map((n) => ({ name: n, label: n === "agent" && def?.target?.id ? `agent: ${def.target.id}` : n }));
   return { steps, edges: steps.slice(1).map((s, i) => ({ from: steps[i].name, to: s.name })) };
 }

@@ -96,6 +96,21 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
     setTaskTick((t) => t + 1);
   }, [refreshView, refreshInteractions, refreshTasks, refreshNotifications]);
 
+  // Entries are published asynchronously (right after the first sign-in, the demo Entries still
+  // are): while a reference of the Dashboard waits for its publication, the view is read again,
+  // for a bounded time.
+  const viewPolls = useRef(0);
+  useEffect(() => {
+    if (!view || viewPolls.current >= 45) return;
+    const waiting = view.entries.length === 0 || view.entries.some((e) => !e.entry);
+    if (!waiting) return;
+    const t = setTimeout(() => {
+      viewPolls.current++;
+      refreshView();
+    }, 2000);
+    return () => clearTimeout(t);
+  }, [view, refreshView]);
+
   useEffect(() => {
     refreshView();
     refreshInteractions();
