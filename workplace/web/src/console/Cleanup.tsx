@@ -30,6 +30,8 @@ interface Lists {
   agents: Resource[];
 }
 
+const kindLabels: Record<CleanupKind, string> = { task: "Task", run: "run", entry: "Entry", flow: "Flow", agent: "Agent" };
+
 const quote = (v: string | number) => `"${v}"`;
 
 /** Rule 20: workspace cleanup. */
@@ -130,7 +132,7 @@ export function Cleanup({ env }: { env: ConsoleEnv }) {
     return (
       <input
         type="checkbox"
-        aria-label={`Select ${label}`}
+        aria-label={`Select ${kindLabels[kind]} ${label}`}
         checked={selected.has(keyOf(item))}
         disabled={disabled || running}
         onChange={() => toggle(item)}
@@ -178,7 +180,7 @@ export function Cleanup({ env }: { env: ConsoleEnv }) {
                 <tbody>
                   {lists.runs.map((r) => (
                     <tr key={r.id}>
-                      <td>{box("run", r.id, `run of ${r.flow.name} (${when(r.createdAt)})`, { version: String(r.version) })}</td>
+                      <td>{box("run", r.id, `of ${r.flow.name} (${when(r.createdAt)})`, { version: String(r.version) })}</td>
                       <td><Link href={`/runs/${enc(r.id)}`}>{r.flow.name} {r.flow.version}</Link></td>
                       <td>{r.state}</td>
                       <td>{when(r.createdAt)}</td>

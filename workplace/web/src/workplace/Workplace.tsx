@@ -225,7 +225,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
             {!view && !viewError && <Loading label="Loading the Dashboard…" />}
             {view && all.length === 0 && <StateNote state="empty">This Dashboard has no Entries yet. An administrator adds them in the Console.</StateNote>}
             {layout && all.length > 0 && (
-              <div className="entries">
+              <div className={`entries ${current ? "compact" : ""}`}>
                 {all.map((e) => {
                   const isSelected = !!selectedEntry && keyOf(e) === keyOf(selectedEntry);
                   const role = e === layout.primary ? "primary" : layout.featured.includes(e) ? "featured" : "standard";
