@@ -74,6 +74,23 @@ export async function startPlatform({ name = "platform", dataDir, httpPort, work
   dataDir ??= fs.mkdtempSync(path.join(os.tmpdir(), "platform-browser-"));
   workplacePort ??= await freePort();
   const workplaceUrl = `http://127.0.0.1:${workplacePort}/`;
+  const serve = await startServe({ name, dataDir, httpPort, workplaceUrl, env });
+  const apiUrl = (await serve.found)[1];
+  const p = { dataDir, apiUrl, httpPort: Number(new URL(apiUrl).port), workplacePort, workplaceUrl, serve, host: undefined };
+  if (workplace) p.host = await startWorkplace({ name: `${name}-workplace`, apiUrl, port: workplacePort });
+  p.stop = async () => {
+    await p.host?.stop();
+    await p.serve.stop();
+  };
+  // restart starts the server again on the same port and data, as after a crash or an upgrade.
+  p.restart = async () => {
+    await p.serve.stop();
+    p.serve = await startServe({ name, dataDir, httpPort: p.httpPort, workplaceUrl, env });
+  };
+  return p;
+}
+
+async function startServe({ name, dataDir, httpPort, workplaceUrl, env }) {
   let serve;
   for (let attempt = 0; ; attempt++) {
     const kubePort = await freePort();
@@ -92,14 +109,7 @@ export async function startPlatform({ name = "platform", dataDir, httpPort, work
       throw e;
     }
   }
-  const apiUrl = (await serve.found)[1];
-  const p = { dataDir, apiUrl, httpPort: Number(new URL(apiUrl).port), workplacePort, workplaceUrl, serve, host: undefined };
-  if (workplace) p.host = await startWorkplace({ name: `${name}-workplace`, apiUrl, port: workplacePort });
-  p.stop = async () => {
-    await p.host?.stop();
-    await serve.stop();
-  };
-  return p;
+  return serve;
 }
 
 export async function startWorkplace({ name = "workplace", apiUrl, port, args = [] }) {
