@@ -101,6 +101,24 @@ swagger-ui: ## Refresh the embedded API browser assets from the npm package swag
 
 FUZZ_TIME ?= 3s
 
+# The web apps (Workplace UI and Console): sources, locked npm packages and the committed build
+# output that the binary embeds (workplace/web/dist).
+WEB_DIR := workplace/web
+
+$(WEB_DIR)/node_modules: $(WEB_DIR)/package-lock.json
+	cd $(WEB_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
+.PHONY: web
+web: $(WEB_DIR)/node_modules ## Type-check and rebuild the Workplace and Console apps into workplace/web/dist (commit the result).
+	cd $(WEB_DIR) && npm run --silent build
+
+.PHONY: verify-web
+verify-web: web ## Rebuild the web apps and fail if the committed build output differs from the sources.
+	git diff --exit-code -- $(WEB_DIR)/dist || { echo 'workplace/web/dist is out of date: run `make web` and commit it' >&2; exit 1; }
+	untracked=$$(git ls-files --others --exclude-standard -- $(WEB_DIR)/dist); \
+	if [ -n "$$untracked" ]; then echo "untracked build output (run \`make web\` and git add it):" >&2; echo "$$untracked" >&2; exit 1; fi
+
 ##@ Build
 
 .PHONY: build
@@ -108,15 +126,28 @@ build: ## Build the platform binary into bin/platform.
 	go build -o bin/platform .
 
 .PHONY: run
-run: ## Run `platform serve` from source with its data in DATA_DIR (default .data): Local accounts; open /bootstrap once to create the first administrator.
-	PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development} go run . serve --data-dir $(DATA_DIR)
+run: build ## Run `platform serve` (API and Console on :5100) and `platform workplace` (Workplace on :5180) with data in DATA_DIR (default .data); open the Workplace to create the first administrator.
+	@export PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development}; \
+	bin/platform serve --data-dir $(DATA_DIR) & serve=$$!; \
+	bin/platform workplace & workplace=$$!; \
+	trap 'kill $$serve $$workplace 2>/dev/null; wait' EXIT INT TERM; \
+	wait -n $$serve $$workplace
 
 ##@ Test
 
 .PHONY: test
-test: verify-gen vet ## Verify generated files, vet, run every test (tune with GO_TEST_FLAGS), then every fuzz target briefly.
+test: verify-gen vet verify-web test-web ## Verify generated files and the web build, vet, run every test (tune with GO_TEST_FLAGS), every fuzz target briefly, then the browser tests.
 	go test $(GO_TEST_FLAGS) $(GO_PACKAGES)
 	$(MAKE) fuzz
+	$(MAKE) test-browser
+
+.PHONY: test-web
+test-web: $(WEB_DIR)/node_modules ## Unit tests of the web apps (Vitest).
+	cd $(WEB_DIR) && npx vitest run
+
+.PHONY: test-browser
+test-browser: build $(WEB_DIR)/node_modules ## Browser tests: bin/platform driven through Debian's chromium with playwright-core; screenshots and logs in workplace/web/browser-tests/output/.
+	cd $(WEB_DIR) && PLATFORM_BINARY=$(CURDIR)/bin/platform node --test --test-concurrency=1 browser-tests/
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZ_TIME (default 3s) each.

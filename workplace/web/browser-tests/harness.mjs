@@ -122,6 +122,8 @@ export async function startWorkplace({ name = "workplace", apiUrl, port, args = 
 let loggedVersion = false;
 
 export async function launchBrowser() {
+  if (!fs.existsSync(chromiumPath)) throw new Error(`no Chromium at ${chromiumPath}: install Debian's chromium package (apt-get install chromium) or set CHROMIUM_PATH`);
+  if (!fs.existsSync(binary)) throw new Error(`no platform binary at ${binary}: run \`make build\` (or set PLATFORM_BINARY)`);
   const browser = await chromium.launch({
     executablePath: chromiumPath,
     // The closed network of CI machines refuses Chromium's own background connections.
