@@ -92,7 +92,7 @@ SWAGGER_UI_VERSION ?= 5.35.0
 SWAGGER_UI_ASSETS := apiserver/httpapi/swaggerui/assets
 
 .PHONY: swagger-ui
-swagger-ui: ## Refresh the embedded API browser assets from the npm package swagger-ui-dist@$(SWAGGER_UI_VERSION).
+swagger-ui: ## Refresh the embedded API browser assets from the npm package swagger-ui-dist (version SWAGGER_UI_VERSION).
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	(cd "$$tmp" && npm pack --silent swagger-ui-dist@$(SWAGGER_UI_VERSION) >/dev/null && tar xzf swagger-ui-dist-*.tgz); \
 	for f in swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE; do \
@@ -126,7 +126,9 @@ build: ## Build the platform binary into bin/platform.
 	go build -o bin/platform .
 
 .PHONY: run
-run: build ## Run `platform serve` (API and Console on :5100) and `platform workplace` (Workplace on :5180) with data in DATA_DIR (default .data); open the Workplace to create the first administrator.
+run: ## Build bin/platform, then run `platform serve` (API and Console on :5100) and `platform workplace` (Workplace on :5180) with data in DATA_DIR (default .data); open the Workplace to create the first administrator.
+	@echo "building bin/platform (the first build compiles the whole platform: about a minute on 2 cores)..."
+	go build -o bin/platform .
 	@export PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development}; \
 	bin/platform serve --data-dir $(DATA_DIR) & serve=$$!; \
 	bin/platform workplace & workplace=$$!; \
@@ -136,9 +138,8 @@ run: build ## Run `platform serve` (API and Console on :5100) and `platform work
 ##@ Test
 
 .PHONY: test
-test: verify-gen vet verify-web test-web ## Verify generated files and the web build, vet, run every test (tune with GO_TEST_FLAGS), every fuzz target briefly, then the browser tests.
+test: verify-gen vet verify-web test-web ## Verify generated files and the web build, vet, run the web unit tests and every Go test (tune with GO_TEST_FLAGS; fuzz targets run their seed corpora), then the browser tests.
 	go test $(GO_TEST_FLAGS) $(GO_PACKAGES)
-	$(MAKE) fuzz
 	$(MAKE) test-browser
 
 .PHONY: test-web
@@ -150,7 +151,7 @@ test-browser: build $(WEB_DIR)/node_modules ## Browser tests: bin/platform drive
 	cd $(WEB_DIR) && PLATFORM_BINARY=$(CURDIR)/bin/platform node --test --test-concurrency=1 browser-tests/
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZ_TIME (default 3s) each.
+fuzz: ## Fuzz every fuzz target for FUZZ_TIME (default 3s) each; each builds an instrumented test binary, so this takes minutes.
 	FUZZ_TIME=$(FUZZ_TIME) hack/fuzz.sh
 
 .PHONY: bench

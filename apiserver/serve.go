@@ -4,6 +4,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/apiserver/controlplane"
 	"platform.dev/platform/apiserver/executor"
@@ -23,7 +26,9 @@ import (
 	"platform.dev/platform/apiserver/httpapi/service"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/kubeauth"
+	"platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/provider"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
@@ -77,6 +82,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err := opts.Validate(); err != nil {
 		return err
 	}
+	if err := ctrlOpts.Validate(); err != nil {
+		return err
+	}
 	agents, err := provider.FromConfig(cfg)
 	if err != nil {
 		return err
@@ -85,15 +93,26 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
+	masterKey, err := secrets.MasterKeySourceFrom(cfg, opts.DataDir)
+	if err != nil {
+		return err
+	}
 	httpListener, err := net.Listen("tcp", httpAddr)
 	if err != nil {
 		return fmt.Errorf("service API: %w", err)
 	}
 	defer httpListener.Close()
+	// Clients cannot take every descriptor: each API caps its connections, leaving headroom for
+	// the store and etcd, which die without descriptors. What net/http itself answers a malformed
+	// request is Problem Details, as every other answer of the service API.
+	budget := listener.ProcessBudget()
+	httpListener = listener.Limit(listener.Problems(httpListener), budget.ServiceAPI)
+	opts.MaxConnections = budget.KubeAPI
 
 	// The SQL store (identity and Work planes) opens, migrated, before the control plane, whose
 	// authenticator and authorizer read it, and closes after everything that uses it has stopped
 	// (deferred first, so run last).
+	controlplane.PrivateFiles()
 	if err := opts.MakeDataDir(); err != nil {
 		return err
 	}
@@ -116,6 +135,8 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	opts.Authenticators = append(opts.Authenticators, tokens.Request())
 	opts.Authorizers = append(opts.Authorizers, workspaces)
 	opts.NamespaceVisibility = workspaces.Visibility
+	// The rules of scopes (grants, references, what scope namespaces hold) are admission's.
+	opts.Admission = append(opts.Admission, secrets.NewAdmission(ids))
 
 	server, err := controlplane.Start(ctx, opts)
 	if err != nil {
@@ -131,13 +152,51 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		return err
 	}
 	controllers.SetLogger()
-	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: kube}, ctrl.Log.WithName("executor")
+	// Runs resolve their Flow versions and agents, and agent calls their model profiles and
+	// providers, from informers instead of a kube API request each (the API answers what the
+	// cache does not have yet). The informers stop with the executor, before the kube API.
+	informers, err := cache.New(server.LoopbackConfig, cache.Options{Scheme: platformscheme.Scheme})
+	if err != nil {
+		return err
+	}
+	informersCtx, stopInformers := context.WithCancel(context.Background())
+	informersStopped := make(chan struct{})
+	go func() {
+		defer close(informersStopped)
+		if err := informers.Start(informersCtx); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "informers: %v\n", err)
+		}
+	}()
+	defer func() {
+		stopInformers()
+		<-informersStopped
+	}()
+	resolve := executor.CacheFirst{Cache: informers, Live: kube}
+	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: resolve}, ctrl.Log.WithName("executor")
 	// The Workplace (conversations, Tasks, notifications) is a projection of the runs, written in
 	// their transactions; artifact bytes are files of the data directory.
 	places := workplace.NewStore(db, execOpts.Work, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
 	execOpts.Work.Observer = places
+	// One Resolver of Secret references and one Local Vault for the service API and the model
+	// providers; the controllers get their own Resolver over their cache (controllers.SetupAll).
+	// A missing or malformed master key leaves the Vaults Unavailable, with the reason in their
+	// status: the platform runs on.
+	localVault := &secrets.LocalVault{Store: db, MasterKey: masterKey}
+	secretValues := &secrets.Service{Resolver: &secrets.Resolver{Reader: kube,
+		Tree: secrets.IdentityTree{Identity: ids, Namespaces: secrets.KubeNamespaces(kube)}}, Vault: localVault}
+	switch err := masterKey.Check(); {
+	case errors.Is(err, secrets.ErrMasterKeyMissing):
+		ctrl.Log.WithName("secrets").Info("the Local Vault has no master key yet: a Platform administrator initializes it (POST /api/local-vault/initialize), or set " + secrets.MasterKeyVariable)
+	case err != nil:
+		ctrl.Log.WithName("secrets").Info("the Local Vault is unavailable until its master key is fixed", "reason", err.Error())
+	}
+	if err := secrets.EnsureScopeNamespace(ctx, kube, secrets.Place{Scope: ownerscope.Of(ownerscope.Instance, ""), Namespace: ownerscope.InstanceNamespace}); err != nil {
+		return fmt.Errorf("the instance's namespace: %w", err)
+	}
+	ctrlOpts.Identity, ctrlOpts.LocalVault = ids, localVault
 	if managed, ok := agents.(*provider.ManagedProvider); ok {
-		managed.Client = kube
+		managed.Client = resolve
+		managed.Credentials = secretValues
 	}
 	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {
 		return err
@@ -155,6 +214,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Workplace:          places,
 		Log:                ctrl.Log.WithName("httpapi"),
 		Executor:           flowExecutor,
+		Secrets:            secretValues,
 	})
 	if err != nil {
 		return err
@@ -167,29 +227,33 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		defer close(execStopped)
 		flowExecutor.Run(execCtx)
 	}()
+	// On PostgreSQL the changes other replicas commit wake this process's waiters and workers.
+	listenStopped := make(chan struct{})
+	go func() {
+		defer close(listenStopped)
+		execOpts.Work.Changes().Listen(execCtx, db, ctrl.Log.WithName("notify"))
+	}()
 	defer func() {
 		stopExecutor()
 		<-execStopped
+		<-listenStopped
 	}()
 
 	// The controllers run on the loopback identity once the kube API is ready, share the work
 	// with other replicas through a Lease in kube-system, and stop before the kube API does
 	// (deferred after server.Stop, so run before it) so that they never talk to a stopped server.
-	mgr, err := controllers.NewManager(server.LoopbackConfig, ctrlOpts)
-	if err != nil {
-		return err
-	}
+	// A lost Lease only makes them step down and campaign again: Run returns when mgrCtx ends.
 	mgrCtx, cancelMgr := context.WithCancel(context.Background())
 	mgrStopped := make(chan struct{})
-	var mgrErr error
 	go func() {
 		defer close(mgrStopped)
-		mgrErr = mgr.Start(mgrCtx)
+		if err := controllers.Run(mgrCtx, server.LoopbackConfig, ctrlOpts); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "controllers: %v\n", err)
+		}
 	}()
-	stopControllers := func() error {
+	stopControllers := func() {
 		cancelMgr()
 		<-mgrStopped
-		return mgrErr
 	}
 	defer stopControllers()
 
@@ -210,13 +274,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		}
 	case err := <-apiDone:
 		return fmt.Errorf("service API stopped: %w", err)
-	case <-mgrStopped:
-		return fmt.Errorf("controllers stopped: %v", mgrErr)
 	case <-server.Done():
 	}
-	if err := stopControllers(); err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "controllers: %v\n", err)
-	}
+	stopControllers()
 	return server.Stop()
 }
 

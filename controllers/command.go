@@ -37,14 +37,12 @@ func NewCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("kubeconfig: %w", err)
 			}
-			mgr, err := NewManager(cfg, o)
-			if err != nil {
-				return err
-			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			fmt.Fprintf(cmd.OutOrStdout(), "controllers starting against %s\n", cfg.Host)
-			return mgr.Start(ctx)
+			// Only SIGTERM or SIGINT ends the command: a lost Lease makes the controllers step down
+			// and campaign again.
+			return Run(ctx, cfg, o)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, then in-cluster)")
@@ -57,6 +55,9 @@ func NewCommand() *cobra.Command {
 // AddFlags adds the flags of the controller manager that `platform serve` shares.
 func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "0", `host:port of the controllers' Prometheus metrics ("0" serves none)`)
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, "how long the controllers' leader election Lease holds without renewal")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", DefaultRenewDeadline, "how long the Lease holder tries to renew before its controllers step down (and campaign again)")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "how often the controllers try to acquire or renew the Lease")
 }
 
 // SetLogger sends controller-runtime's logs to stderr as JSON, at info level.

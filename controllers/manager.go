@@ -3,14 +3,20 @@ package controllers
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
+	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/controllers/agent"
 	"platform.dev/platform/controllers/dashboard"
 	"platform.dev/platform/controllers/entry"
@@ -40,11 +46,29 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionNamespace holds the Lease; kube-system when empty.
 	LeaderElectionNamespace string
+	// Identity places workspaces and tenants for the rules of Secrets and Vaults; nil places
+	// every namespace as a workspace of its own, below the instance.
+	Identity *identity.Service
+	// LocalVault is the Local Vault of `platform serve`; nil when the manager runs without its SQL
+	// store, where Vaults report that they cannot be seen.
+	LocalVault *secrets.LocalVault
+	// LeaseDuration, RenewDeadline and RetryPeriod tune the leader election of Run (the
+	// Default... values when zero): how long a Lease holds without renewal, how long a holder
+	// keeps trying to renew before it steps down, and how often it tries.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// Log receives what Run reports of leader election terms; ctrl.Log when unset.
+	Log logr.Logger
+
+	// skipNameValidation lets Run build one manager per term in one process: controller names
+	// are otherwise registered once per process.
+	skipNameValidation bool
 }
 
 // NewManager builds a controller-runtime manager on cfg with every reconciler of the platform
 // registered. The caller starts it, and stops it (by cancelling Start's context) before the API
-// it talks to.
+// it talks to. The commands use Run instead, which survives a lost Lease.
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.MetricsAddr == "" {
 		o.MetricsAddr = "0"
@@ -63,11 +87,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        "0",
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: &o.skipNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)
 	}
-	if err := SetupAll(mgr); err != nil {
+	if err := SetupAll(mgr, o); err != nil {
 		return nil, err
 	}
 	return mgr, nil
@@ -75,8 +100,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 
 // SetupAll registers every reconciler of the platform with mgr, each with the manager's client
 // and an event recorder named after it (the reporting controller of its events).
-func SetupAll(mgr ctrl.Manager) error {
+func SetupAll(mgr ctrl.Manager, o Options) error {
 	c := mgr.GetClient()
+	// One Resolver of Secret references for every reconciler, reading through the manager's cache.
+	resolver := &secrets.Resolver{Reader: c, Tree: secrets.IdentityTree{Identity: o.Identity, Namespaces: secrets.KubeNamespaces(c)}}
+	vaults := &secrets.Service{Resolver: resolver, Vault: o.LocalVault}
 	recorder := func(name string) events.EventRecorder { return mgr.GetEventRecorder(name + "-controller") }
 	reconcilers := []struct {
 		name       string
@@ -84,15 +112,15 @@ func SetupAll(mgr ctrl.Manager) error {
 	}{
 		{"agent", &agent.Reconciler{Client: c, Recorder: recorder("agent")}},
 		{"modelprofile", &modelprofile.Reconciler{Client: c, Recorder: recorder("modelprofile")}},
-		{"modelprovider", &modelprovider.Reconciler{Client: c, Recorder: recorder("modelprovider")}},
+		{"modelprovider", &modelprovider.Reconciler{Client: c, Recorder: recorder("modelprovider"), Secrets: resolver}},
 		{"flow", &flow.Reconciler{Client: c, Recorder: recorder("flow"), Reader: mgr.GetAPIReader()}},
 		{"runtimeprofile", &runtimeprofile.Reconciler{Client: c, Recorder: recorder("runtimeprofile")}},
 		{"workspace", &workspace.Reconciler{Client: c, Recorder: recorder("workspace")}},
 		{"model", &model.Reconciler{Client: c, Recorder: recorder("model")}},
 		{"tool", &tool.Reconciler{Client: c, Recorder: recorder("tool")}},
 		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider")}},
-		{"secret", &secret.Reconciler{Client: c, Recorder: recorder("secret")}},
-		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault")}},
+		{"secret", &secret.Reconciler{Client: c, Recorder: recorder("secret"), Secrets: vaults}},
+		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault"), Secrets: vaults}},
 		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion")}},
 		{"entry", &entry.Reconciler{Client: c, Recorder: recorder("entry"), Reader: mgr.GetAPIReader()}},
 		{"publishedentry", &entry.PublishedReconciler{Client: c, Recorder: recorder("publishedentry"), Reader: mgr.GetAPIReader()}},

@@ -13,11 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/internal/apply"
 )
 
 var _ = Describe("The samples", func() {
-	It("apply into default and every sample reaches its documented state: Ready for all but the Secret and the Vault, which honestly have no value and no master key; the Flow and the Entry publish themselves", func() {
+	It("apply into default and every sample becomes Ready, the Secret once its value is written; the Flow and the Entry publish themselves", func() {
 		var out, errOut bytes.Buffer
 		err := apply.Run(ctx, apply.Options{
 			// The folder's Kustomization file has no manifest extension and is skipped.
@@ -64,15 +65,24 @@ var _ = Describe("The samples", func() {
 		registry := &platformv1.SourceRegistry{ObjectMeta: metav1.ObjectMeta{Name: "community"}}
 		expectReady(registry, metav1.ConditionTrue, platformv1.ResolvedReason)
 
-		// No Vault stores values yet: the Vault has no master key and the Secret no value.
+		// The Vault is Available with the suite's master key; the Secret is Missing until its
+		// value is written (through the service API in `platform serve`, through the same domain
+		// service here), then Configured.
 		vault := &platformv1.Vault{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "local"}}
-		expectReady(vault, metav1.ConditionFalse, platformv1.VaultUnavailableReason)
-		Expect(vault.Status.Availability).To(Equal(platformv1.VaultUnavailableState))
-		Expect(vault.Status.Provisioning).To(Equal(platformv1.ProvisioningPending))
+		expectReady(vault, metav1.ConditionTrue, platformv1.ResolvedReason)
+		Expect(vault.Status.Availability).To(Equal(platformv1.VaultAvailable))
+		Expect(vault.Status.Provisioning).To(Equal(platformv1.ProvisioningProvisioned))
 		secret := &platformv1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "openai-api-key"}}
 		expectReady(secret, metav1.ConditionFalse, platformv1.SecretValueMissingReason)
 		Expect(secret.Status.State).To(Equal(platformv1.SecretMissing))
 		Expect(secret.Status.Provisioning).To(Equal(platformv1.ProvisioningPending))
+
+		values := &secrets.Service{Resolver: &secrets.Resolver{Reader: k8sClient, Tree: secrets.IdentityTree{}}, Vault: localVault}
+		Expect(values.SetValue(ctx, secret, []byte("sk-sample-value"))).To(Succeed())
+		expectReady(secret, metav1.ConditionTrue, platformv1.ResolvedReason)
+		Expect(secret.Status.State).To(Equal(platformv1.SecretConfigured))
+		Expect(secret.Status.ValueUpdatedTime).NotTo(BeNil())
+		Expect(secret.Status.Provisioning).To(Equal(platformv1.ProvisioningProvisioned))
 
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(published), published)).To(Succeed())
 		Expect(published.Status.TargetState).To(Equal(platformv1.TargetExecutable))

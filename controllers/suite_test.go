@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/secrets"
+	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/testenv"
 	"platform.dev/platform/controllers"
 )
@@ -31,6 +34,10 @@ var (
 	k8sClient client.Client
 	mgrCancel context.CancelFunc
 	mgrDone   chan error
+	// localVault is the Local Vault the manager's Secret and Vault reconcilers see, as in
+	// `platform serve`: a SQLite store and a key file in a temporary directory.
+	localVault *secrets.LocalVault
+	vaultStore *store.Store
 )
 
 func TestControllers(t *testing.T) {
@@ -50,7 +57,14 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(platform.Config, client.Options{Scheme: platformscheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	mgr, err := controllers.NewManager(platform.Config, controllers.Options{LeaderElection: true})
+	dir := GinkgoT().TempDir()
+	vaultStore, err = store.Open(ctx, store.Options{DataDir: dir})
+	Expect(err).NotTo(HaveOccurred())
+	localVault = &secrets.LocalVault{Store: vaultStore, MasterKey: secrets.MasterKeySource{File: filepath.Join(dir, secrets.KeyFileName)}}
+	_, err = localVault.Initialize()
+	Expect(err).NotTo(HaveOccurred())
+
+	mgr, err := controllers.NewManager(platform.Config, controllers.Options{LeaderElection: true, LocalVault: localVault})
 	Expect(err).NotTo(HaveOccurred())
 	var mgrCtx context.Context
 	mgrCtx, mgrCancel = context.WithCancel(ctx)
@@ -68,6 +82,9 @@ var _ = AfterSuite(func() {
 		Eventually(mgrDone).Should(Receive(BeNil()))
 	}
 	cancel()
+	if vaultStore != nil {
+		Expect(vaultStore.Close()).To(Succeed())
+	}
 	if platform != nil {
 		Expect(platform.Stop()).To(Succeed())
 	}

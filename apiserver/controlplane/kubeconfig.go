@@ -71,5 +71,37 @@ func (s *Server) RecordAddress(dataDir string) (kubeconfigPath string, err error
 		return "", err
 	}
 	kubeconfigPath = filepath.Join(dataDir, kubeconfigFile)
-	return kubeconfigPath, os.WriteFile(kubeconfigPath, data, 0o600)
+	return kubeconfigPath, mergeKubeconfig(kubeconfigPath, data)
+}
+
+// mergeKubeconfig writes the platform's cluster, administrator and context into the kubeconfig
+// at path and keeps everything else a user added there (`kubectl config set-credentials`,
+// set-context, use-context): only the platform's own entries are replaced at each start.
+func mergeKubeconfig(path string, platform []byte) error {
+	ours, err := clientcmd.Load(platform)
+	if err != nil {
+		return err
+	}
+	existing, err := clientcmd.LoadFromFile(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(existing.Clusters)+len(existing.AuthInfos)+len(existing.Contexts) == 0) {
+		return os.WriteFile(path, platform, 0o600)
+	}
+	if err != nil {
+		// A file the user broke is kept aside, not lost, and written anew.
+		if renameErr := os.Rename(path, path+".unreadable"); renameErr != nil {
+			return fmt.Errorf("%s is unreadable (%v) and cannot be moved aside: %w", path, err, renameErr)
+		}
+		return os.WriteFile(path, platform, 0o600)
+	}
+	existing.Clusters[contextName] = ours.Clusters[contextName]
+	existing.AuthInfos[pki.AdminUser] = ours.AuthInfos[pki.AdminUser]
+	existing.Contexts[contextName] = ours.Contexts[contextName]
+	if _, ok := existing.Contexts[existing.CurrentContext]; !ok {
+		existing.CurrentContext = contextName
+	}
+	merged, err := clientcmd.Write(*existing)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, merged, 0o600)
 }

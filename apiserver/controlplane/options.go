@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
@@ -41,6 +42,12 @@ type Options struct {
 	// rejects (a revoked token), so that the caller gets 401 instead of being anonymous.
 	Authenticators []authenticator.Request
 	Authorizers    []authorizer.Authorizer
+	// Admission plugins run after the namespace lifecycle, for every request; the platform's
+	// rules about Management objects are enforced here, once for every client.
+	Admission []admission.Interface
+	// MaxConnections caps the kube API's open connections (see package listener); unlimited
+	// when zero.
+	MaxConnections int
 	// NamespaceVisibility narrows namespace lists and watches to what the caller may see
 	// (optional: everyone authorized to list sees every namespace).
 	NamespaceVisibility native.NamespaceVisibility
@@ -103,10 +110,31 @@ func (o *Options) kubeHostPort() (string, int, error) {
 func (o *Options) etcdDir() string { return filepath.Join(o.DataDir, "etcd") }
 func (o *Options) pkiDir() string  { return filepath.Join(o.DataDir, "pki") }
 
-// MakeDataDir creates the data directory (private to the user) when it is missing.
+// MakeDataDir creates the data directory when it is missing and makes it, and everything in it,
+// private to the user: it holds the store, keys and credentials. A data directory that an older
+// release left readable by others is narrowed at start.
 func (o *Options) MakeDataDir() error {
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory %s: %w", o.DataDir, errors.Unwrap(err))
+	}
+	err := filepath.WalkDir(o.DataDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil // a link's own mode means nothing; its target is not ours to change
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if mode := info.Mode().Perm(); mode&0o077 != 0 {
+			return os.Chmod(path, mode&^0o077)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("data directory %s: %w", o.DataDir, err)
 	}
 	return nil
 }

@@ -30,6 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
@@ -55,6 +57,7 @@ import (
 	"k8s.io/kube-openapi/pkg/common"
 
 	"platform.dev/platform/apiserver/etcd"
+	connlimit "platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/native"
 	nativeopenapi "platform.dev/platform/apiserver/native/openapi"
 	"platform.dev/platform/apiserver/pki"
@@ -94,6 +97,11 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	listener, err := net.Listen("tcp", o.KubeAddr)
 	if err != nil {
 		return nil, fmt.Errorf("kube API: %w", err)
+	}
+	if o.MaxConnections > 0 {
+		// The apiserver's own http.Server already times idle connections (90 s) and headers
+		// (32 s) out; the cap keeps idle clients from taking every descriptor meanwhile.
+		listener = connlimit.Limit(listener, o.MaxConnections)
 	}
 	defer func() {
 		if err != nil {
@@ -271,16 +279,26 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files, listener ne
 	}
 	config.ClientConfig = loopback
 	config.SharedInformerFactory = informers.NewSharedInformerFactory(kubeClient, 10*time.Minute)
-	admission, err := lifecycle.NewLifecycle(sets.New(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic))
+	namespaceLifecycle, err := lifecycle.NewLifecycle(sets.New(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic))
 	if err != nil {
 		return nil, err
 	}
-	admission.SetExternalKubeInformerFactory(config.SharedInformerFactory)
-	admission.SetExternalKubeClientSet(kubeClient)
-	if err := admission.ValidateInitialization(); err != nil {
+	namespaceLifecycle.SetExternalKubeInformerFactory(config.SharedInformerFactory)
+	namespaceLifecycle.SetExternalKubeClientSet(kubeClient)
+	if err := namespaceLifecycle.ValidateInitialization(); err != nil {
 		return nil, err
 	}
-	config.AdmissionControl = admission
+	for _, plugin := range o.Admission {
+		if wants, ok := plugin.(initializer.WantsExternalKubeInformerFactory); ok {
+			wants.SetExternalKubeInformerFactory(config.SharedInformerFactory)
+		}
+		if validator, ok := plugin.(admission.InitializationValidator); ok {
+			if err := validator.ValidateInitialization(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	config.AdmissionControl = admission.NewChainHandler(append([]admission.Interface{namespaceLifecycle}, o.Admission...)...)
 	config.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
 
 	extensionsConfig := &apiextensionsapiserver.Config{

@@ -15,7 +15,7 @@ import (
 )
 
 // BenchmarkExecutorSteps measures steps executed per second by one worker: runs of Input, eight
-// Transform steps and Output, each step a persisted StepStarted and StepCompleted transition.
+// Transform steps and Output: pure steps, persisted together with the outcome of the run.
 func BenchmarkExecutorSteps(b *testing.B) {
 	const transforms = 8
 	steps := []platformv1.FlowStep{input}

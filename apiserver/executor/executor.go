@@ -36,23 +36,34 @@ type Options struct {
 	// Authorize revalidates that the Principal that submitted a run still holds runs/execute in
 	// its workspace (ErrNotPermitted otherwise); it is checked each time a worker takes the run.
 	Authorize func(ctx context.Context, c work.Context) error
-	// Workers is how many runs execute at once; 2 when zero.
+	// Workers is how many runs execute at once; 8 when zero.
 	Workers int
+	// WorkspaceShare is how many of them may execute runs of one workspace at once (FlowRuns and
+	// Runtime Runs together), so that slow runs of one workspace never hold every worker while
+	// another's wait; half the workers (at least one) when zero.
+	WorkspaceShare int
 	// Lease is how long a worker owns a run without renewing; 15 s when zero. A run left by a
 	// dead process is taken over once its lease expires.
 	Lease time.Duration
-	// Poll is how often an idle worker looks for runnable runs; 250 ms when zero.
+	// Poll is how often an idle worker looks for runs whose lease expired with a dead process; runs
+	// made runnable by a commit wake a worker at once (package notify). 1 s when zero.
 	Poll time.Duration
 	// RetryBackoff is the first pause before retrying a transient agent failure; it doubles.
 	RetryBackoff time.Duration
 	Log          logr.Logger
 }
 
-// OptionsFromConfig reads Platform:Executor:Workers and Platform:Executor:LeaseSeconds.
+// OptionsFromConfig reads Platform:Executor:Workers, Platform:Executor:WorkspaceShare and
+// Platform:Executor:LeaseSeconds.
 func OptionsFromConfig(cfg *config.Config, opts Options) (Options, error) {
 	if v := cfg.Get("Platform:Executor:Workers"); v != "" {
 		if _, err := fmt.Sscan(v, &opts.Workers); err != nil || opts.Workers < 1 || opts.Workers > 256 {
 			return opts, fmt.Errorf("Platform:Executor:Workers=%q: must be a number from 1 to 256", v)
+		}
+	}
+	if v := cfg.Get("Platform:Executor:WorkspaceShare"); v != "" {
+		if _, err := fmt.Sscan(v, &opts.WorkspaceShare); err != nil || opts.WorkspaceShare < 1 || opts.WorkspaceShare > 256 {
+			return opts, fmt.Errorf("Platform:Executor:WorkspaceShare=%q: must be a number from 1 to 256", v)
 		}
 	}
 	if v := cfg.Get("Platform:Executor:LeaseSeconds"); v != "" {
@@ -72,12 +83,19 @@ type Executor struct {
 	provider  provider.Provider
 	authorize func(context.Context, work.Context) error
 	workers   int
+	share     int
 	lease     time.Duration
 	poll      time.Duration
 	backoff   time.Duration
 	log       logr.Logger
 	owner     string
 	wake      chan struct{}
+
+	// claiming serializes this process's claims, so that busy stays within the share.
+	claiming sync.Mutex
+	busyMu   sync.Mutex
+	// busy counts the runs executing per workspace.
+	busy map[string]int
 }
 
 // New checks opts and builds an Executor.
@@ -88,13 +106,18 @@ func New(opts Options) (*Executor, error) {
 	e := &Executor{work: opts.Work, resolver: opts.Resolver, provider: opts.Provider, authorize: opts.Authorize,
 		workers: opts.Workers, lease: opts.Lease, poll: opts.Poll, backoff: opts.RetryBackoff, log: opts.Log}
 	if e.workers <= 0 {
-		e.workers = 2
+		e.workers = 8
 	}
+	e.share = opts.WorkspaceShare
+	if e.share <= 0 {
+		e.share = max(1, e.workers/2)
+	}
+	e.busy = map[string]int{}
 	if e.lease <= 0 {
 		e.lease = 15 * time.Second
 	}
 	if e.poll <= 0 {
-		e.poll = 250 * time.Millisecond
+		e.poll = time.Second
 	}
 	if e.backoff <= 0 {
 		e.backoff = 200 * time.Millisecond
@@ -111,12 +134,11 @@ func New(opts Options) (*Executor, error) {
 
 // Wake tells idle workers that a run became runnable, so they do not wait for the next poll.
 func (e *Executor) Wake() {
-	for range e.workers {
-		select {
-		case e.wake <- struct{}{}:
-		default:
-			return
-		}
+	// One idle worker tries; a worker that claims a run wakes the next (see claim), so a burst
+	// of runs spreads over the workers and a single run does not send every worker to the store.
+	select {
+	case e.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -125,6 +147,28 @@ func (e *Executor) Wake() {
 // after its lease.
 func (e *Executor) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	// A run made runnable here or by another replica wakes the workers at once; the poll only
+	// finds the runs whose lease expired with a dead process.
+	if sub, err := e.work.Changes().Subscribe(work.RunnableTopic); err == nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer sub.Close()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case _, ok := <-sub.Events():
+					if !ok {
+						if sub, err = e.work.Changes().Subscribe(work.RunnableTopic); err != nil {
+							return
+						}
+					}
+					e.Wake()
+				}
+			}
+		}()
+	}
 	for i := range e.workers {
 		wg.Add(1)
 		go func() {
@@ -186,10 +230,19 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 // RunOnce claims one runnable run for owner and executes it until it suspends, ends, or is
 // taken away; false when there was none to claim.
 func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
-	run, err := e.work.Claim(ctx, owner, e.lease)
+	var run *work.FlowRun
+	workspace, err := e.claim(func(full []string) (string, error) {
+		var err error
+		run, err = e.work.Claim(ctx, owner, e.lease, full...)
+		if run == nil {
+			return "", err
+		}
+		return run.WorkspaceID, err
+	})
 	if err != nil || run == nil {
 		return false, err
 	}
+	defer e.done(workspace)
 	runsClaimed.Inc()
 	// The correlation chain, InteractionId -> WorkTaskId -> WorkExecutionId -> FlowRunId, is on
 	// every line of the run; Agent steps add their runtime execution id.
@@ -217,15 +270,70 @@ func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
 	return true, nil
 }
 
+// claim runs take with the workspaces that hold their whole share excluded, and counts the
+// workspace of what it claimed ("" for nothing) as busy until done.
+func (e *Executor) claim(take func(full []string) (string, error)) (string, error) {
+	e.claiming.Lock()
+	defer e.claiming.Unlock()
+	e.busyMu.Lock()
+	var full []string
+	for ws, n := range e.busy {
+		if n >= e.share {
+			full = append(full, ws)
+		}
+	}
+	e.busyMu.Unlock()
+	workspace, err := take(full)
+	if workspace != "" {
+		e.busyMu.Lock()
+		e.busy[workspace]++
+		e.busyMu.Unlock()
+		e.Wake() // there may be more
+	}
+	return workspace, err
+}
+
+// done ends the count of a run of workspace claimed by claim.
+func (e *Executor) done(workspace string) {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	if e.busy[workspace]--; e.busy[workspace] <= 0 {
+		delete(e.busy, workspace)
+	}
+}
+
 // drive executes the run's steps, persisting each transition before acting on it.
 func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) error {
 	log := logr.FromContextOrDiscard(ctx)
-	apply := func(t work.Transition) error {
+	// Transitions are staged and persisted together, in one commit, right before the run acts
+	// outside the store (an Agent call) or stops executing (suspended, ended, failed, retried):
+	// the steps in between are pure functions of the persisted data, so a crash before the
+	// commit only makes the next worker compute them again, with the same outcome.
+	var staged *work.Transition
+	stage := func(t work.Transition) error {
+		if staged != nil {
+			t = staged.Then(t)
+		}
+		staged = &t
+		return t.ApplyTo(run)
+	}
+	flush := func() error {
+		if staged == nil {
+			return nil
+		}
+		t := *staged
+		staged = nil
 		next, err := e.work.Apply(ctx, run.ID, owner, t)
 		if err == nil {
 			*run = next
 		}
 		return err
+	}
+	apply := func(t work.Transition) error {
+		if err := stage(t); err != nil {
+			return err
+		}
+		return flush()
 	}
 	fail := func(reason string, before ...work.Event) error {
 		log.Info("flow run failed", "step", run.CurrentStep, "reason", reason)
@@ -249,7 +357,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 			return fail(reason)
 		}
 		started := false
-		if err := apply(work.Transition{Pin: pin, State: work.StateRunning, CurrentStep: &input, StepStarted: &started, Attempt: 1,
+		if err := stage(work.Transition{Pin: pin, State: work.StateRunning, CurrentStep: &input, StepStarted: &started, Attempt: 1,
 			Events: []work.Event{{Type: work.EventRunStarted, Step: input, State: work.StateRunning}}}); err != nil {
 			return err
 		}
@@ -259,12 +367,12 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 			log.Info("flow run started", "flow", run.FlowName, "version", run.FlowVersion)
 		}
 	} else if run.State == work.StatePending {
-		if err := apply(work.Transition{State: work.StateRunning}); err != nil {
+		if err := stage(work.Transition{State: work.StateRunning}); err != nil {
 			return err
 		}
 	} else if run.StepStarted {
 		// The worker that started this step stopped before it persisted the outcome.
-		if err := apply(work.Transition{Events: []work.Event{{Type: work.EventStepRestarted, Step: run.CurrentStep, Attempt: run.Attempt,
+		if err := stage(work.Transition{Events: []work.Event{{Type: work.EventStepRestarted, Step: run.CurrentStep, Attempt: run.Attempt,
 			Reason: "the worker executing the step stopped; it runs again under the same idempotency key"}}}); err != nil {
 			return err
 		}
@@ -363,7 +471,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 				Events: events(done, work.Event{Type: work.EventRunCompleted, Step: step.Name, State: work.StateCompleted})})
 		default:
 			data.Steps[step.Name], data.Current = out.output, out.output
-			if err := apply(work.Transition{CurrentStep: &out.next, StepStarted: &notStarted, Attempt: 1, Data: &data,
+			if err := stage(work.Transition{CurrentStep: &out.next, StepStarted: &notStarted, Attempt: 1, Data: &data,
 				Events: events(done)}); err != nil {
 				return err
 			}

@@ -448,3 +448,53 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return b
 }
+
+// A workspace's slow agent calls hold at most its share of the workers: another workspace's run,
+// submitted after them, completes while they are still executing.
+func TestSlowRunsOfOneWorkspaceHoldOnlyItsShareOfTheWorkers(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		w := work.New(s)
+		flows := map[string]platformv1.FlowDefinition{
+			"slow@1.0.0": orchestration([]platformv1.FlowStep{input, agentStep("ask", "slow"), output}, edge("in", "ask"), edge("ask", "out")),
+			"fast@1.0.0": orchestration([]platformv1.FlowStep{input, agentStep("ask", "fast"), output}, edge("in", "ask"), edge("ask", "out")),
+		}
+		agents := map[string]provider.Agent{
+			"slow": {Name: "slow", Revision: "1", Instructions: "@latencyMs 3000\n@respond late"},
+			"fast": {Name: "fast", Revision: "1", Instructions: "@respond now"},
+		}
+		exec, err := executor.New(executor.Options{Work: w, Resolver: &resolver{flows: flows, agents: agents},
+			Provider: provider.DeterministicProvider{}, Workers: 2, WorkspaceShare: 1, Lease: time.Minute, Poll: 20 * time.Millisecond,
+			Authorize: func(context.Context, work.Context) error { return nil }})
+		g.Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); exec.Run(ctx) }()
+		defer func() { cancel(); <-stopped }()
+
+		submit := func(c work.Context, flow string) string {
+			_, run, _, err := w.Submit(ctx, work.Submission{Context: c, Type: "t", Title: "t", Instruction: "i", FlowName: flow,
+				FlowVersion: "1.0.0", Input: map[string]any{"title": "t"}})
+			g.Expect(err).NotTo(HaveOccurred())
+			return run.ID
+		}
+		ctxB := work.Context{TenantID: "t1", WorkspaceID: "ws-b", Namespace: "b", PrincipalID: "p2"}
+		var slow []string
+		for range 3 {
+			slow = append(slow, submit(ctxA, "slow"))
+		}
+		began := time.Now()
+		fast := submit(ctxB, "fast")
+		g.Eventually(func() string {
+			run, err := w.Run(ctx, ctxB.WorkspaceID, fast)
+			g.Expect(err).NotTo(HaveOccurred())
+			return run.State
+		}).WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal(work.StateCompleted))
+		g.Expect(time.Since(began)).To(BeNumerically("<", 2*time.Second), "the other workspace's run waited for the slow calls")
+		for _, id := range slow {
+			run, err := w.Run(ctx, ctxA.WorkspaceID, id)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(run.State).NotTo(Equal(work.StateCompleted), "slow runs are still executing")
+		}
+	})
+}

@@ -19,10 +19,19 @@ const defaultRuntimeTimeout = 60 * time.Second
 // RunRuntimeOnce claims one runnable Runtime Run for owner and executes it; false when there was
 // none. A timeout or transient provider failure is retried with backoff up to the attempt limit.
 func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, error) {
-	r, err := e.work.ClaimRuntimeRun(ctx, owner, e.lease)
+	var r *work.RuntimeRun
+	workspace, err := e.claim(func(full []string) (string, error) {
+		var err error
+		r, err = e.work.ClaimRuntimeRun(ctx, owner, e.lease, full...)
+		if r == nil {
+			return "", err
+		}
+		return r.WorkspaceID, err
+	})
 	if err != nil || r == nil {
 		return false, err
 	}
+	defer e.done(workspace)
 	log := e.log.WithValues("workspaceId", r.WorkspaceID, "runtimeRunId", r.ID, "runtimeExecutionId", r.ID, "agent", r.AgentName)
 	for _, kv := range [][2]string{{"interactionId", r.InteractionID}, {"workTaskId", r.WorkTaskID},
 		{"workExecutionId", r.WorkExecutionID}, {"flowRunId", r.FlowRunID}} {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/publication"
@@ -34,6 +36,9 @@ func Problem(err error) error {
 		return p
 	}
 	if p := publicationProblem(err); p != nil {
+		return p
+	}
+	if p := secretsProblem(err); p != nil {
 		return p
 	}
 	if p := workplaceProblem(err); p != nil {
@@ -70,15 +75,27 @@ func Problem(err error) error {
 func workProblem(err error) error {
 	switch {
 	case errors.Is(err, work.ErrNotFound):
-		return huma.Error404NotFound(err.Error())
-	case errors.Is(err, work.ErrInvalidToken), errors.Is(err, work.ErrInvalidInput):
-		return huma.Error400BadRequest(err.Error())
+		return huma.Error404NotFound(withoutSentinel(err, work.ErrNotFound))
+	case errors.Is(err, work.ErrInvalidToken):
+		return huma.Error400BadRequest(withoutSentinel(err, work.ErrInvalidToken))
+	case errors.Is(err, work.ErrInvalidInput):
+		return huma.Error400BadRequest(withoutSentinel(err, work.ErrInvalidInput))
 	case errors.Is(err, work.ErrConflict):
-		return huma.Error409Conflict(err.Error())
+		return huma.Error409Conflict(withoutSentinel(err, work.ErrConflict))
 	case errors.Is(err, work.ErrStale):
-		return huma.Error412PreconditionFailed(err.Error())
+		return huma.Error412PreconditionFailed(withoutSentinel(err, work.ErrStale))
 	}
 	return nil
+}
+
+// withoutSentinel is err's message for people: without the ": conflict" that wrapping the
+// sentinel (which picks the status) appends. A bare sentinel ("not found") stays.
+func withoutSentinel(err, sentinel error) string {
+	msg := err.Error()
+	if trimmed := strings.TrimSuffix(msg, ": "+sentinel.Error()); trimmed != "" {
+		return trimmed
+	}
+	return msg
 }
 
 // publicationProblem maps the errors of publication: a draft or version that cannot be published
@@ -89,7 +106,33 @@ func publicationProblem(err error) error {
 	case errors.As(err, &invalid):
 		return FieldErrors(invalid.Errs)
 	case errors.Is(err, publication.ErrConflict):
-		return huma.Error409Conflict(strings.TrimSuffix(err.Error(), ": "+publication.ErrConflict.Error()))
+		return huma.Error409Conflict(withoutSentinel(err, publication.ErrConflict))
+	}
+	return nil
+}
+
+// secretsProblem maps the errors of Secrets and Vaults; nil for any other error. No message holds
+// a value or a key: they name Secrets, Vaults, scopes and where the master key comes from.
+func secretsProblem(err error) error {
+	var (
+		refusal     *secrets.Refusal
+		unavailable *secrets.UnavailableError
+	)
+	switch {
+	case errors.Is(err, secrets.ErrValueEmpty):
+		return BodyInvalid("value", "at least one byte; remove a value with DELETE instead")
+	case errors.Is(err, secrets.ErrValueTooLarge):
+		return BodyInvalid("value", fmt.Sprintf("at most %d bytes", secrets.MaxValueBytes))
+	case errors.As(err, &refusal):
+		return huma.Error409Conflict("the Secret's Vault cannot be used: " + refusal.Message)
+	case errors.As(err, &unavailable):
+		return huma.Error409Conflict(unavailable.Error())
+	case errors.Is(err, secrets.ErrNotLocal), errors.Is(err, secrets.ErrValueUnreadable):
+		return huma.Error409Conflict(err.Error())
+	case errors.Is(err, secrets.ErrValueMissing):
+		return huma.Error404NotFound(err.Error())
+	case errors.Is(err, secrets.ErrMasterKeyExists):
+		return huma.Error409Conflict(err.Error() + "; nothing was changed")
 	}
 	return nil
 }
@@ -126,7 +169,7 @@ func identityProblem(err error) error {
 	case errors.Is(err, identity.ErrUnknownRole):
 		return BodyInvalid("role", "Owner, Admin, Member or Viewer")
 	case errors.Is(err, identity.ErrInvalidWorkspaceName):
-		return BodyInvalid("name", "a DNS label (lowercase letters, digits and -, at most 63 characters) not starting with kube-")
+		return BodyInvalid("name", "a DNS label (lowercase letters, digits and -, at most 63 characters) not starting with kube- or platform-tenant- and other than platform-instance")
 	case errors.Is(err, identity.ErrInvalidDisplayName):
 		return BodyInvalid("displayName", "1 to 128 characters without control characters or surrounding spaces")
 	case errors.Is(err, identity.ErrInvalidTheme):
@@ -213,14 +256,40 @@ func describe(details *metav1.StatusDetails) string {
 }
 
 // notFoundHandler answers unknown routes with Problem Details instead of text/plain.
-func notFoundHandler(w http.ResponseWriter, r *http.Request) {
+// noRoute answers a path under /api/ that no route takes: 405 naming the allowed methods when
+// the path has routes for other methods (the catch-all of /api/ hides the mux's own 405), else
+// 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if method == r.Method {
+			continue
+		}
+		other := r.Clone(r.Context())
+		other.Method = method
+		if _, pattern := s.mux.Handler(other); pattern != "" && pattern != "/api/" {
+			allowed = append(allowed, method)
+		}
+	}
+	if len(allowed) > 0 {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		WriteProblem(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s is not allowed; allowed: %s", r.Method, r.URL.Path, strings.Join(allowed, ", ")))
+		return
+	}
 	WriteProblem(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 }
 
+// WriteProblem answers Problem Details with status and detail.
 func WriteProblem(w http.ResponseWriter, status int, detail string) {
+	body, _ := json.Marshal(struct {
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}{http.StatusText(status), status, detail})
+	w.Header().Del("X-Content-Type-Options")
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"title":%q,"status":%d,"detail":%q}`, http.StatusText(status), status, detail)
+	_, _ = w.Write(body)
 }
 
 // huma's validation errors echo the offending value, and a body that is not JSON whole; that

@@ -21,6 +21,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/oidc"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
@@ -65,6 +66,9 @@ type Options struct {
 	// Log receives what the service API records of Work and Runtime requests (ids, never input
 	// or prompt text). Optional: discarded when unset.
 	Log logr.Logger
+	// Secrets writes Secret values into their Vaults and opens them for model provider calls.
+	// Optional: without it the value routes and the Local Vault initialization answer 503.
+	Secrets *secrets.Service
 }
 
 // Server is the service API.
@@ -87,6 +91,7 @@ type Server struct {
 	workplace *workplace.Store
 	executor  interface{ Wake() }
 	log       logr.Logger
+	secrets   *secrets.Service
 	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
 	// the shutdown up.
 	stopping     chan struct{}
@@ -129,7 +134,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
-		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, log: opts.Log, stopping: make(chan struct{}), config: opts.Config}
+		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
 	}
@@ -150,14 +155,14 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	}
 	// Run, step and controller metrics for Prometheus; they hold counts by type and state only.
 	mux.Handle("GET /metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/api/", notFoundHandler)
+	mux.HandleFunc("/api/", s.noRoute)
 	// Cross-site state-changing requests (by Sec-Fetch-Site, else Origin against Host) are
 	// refused: the session cookie must not act for another site's page.
 	csrf := http.NewCrossOriginProtection()
 	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteProblem(w, http.StatusForbidden, "cross-origin request refused")
 	}))
-	s.handler = csrf.Handler(mux)
+	s.handler = answerProblems(csrf.Handler(mux))
 	return s, nil
 }
 
@@ -206,6 +211,9 @@ func (s *Server) Workplace() *workplace.Store { return s.workplace }
 // Executor is woken when a run becomes runnable; nil when there is none.
 func (s *Server) Executor() interface{ Wake() } { return s.executor }
 
+// Secrets is the service of Secret values and Vaults; nil when the server runs without one.
+func (s *Server) Secrets() *secrets.Service { return s.secrets }
+
 // Log records what the service API does (ids, never input or prompt text).
 func (s *Server) Log() logr.Logger { return s.log }
 
@@ -229,7 +237,11 @@ func (s *Server) API() huma.API { return s.api }
 
 // Serve answers on listener until ctx ends, then drains requests for up to 10 s.
 func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
-	server := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	// Every connection is bounded in time: headers must arrive within 10 s and a keep-alive
+	// connection is closed after a minute without a request. Bodies and answers are not: a
+	// waiting request or a run stream may last. (The listener caps how many are open.)
+	server := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxHeaderBytes: 64 << 10}
 	done := make(chan error, 1)
 	go func() { done <- server.Serve(listener) }()
 	select {

@@ -341,17 +341,19 @@ func (s *Service) Login(ctx context.Context, username, password string) (Session
 	if err != nil {
 		return Session{}, Principal{}, err
 	}
+	// The hash is verified before any refusal, also of a disabled or locked account, so that every
+	// refusal costs the same work and its timing tells nothing about the account. It is verified
+	// outside the transaction: argon2 takes tens of milliseconds and SQLite would hold its write
+	// lock meanwhile. The transaction re-reads the account.
+	ok, err := VerifyPassword(acct.passwordHash, password)
+	if err != nil {
+		return Session{}, Principal{}, err
+	}
 	if acct.disabled() {
 		return fail(acct.principalID, "account-disabled", ErrAccountDisabled)
 	}
 	if acct.lockedAt(s.now()) {
 		return fail(acct.principalID, "locked-out", ErrLockedOut)
-	}
-	// The hash is verified outside the transaction: argon2 takes tens of milliseconds and
-	// SQLite would hold its write lock meanwhile. The transaction re-reads the account.
-	ok, err := VerifyPassword(acct.passwordHash, password)
-	if err != nil {
-		return Session{}, Principal{}, err
 	}
 	var rehash string
 	if ok && NeedsRehash(acct.passwordHash) {

@@ -11,12 +11,14 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"platform.dev/platform/apis/platform/ownerscope"
 )
 
 // Errors of bootstrap and tenancy.
 var (
 	ErrAlreadyInitialized   = errors.New("identity: the identity store is already initialized")
-	ErrInvalidWorkspaceName = errors.New("identity: a workspace name is a DNS label (lowercase letters, digits and '-', at most 63 characters) not starting with kube-")
+	ErrInvalidWorkspaceName = errors.New("identity: a workspace name is a DNS label (lowercase letters, digits and '-', at most 63 characters) not starting with kube- or platform-tenant- and other than platform-instance")
 	ErrInvalidTenantName    = errors.New("identity: a tenant name is 1 to 128 characters without control characters or surrounding spaces")
 	ErrWorkspaceNotFound    = errors.New("identity: no such workspace for the caller")
 	ErrProvisioningFailed   = errors.New("identity: provisioning the workspace failed; the bootstrap was undone")
@@ -53,9 +55,10 @@ type BootstrapRequest struct {
 }
 
 // ValidateWorkspaceName checks a workspace route name: a DNS label that kube accepts as a
-// namespace name, outside the kube- prefix kube reserves for itself.
+// namespace name, outside the kube- prefix kube reserves for itself and the names of the
+// instance's and tenants' own namespaces (see package scope).
 func ValidateWorkspaceName(name string) error {
-	if len(validation.IsDNS1123Label(name)) > 0 || strings.HasPrefix(name, "kube-") {
+	if len(validation.IsDNS1123Label(name)) > 0 || strings.HasPrefix(name, "kube-") || ownerscope.IsReservedNamespace(name) {
 		return ErrInvalidWorkspaceName
 	}
 	return nil

@@ -87,7 +87,7 @@ func TestBootstrapRefusesABadWorkspaceName(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
 		svc, _ := newService(s)
-		for _, name := range []string{"", "Engine", "kube-x", "a_b", "-a"} {
+		for _, name := range []string{"", "Engine", "kube-x", "a_b", "-a", "platform-instance", "platform-tenant-x"} {
 			req := bootstrapRequest()
 			req.WorkspaceName = name
 			_, _, _, err := svc.Bootstrap(context.Background(), req, noProvision)

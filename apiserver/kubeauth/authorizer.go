@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/identity"
 )
@@ -87,6 +88,9 @@ func (z *Authorizer) Authorize(ctx context.Context, a authorizer.Attributes) (au
 	c, ok := callerOf(a.GetUser())
 	if !ok || !a.IsResourceRequest() {
 		return authorizer.DecisionNoOpinion, "", nil
+	}
+	if ns, ok := scopeNamespaceOf(a); ok {
+		return z.authorizeScope(ctx, c, a, ns)
 	}
 	switch {
 	case a.GetAPIGroup() == "" && a.GetResource() == "namespaces":
@@ -185,6 +189,10 @@ func (z *Authorizer) Visibility(ctx context.Context, u user.Info) (func(string) 
 	if err != nil {
 		return nil, err
 	}
+	scopes, err := z.seesScopeNamespaces(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	visible := map[string]bool{}
 	for _, ws := range workspaces {
 		if c.pat && ws.ID != c.patWorkspaceID {
@@ -198,5 +206,5 @@ func (z *Authorizer) Visibility(ctx context.Context, u user.Info) (func(string) 
 			visible[ws.RouteName] = true
 		}
 	}
-	return func(name string) bool { return visible[name] }, nil
+	return func(name string) bool { return visible[name] || (scopes && ownerscope.IsReservedNamespace(name)) }, nil
 }

@@ -20,16 +20,26 @@ import (
 // profile's model and generation settings. Resolution happens per call, so an edited profile or
 // provider takes effect for the next step without a restart.
 //
-// Credentials: until provider credentials are read from Secrets (the vault), the API key of a
-// ModelProvider named <name> is the setting AI:Providers:<name>:ApiKey (environment variable
-// AI__Providers__<name>__ApiKey); a provider without one sends no key (local servers).
+// Credentials: a ModelProvider names its API key as a Secret (definition.credential), resolved in
+// the provider's scope at each call by the one Resolver of Secrets and opened from its Vault for
+// that call only. A provider with no credential falls back to the setting
+// AI:Providers:<name>:ApiKey (environment variable AI__Providers__<name>__ApiKey), shared by every
+// workspace that names a provider alike; without either it sends no key (local servers).
 // AI:Providers:<name>:TimeoutSeconds bounds one request (60 by default).
 type ManagedProvider struct {
 	Config *config.Config
 	// Client reads ModelProfiles and ModelProviders; nil until the kube API is up.
 	Client client.Reader
+	// Credentials opens credential Secrets; nil refuses every provider that names one.
+	Credentials Credentials
 	// HTTPClient is the transport to model endpoints; http.DefaultClient when nil.
 	HTTPClient *http.Client
+}
+
+// Credentials opens the value of a credential Secret for one call (*secrets.Service in
+// `platform serve`): consumerNamespace is where the provider lives, field the reference's path.
+type Credentials interface {
+	Value(ctx context.Context, consumerNamespace, field string, ref platformv1.SecretReference) ([]byte, error)
 }
 
 // Name is Managed.
@@ -85,7 +95,7 @@ func (m *ManagedProvider) Resolve(ctx context.Context, namespace string, agent A
 	if err != nil {
 		return Target{}, err
 	}
-	endpoint, err := EndpointOf(mp, m.Config)
+	endpoint, err := EndpointOf(ctx, mp, m.Config, m.Credentials)
 	if err != nil {
 		return Target{}, err
 	}
@@ -122,12 +132,12 @@ func (m *ManagedProvider) profile(ctx context.Context, namespace, ref string) (*
 	return nil, fmt.Errorf("model profile %q not found", ref)
 }
 
-// EndpointOf is how to reach mp: its type and endpoint, and the API key and timeout of the
-// configuration (see ManagedProvider).
-func EndpointOf(mp *platformv1.ModelProvider, cfg *config.Config) (Endpoint, error) {
+// EndpointOf is how to reach mp: its type and endpoint, its API key (the value of its credential
+// Secret, else the fallback setting; see ManagedProvider) and the configured timeout. Errors name
+// the Secret and why it cannot be used, never a value.
+func EndpointOf(ctx context.Context, mp *platformv1.ModelProvider, cfg *config.Config, credentials Credentials) (Endpoint, error) {
 	e := Endpoint{Provider: mp.Name, Type: mp.Definition.Type, BaseURL: mp.Definition.Endpoint, Timeout: DefaultRequestTimeout}
 	if cfg != nil {
-		e.APIKey = cfg.Get(providerSetting(mp.Name, "ApiKey"))
 		if v := cfg.Get(providerSetting(mp.Name, "TimeoutSeconds")); v != "" {
 			seconds, err := strconv.Atoi(v)
 			if err != nil || seconds < 1 || seconds > 600 {
@@ -138,6 +148,19 @@ func EndpointOf(mp *platformv1.ModelProvider, cfg *config.Config) (Endpoint, err
 	}
 	if e.Type != platformv1.DeterministicProvider && e.BaseURL == "" {
 		return e, fmt.Errorf("model provider %q has no endpoint", mp.Name)
+	}
+	switch ref := mp.Definition.Credential; {
+	case ref != nil && e.Type != platformv1.DeterministicProvider:
+		if credentials == nil {
+			return e, fmt.Errorf("model provider %q: its credential Secret %q cannot be opened: no Vault is connected", mp.Name, ref.Name)
+		}
+		key, err := credentials.Value(ctx, mp.Namespace, "definition.credential", *ref)
+		if err != nil {
+			return e, fmt.Errorf("model provider %q: %w", mp.Name, err)
+		}
+		e.APIKey, e.KeySource = string(key), fmt.Sprintf("the value of its credential Secret %q", ref.Name)
+	case cfg != nil && cfg.Get(providerSetting(mp.Name, "ApiKey")) != "":
+		e.APIKey, e.KeySource = cfg.Get(providerSetting(mp.Name, "ApiKey")), "the variable "+APIKeySetting(mp.Name)
 	}
 	return e, nil
 }

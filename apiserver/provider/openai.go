@@ -32,6 +32,9 @@ type Endpoint struct {
 	BaseURL string
 	// APIKey is sent only to BaseURL; empty sends none (local servers).
 	APIKey string
+	// KeySource says where APIKey came from, for messages (the credential Secret or the fallback
+	// variable); empty when there is no key.
+	KeySource string
 	// Timeout bounds one request; DefaultRequestTimeout when zero.
 	Timeout time.Duration
 	// HTTPClient is the transport; http.DefaultClient when nil.
@@ -215,7 +218,14 @@ func (c *OpenAIClient) failure(ctx context.Context, operation string, err error)
 		}
 		switch {
 		case apiErr.StatusCode == http.StatusUnauthorized || apiErr.StatusCode == http.StatusForbidden:
-			out.reason += "; check the API key configured as " + APIKeySetting(c.endpoint.Provider)
+			switch {
+			case c.endpoint.KeySource != "":
+				out.reason += "; check the API key, " + c.endpoint.KeySource
+			case c.endpoint.APIKey != "":
+				out.reason += "; check the API key"
+			default:
+				out.reason += "; the provider sent no API key: name a credential Secret in definition.credential"
+			}
 		case apiErr.StatusCode == http.StatusTooManyRequests || apiErr.StatusCode >= 500:
 			return &TransientError{Err: out}
 		}

@@ -60,7 +60,7 @@ func TestTheOpenAIProviderClassifiesEndpointFailures(t *testing.T) {
 		},
 		"an auth failure is permanent and names the setting, never the key": {
 			setup: func(s *openaitest.Server) { s.APIKey = "sk-the-right-one" }, key: secretKey,
-			want: "model provider local: chat completion: the endpoint answered 401 Unauthorized (invalid_api_key); check the API key configured as AI__Providers__local__ApiKey",
+			want: "model provider local: chat completion: the endpoint answered 401 Unauthorized (invalid_api_key); check the API key, the variable AI__Providers__local__ApiKey",
 		},
 		"a 400 is permanent": {
 			setup: func(s *openaitest.Server) { s.FailWith = http.StatusBadRequest },
@@ -74,7 +74,7 @@ func TestTheOpenAIProviderClassifiesEndpointFailures(t *testing.T) {
 			defer srv.Close()
 			tc.setup(srv)
 			c := provider.NewOpenAIClient(provider.Endpoint{Provider: "local", Type: platformv1.OpenAICompatibleProvider, BaseURL: srv.BaseURL(),
-				APIKey: tc.key, Timeout: 200 * time.Millisecond})
+				APIKey: tc.key, KeySource: keySource(tc.key), Timeout: 200 * time.Millisecond})
 			_, err := c.Chat(context.Background(), provider.Generation{Model: "gpt-test"}, "Be brief.", "the secret prompt")
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(provider.IsTransient(err)).To(Equal(tc.transient))
@@ -166,4 +166,12 @@ func TestManagedModeFailsPermanentlyWhenTheChainDoesNotResolve(t *testing.T) {
 			g.Expect(provider.IsTransient(err)).To(BeFalse())
 		})
 	}
+}
+
+// keySource is where EndpointOf says a key from the fallback variable comes from.
+func keySource(key string) string {
+	if key == "" {
+		return ""
+	}
+	return "the variable " + provider.APIKeySetting("local")
 }

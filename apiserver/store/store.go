@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -36,6 +37,12 @@ const FileName = "platform.db"
 // busyTimeout is how long a SQLite connection waits for a lock before it reports busy.
 const busyTimeout = 10 * time.Second
 
+// Connection pool bounds.
+const (
+	maxIdleConns     = 32
+	maxPostgresConns = 24
+)
+
 // connectTimeout bounds the first contact with PostgreSQL so that an unreachable server fails
 // start-up instead of hanging it.
 const connectTimeout = 15 * time.Second
@@ -55,6 +62,10 @@ type Options struct {
 type Store struct {
 	db      *sql.DB
 	dialect string
+	// group queues the transactions of GroupInTx for their shared commit.
+	group group
+	// statements holds the statements of Prepared, by query.
+	statements sync.Map
 }
 
 // Instance is the identity of this platform installation, created at first start.
@@ -108,6 +119,9 @@ func openSQLite(ctx context.Context, dataDir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
+	// A connection is costly to open (a SQLite instance and its pragmas): keep the ones that
+	// concurrent requests opened instead of the pool's default two.
+	db.SetMaxIdleConns(maxIdleConns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
@@ -152,6 +166,11 @@ func openPostgres(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database %s is invalid: %v", shown, hide(err))
 	}
+	// A PostgreSQL connection is a server process: the pool keeps what it opened (instead of the
+	// default two idle, which under load opens and closes one per query) and stays well under
+	// the server's default max_connections of 100.
+	db.SetMaxOpenConns(maxPostgresConns)
+	db.SetMaxIdleConns(maxPostgresConns)
 	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
@@ -248,8 +267,14 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Dialect is SQLite or Postgres.
 func (s *Store) Dialect() string { return s.dialect }
 
-// Close closes the connection pool.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the prepared statements and the connection pool.
+func (s *Store) Close() error {
+	s.statements.Range(func(_, stmt any) bool {
+		stmt.(*sql.Stmt).Close()
+		return true
+	})
+	return s.db.Close()
+}
 
 // Rebind turns the `?` placeholders of query into the dialect's: unchanged for SQLite, $1, $2, ...
 // for PostgreSQL. Question marks inside string literals, quoted identifiers and comments are left
@@ -347,4 +372,22 @@ func (s *Store) retryable(err error) bool {
 		return pgErr.Code == "40001" || pgErr.Code == "40P01"
 	}
 	return false
+}
+
+// Prepared returns the statement of query (rebound to the dialect), prepared once for the pool
+// and reused: SQLite otherwise parses every statement again at each execution. Inside a
+// transaction use tx.StmtContext on it.
+func (s *Store) Prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if stmt, ok := s.statements.Load(query); ok {
+		return stmt.(*sql.Stmt), nil
+	}
+	stmt, err := s.db.PrepareContext(ctx, s.Rebind(query))
+	if err != nil {
+		return nil, err
+	}
+	if prior, loaded := s.statements.LoadOrStore(query, stmt); loaded {
+		stmt.Close()
+		return prior.(*sql.Stmt), nil
+	}
+	return stmt, nil
 }

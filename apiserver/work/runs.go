@@ -6,28 +6,42 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"platform.dev/platform/apiserver/store"
 )
 
+// notIn is the condition that column is none of values (empty without values) and its arguments.
+func notIn(column string, values []string) (string, []any) {
+	if len(values) == 0 {
+		return "", nil
+	}
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
+	}
+	return " AND " + column + " NOT IN (?" + strings.Repeat(", ?", len(values)-1) + ")", args
+}
+
 // Claim leases one runnable run to owner for lease and returns it, or nil when there is none.
 // Runnable: Pending or Running, and no live lease (a Running run whose lease expired was left by
 // a worker that stopped or died). On PostgreSQL, FOR UPDATE SKIP LOCKED lets the workers of
 // several replicas claim different runs at once; SQLite has one writer, so the single UPDATE is
-// enough.
-func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*FlowRun, error) {
+// enough. Runs of excludeWorkspaces are left for later.
+func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, excludeWorkspaces ...string) (*FlowRun, error) {
 	now := s.now()
 	lock := ""
 	if s.db.Dialect() == store.Postgres {
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
+	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
 	var id string
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, s.q(`UPDATE flow_runs SET lease_owner = ?, lease_expires_at = ?
-			WHERE id = (SELECT id FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
+		err := s.txQueryRow(ctx, tx, `UPDATE flow_runs SET lease_owner = ?, lease_expires_at = ?
+			WHERE id = (SELECT id FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+`
 				ORDER BY updated_at LIMIT 1`+lock+`)
-			RETURNING id`), owner, ms(now.Add(lease)), ms(now)).Scan(&id)
+			RETURNING id`, append([]any{owner, ms(now.Add(lease)), ms(now)}, excluded...)...).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			id = ""
 			return nil
@@ -48,9 +62,9 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration) (*
 // (paused, cancelled, suspended, or claimed by another worker after the lease expired).
 func (s *Store) RenewLease(ctx context.Context, runID, owner string, lease time.Duration) (bool, error) {
 	var n int64
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET lease_expires_at = ?
-			WHERE id = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`), ms(s.now().Add(lease)), runID, owner)
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
+		res, err := s.txExec(ctx, tx, `UPDATE flow_runs SET lease_expires_at = ?
+			WHERE id = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`, ms(s.now().Add(lease)), runID, owner)
 		if err != nil {
 			return err
 		}
@@ -62,9 +76,9 @@ func (s *Store) RenewLease(ctx context.Context, runID, owner string, lease time.
 
 // ReleaseLease gives a run back so that any worker may claim it at once.
 func (s *Store) ReleaseLease(ctx context.Context, runID, owner string) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET lease_owner = '', lease_expires_at = 0
-			WHERE id = ? AND lease_owner = ?`), runID, owner)
+	return s.inTxNotify(ctx, func() []string { return []string{RunnableTopic} }, func(tx *sql.Tx) error {
+		_, err := s.txExec(ctx, tx, `UPDATE flow_runs SET lease_owner = '', lease_expires_at = 0
+			WHERE id = ? AND lease_owner = ?`, runID, owner)
 		return err
 	})
 }
@@ -104,12 +118,82 @@ type Transition struct {
 	Suspend     *Suspension
 }
 
+// ApplyTo sets the fields of run that t changes, as Apply does before it persists them (a
+// suspension aside, which Apply turns into a PendingAction).
+func (t Transition) ApplyTo(run *FlowRun) error {
+	if t.Pin != nil {
+		run.FlowDigest, run.Snapshot, run.Agents = t.Pin.Digest, t.Pin.Snapshot, t.Pin.Agents
+	}
+	if t.State != "" {
+		run.State = t.State
+	}
+	if t.CurrentStep != nil {
+		run.CurrentStep = *t.CurrentStep
+	}
+	if t.StepStarted != nil {
+		run.StepStarted = *t.StepStarted
+	}
+	if t.Attempt != 0 {
+		run.Attempt = t.Attempt
+	}
+	if t.Data != nil {
+		data, err := json.Marshal(t.Data)
+		if err != nil {
+			return fmt.Errorf("run data: %w", err)
+		}
+		run.Data = data
+	}
+	if t.Result != nil {
+		run.Result = t.Result
+	}
+	if t.Reason != "" {
+		run.Reason = t.Reason
+	}
+	return nil
+}
+
+// Then is t followed by u as one transition: u's fields win, and the events are t's then u's.
+// Transitions with nothing outside the store in between are persisted as one, in one commit.
+func (t Transition) Then(u Transition) Transition {
+	out := t
+	out.Events = append(append([]Event{}, t.Events...), u.Events...)
+	if u.Pin != nil {
+		out.Pin = u.Pin
+	}
+	if u.State != "" {
+		out.State = u.State
+	}
+	if u.CurrentStep != nil {
+		out.CurrentStep = u.CurrentStep
+	}
+	if u.StepStarted != nil {
+		out.StepStarted = u.StepStarted
+	}
+	if u.Attempt != 0 {
+		out.Attempt = u.Attempt
+	}
+	if u.Data != nil {
+		out.Data = u.Data
+	}
+	if u.Result != nil {
+		out.Result = u.Result
+	}
+	if u.Reason != "" {
+		out.Reason = u.Reason
+	}
+	if u.Suspend != nil {
+		out.Suspend = u.Suspend
+	}
+	return out
+}
+
 // Apply persists a transition of a run that owner holds, with its events, in one transaction.
 // ErrLeaseLost when the run is no longer Pending or Running under owner's lease (it was paused,
 // cancelled or claimed by another worker): the caller must drop the run without acting.
 func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (FlowRun, error) {
 	var out FlowRun
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	// The worker holds the run: a transition of it makes nothing runnable for the others.
+	err := s.inTxNotify(ctx, func() []string { return runTopics(out, false) }, func(tx *sql.Tx) error {
 		run, err := s.lockRun(ctx, tx, runID, "")
 		if err != nil {
 			return err
@@ -119,33 +203,8 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 		}
 		next := run
 		now := s.now()
-		if t.Pin != nil {
-			next.FlowDigest, next.Snapshot, next.Agents = t.Pin.Digest, t.Pin.Snapshot, t.Pin.Agents
-		}
-		if t.State != "" {
-			next.State = t.State
-		}
-		if t.CurrentStep != nil {
-			next.CurrentStep = *t.CurrentStep
-		}
-		if t.StepStarted != nil {
-			next.StepStarted = *t.StepStarted
-		}
-		if t.Attempt != 0 {
-			next.Attempt = t.Attempt
-		}
-		if t.Data != nil {
-			data, err := json.Marshal(t.Data)
-			if err != nil {
-				return fmt.Errorf("run data: %w", err)
-			}
-			next.Data = data
-		}
-		if t.Result != nil {
-			next.Result = t.Result
-		}
-		if t.Reason != "" {
-			next.Reason = t.Reason
+		if err := t.ApplyTo(&next); err != nil {
+			return err
 		}
 		events := t.Events
 		if t.Suspend != nil {
@@ -164,15 +223,22 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 		}
 		return s.appendEvents(ctx, tx, runID, next.State, now, events...)
 	})
-	if err == nil {
-		s.notify(runID)
-	}
 	return out, err
+}
+
+// runTopics are the topics a committed change of run announces; RunnableTopic too when it may
+// have made the run runnable (it is Pending or Running and no worker holds it).
+func runTopics(run FlowRun, runnable bool) []string {
+	topics := []string{RunTopic(run.ID), WorkspaceTopic(run.WorkspaceID)}
+	if runnable && (run.State == StatePending || run.State == StateRunning) && run.LeaseOwner == "" {
+		topics = append(topics, RunnableTopic)
+	}
+	return topics
 }
 
 func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspension, now time.Time) (string, error) {
 	var hash string
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT resume_token_hash FROM flow_runs WHERE id = ?`), run.ID).Scan(&hash); err != nil {
+	if err := s.txQueryRow(ctx, tx, `SELECT resume_token_hash FROM flow_runs WHERE id = ?`, run.ID).Scan(&hash); err != nil {
 		return "", err
 	}
 	ttl := sus.TTL
@@ -190,9 +256,9 @@ func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus S
 	id := newID()
 	// The action takes the digest of the token handed to whoever submitted or last answered the
 	// run: the raw token exists only in that response.
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO pending_actions (id, workspace_id, interaction_id, task_id, run_id, step, kind, prompt,
+	_, err := s.txExec(ctx, tx, `INSERT INTO pending_actions (id, workspace_id, interaction_id, task_id, run_id, step, kind, prompt,
 		options, status, expires_at, continuation_step, version, token_hash, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
 		id, run.WorkspaceID, nullString(run.InteractionID), run.WorkTaskID, run.ID, sus.Step, sus.Kind, sus.Prompt, options, ActionCreated,
 		ms(now.Add(ttl)), sus.Continuation, hash, ms(now))
 	return id, err
@@ -210,7 +276,7 @@ func (s *Store) lockRun(ctx context.Context, tx *sql.Tx, runID, workspaceID stri
 	if s.db.Dialect() == store.Postgres {
 		query += ` FOR UPDATE`
 	}
-	return scanRun(tx.QueryRowContext(ctx, s.q(query), args...))
+	return scanRun(s.txQueryRow(ctx, tx, query, args...))
 }
 
 // saveRun writes next over old (the version read in the same transaction), bumps the version and
@@ -218,9 +284,9 @@ func (s *Store) lockRun(ctx context.Context, tx *sql.Tx, runID, workspaceID stri
 func (s *Store) saveRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time) (FlowRun, error) {
 	next.Version = old.Version + 1
 	next.UpdatedAt = now.UTC().Truncate(time.Millisecond)
-	res, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET flow_digest = ?, flow_snapshot = ?, agents = ?, state = ?,
+	res, err := s.txExec(ctx, tx, `UPDATE flow_runs SET flow_digest = ?, flow_snapshot = ?, agents = ?, state = ?,
 		paused_from = ?, current_step = ?, step_started = ?, attempt = ?, data = ?, result = ?, reason = ?, lease_owner = ?,
-		lease_expires_at = ?, version = ?, updated_at = ? WHERE id = ? AND version = ?`),
+		lease_expires_at = ?, version = ?, updated_at = ? WHERE id = ? AND version = ?`,
 		next.FlowDigest, nullJSON(next.Snapshot), nullJSON(next.Agents), next.State, next.PausedFrom, next.CurrentStep,
 		boolInt(next.StepStarted), next.Attempt, string(next.Data), nullJSON(next.Result), next.Reason, next.LeaseOwner,
 		ms(next.LeaseExpiresAt), next.Version, ms(now), old.ID, old.Version)
@@ -231,7 +297,7 @@ func (s *Store) saveRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now 
 		return next, errors.Join(err, fmt.Errorf("run %s changed concurrently: %w", old.ID, ErrStale))
 	}
 	if old.State != next.State || next.Result != nil || next.Reason != old.Reason {
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE work_items SET status = ?, result = ?, reason = ?, updated_at = ? WHERE id = ?`),
+		_, err = s.txExec(ctx, tx, `UPDATE work_items SET status = ?, result = ?, reason = ?, updated_at = ? WHERE id = ?`,
 			workItemStatus(next), nullJSON(next.Result), next.Reason, ms(now), next.WorkItemID)
 	}
 	return next, err
@@ -330,13 +396,13 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		run    FlowRun
 		token  string
 	)
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTxNotify(ctx, func() []string { return runTopics(run, true) }, func(tx *sql.Tx) error {
 		old, err := s.lockRun(ctx, tx, r.RunID, r.WorkspaceID)
 		if err != nil {
 			return err
 		}
-		a, hash, err := scanAction(tx.QueryRowContext(ctx, s.q(`SELECT `+actionColumns+`, token_hash FROM pending_actions
-			WHERE id = ? AND run_id = ? AND workspace_id = ?`), r.ActionID, r.RunID, r.WorkspaceID))
+		a, hash, err := scanAction(s.txQueryRow(ctx, tx, `SELECT `+actionColumns+`, token_hash FROM pending_actions
+			WHERE id = ? AND run_id = ? AND workspace_id = ?`, r.ActionID, r.RunID, r.WorkspaceID))
 		if err != nil {
 			return err
 		}
@@ -357,8 +423,8 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE pending_actions SET status = ?, version = version + 1, answered_by = ?,
-			answer = ?, answered_at = ? WHERE id = ? AND version = ? AND status = ?`),
+		res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, version = version + 1, answered_by = ?,
+			answer = ?, answered_at = ? WHERE id = ? AND version = ? AND status = ?`,
 			ActionCompleted, r.PrincipalID, string(answer), ms(now), a.ID, a.Version, ActionCreated)
 		if err != nil {
 			return err
@@ -401,7 +467,7 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		if run, err = s.saveRun(ctx, tx, old, next, now); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE flow_runs SET resume_token_hash = ? WHERE id = ?`), newHash, old.ID); err != nil {
+		if _, err := s.txExec(ctx, tx, `UPDATE flow_runs SET resume_token_hash = ? WHERE id = ?`, newHash, old.ID); err != nil {
 			return err
 		}
 		action = a
@@ -468,7 +534,7 @@ func (s *Store) Cancel(ctx context.Context, workspaceID, runID, reason string) (
 // change applies a transition that a caller (not a worker) makes, in one transaction.
 func (s *Store) change(ctx context.Context, workspaceID, runID string, fn func(old FlowRun, next *FlowRun) ([]Event, error)) (FlowRun, error) {
 	var out FlowRun
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTxNotify(ctx, func() []string { return runTopics(out, true) }, func(tx *sql.Tx) error {
 		old, err := s.lockRun(ctx, tx, runID, workspaceID)
 		if err != nil {
 			return err
@@ -480,8 +546,8 @@ func (s *Store) change(ctx context.Context, workspaceID, runID string, fn func(o
 		}
 		now := s.now()
 		if Terminal(next.State) {
-			if _, err := tx.ExecContext(ctx, s.q(`UPDATE pending_actions SET status = ?, version = version + 1
-				WHERE run_id = ? AND status = ?`), ActionCancelled, runID, ActionCreated); err != nil {
+			if _, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, version = version + 1
+				WHERE run_id = ? AND status = ?`, ActionCancelled, runID, ActionCreated); err != nil {
 				return err
 			}
 		}
@@ -490,16 +556,13 @@ func (s *Store) change(ctx context.Context, workspaceID, runID string, fn func(o
 		}
 		return s.appendEvents(ctx, tx, runID, next.State, now, events...)
 	})
-	if err == nil {
-		s.notify(runID)
-	}
 	return out, err
 }
 
 // Delete removes a terminal run with its history and PendingActions, atomically, when version is
 // its current version. A run that is not terminal is ErrConflict; another version ErrStale.
 func (s *Store) Delete(ctx context.Context, workspaceID, runID string, version int64) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	return s.inTxNotify(ctx, func() []string { return []string{RunTopic(runID), WorkspaceTopic(workspaceID)} }, func(tx *sql.Tx) error {
 		run, err := s.lockRun(ctx, tx, runID, workspaceID)
 		if err != nil {
 			return err
@@ -514,7 +577,7 @@ func (s *Store) Delete(ctx context.Context, workspaceID, runID string, version i
 		// statement order explicit on both dialects.
 		for _, q := range []string{`DELETE FROM pending_actions WHERE run_id = ?`, `DELETE FROM flow_run_events WHERE run_id = ?`,
 			`DELETE FROM flow_runs WHERE id = ?`} {
-			if _, err := tx.ExecContext(ctx, s.q(q), runID); err != nil {
+			if _, err := s.txExec(ctx, tx, q, runID); err != nil {
 				return err
 			}
 		}
@@ -546,9 +609,10 @@ func (s *Store) ExpirePendingActions(ctx context.Context) (int, error) {
 	}
 	expired := 0
 	for _, d := range list {
-		err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, s.q(`UPDATE pending_actions SET status = ?, version = version + 1
-				WHERE id = ? AND status = ? AND expires_at <= ?`), ActionExpired, d.id, ActionCreated, ms(s.now()))
+		var changed FlowRun
+		err := s.inTxNotify(ctx, func() []string { return runTopics(changed, false) }, func(tx *sql.Tx) error {
+			res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, version = version + 1
+				WHERE id = ? AND status = ? AND expires_at <= ?`, ActionExpired, d.id, ActionCreated, ms(s.now()))
 			if err != nil {
 				return err
 			}
@@ -560,13 +624,14 @@ func (s *Store) ExpirePendingActions(ctx context.Context) (int, error) {
 				return err
 			}
 			expired++
+			changed = old
 			if Terminal(old.State) {
 				return nil
 			}
 			next := old
 			next.State, next.PausedFrom, next.Reason = StateFailed, "", "the pending action expired before it was answered"
 			now := s.now()
-			if _, err := s.saveRun(ctx, tx, old, next, now); err != nil {
+			if changed, err = s.saveRun(ctx, tx, old, next, now); err != nil {
 				return err
 			}
 			return s.appendEvents(ctx, tx, d.run, StateFailed, now,

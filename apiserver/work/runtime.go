@@ -78,11 +78,12 @@ func (s *Store) CreateRuntimeRun(ctx context.Context, r RuntimeRun) (RuntimeRun,
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	r.ID, r.Status, r.Attempt, r.Version, r.CreatedAt, r.UpdatedAt = newID(), RuntimePending, 1, 1, now, now
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO runtime_runs (id, tenant_id, workspace_id, namespace, principal_id, agent_name,
+	topics := func() []string { return []string{RuntimeRunTopic(r.ID), WorkspaceTopic(r.WorkspaceID), RunnableTopic} }
+	err = s.inTxNotify(ctx, topics, func(tx *sql.Tx) error {
+		_, err := s.txExec(ctx, tx, `INSERT INTO runtime_runs (id, tenant_id, workspace_id, namespace, principal_id, agent_name,
 			agent_uid, agent_version, input, mode, timeout_seconds, origin, interaction_id, work_task_id, work_execution_id, flow_run_id,
 			status, version, created_at, updated_at, overrides)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.TenantID, r.WorkspaceID, r.Namespace, r.PrincipalID, r.AgentName, r.AgentUID, r.AgentVersion, string(input),
 			r.Mode, r.TimeoutSeconds, r.Origin, r.InteractionID, r.WorkTaskID, r.WorkExecutionID, r.FlowRunID, r.Status, r.Version, ms(now), ms(now), string(overrides))
 		return err
@@ -125,22 +126,23 @@ func scanRuntimeRun(row scanner) (RuntimeRun, error) {
 
 // RuntimeRun reads a Runtime Run of the workspace; another workspace's is not found.
 func (s *Store) RuntimeRun(ctx context.Context, workspaceID, id string) (RuntimeRun, error) {
-	return scanRuntimeRun(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ? AND workspace_id = ?`), id, workspaceID))
+	return scanRuntimeRun(s.queryRow(ctx, `SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ? AND workspace_id = ?`, id, workspaceID))
 }
 
 // ClaimRuntimeRun leases one runnable Runtime Run to owner, as Claim does for FlowRuns.
-func (s *Store) ClaimRuntimeRun(ctx context.Context, owner string, lease time.Duration) (*RuntimeRun, error) {
+func (s *Store) ClaimRuntimeRun(ctx context.Context, owner string, lease time.Duration, excludeWorkspaces ...string) (*RuntimeRun, error) {
 	now := s.now()
 	lock := ""
 	if s.db.Dialect() == store.Postgres {
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
+	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
 	var id string
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, s.q(`UPDATE runtime_runs SET lease_owner = ?, lease_expires_at = ?, status = 'Running'
-			WHERE id = (SELECT id FROM runtime_runs WHERE status IN ('Pending', 'Running') AND lease_expires_at < ?
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
+		err := s.txQueryRow(ctx, tx, `UPDATE runtime_runs SET lease_owner = ?, lease_expires_at = ?, status = 'Running'
+			WHERE id = (SELECT id FROM runtime_runs WHERE status IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+`
 				ORDER BY updated_at LIMIT 1`+lock+`)
-			RETURNING id`), owner, ms(now.Add(lease)), ms(now)).Scan(&id)
+			RETURNING id`, append([]any{owner, ms(now.Add(lease)), ms(now)}, excluded...)...).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			id = ""
 			return nil
@@ -150,7 +152,7 @@ func (s *Store) ClaimRuntimeRun(ctx context.Context, owner string, lease time.Du
 	if err != nil || id == "" {
 		return nil, err
 	}
-	r, err := scanRuntimeRun(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ?`), id))
+	r, err := scanRuntimeRun(s.queryRow(ctx, `SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ?`, id))
 	if err != nil {
 		return nil, err
 	}
@@ -171,19 +173,19 @@ type RuntimeOutcome struct {
 // FinishRuntimeRun records the outcome of the run owner holds; ErrLeaseLost when it no longer
 // holds it.
 func (s *Store) FinishRuntimeRun(ctx context.Context, id, owner string, o RuntimeOutcome) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	return s.inTxNotify(ctx, func() []string { return []string{RuntimeRunTopic(id)} }, func(tx *sql.Tx) error {
 		now := ms(s.now())
 		var (
 			res sql.Result
 			err error
 		)
 		if o.Retry {
-			res, err = tx.ExecContext(ctx, s.q(`UPDATE runtime_runs SET attempt = attempt + 1, error = ?, version = version + 1,
-				updated_at = ? WHERE id = ? AND lease_owner = ? AND status = 'Running'`), o.Error, now, id, owner)
+			res, err = s.txExec(ctx, tx, `UPDATE runtime_runs SET attempt = attempt + 1, error = ?, version = version + 1,
+				updated_at = ? WHERE id = ? AND lease_owner = ? AND status = 'Running'`, o.Error, now, id, owner)
 		} else {
-			res, err = tx.ExecContext(ctx, s.q(`UPDATE runtime_runs SET status = ?, model_provider = ?, resolved_model = ?, response = ?,
+			res, err = s.txExec(ctx, tx, `UPDATE runtime_runs SET status = ?, model_provider = ?, resolved_model = ?, response = ?,
 				error = ?, lease_owner = '', lease_expires_at = 0, version = version + 1, updated_at = ?, completed_at = ?
-				WHERE id = ? AND lease_owner = ? AND status = 'Running'`),
+				WHERE id = ? AND lease_owner = ? AND status = 'Running'`,
 				o.Status, o.ModelProvider, o.ResolvedModel, nullJSON(o.Response), o.Error, now, now, id, owner)
 		}
 		if err != nil {
@@ -198,8 +200,8 @@ func (s *Store) FinishRuntimeRun(ctx context.Context, id, owner string, o Runtim
 
 // DeleteRuntimeRun removes a terminal Runtime Run at its current version.
 func (s *Store) DeleteRuntimeRun(ctx context.Context, workspaceID, id string, version int64) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
-		r, err := scanRuntimeRun(tx.QueryRowContext(ctx, s.q(`SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ? AND workspace_id = ?`), id, workspaceID))
+	return s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
+		r, err := scanRuntimeRun(s.txQueryRow(ctx, tx, `SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ? AND workspace_id = ?`, id, workspaceID))
 		if err != nil {
 			return err
 		}
@@ -209,7 +211,7 @@ func (s *Store) DeleteRuntimeRun(ctx context.Context, workspaceID, id string, ve
 		if r.Status != RuntimeCompleted && r.Status != RuntimeFailed {
 			return fmt.Errorf("a %s runtime run cannot be deleted; only Completed or Failed ones: %w", r.Status, ErrConflict)
 		}
-		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM runtime_runs WHERE id = ? AND version = ?`), id, version)
+		_, err = s.txExec(ctx, tx, `DELETE FROM runtime_runs WHERE id = ? AND version = ?`, id, version)
 		return err
 	})
 }
@@ -217,8 +219,8 @@ func (s *Store) DeleteRuntimeRun(ctx context.Context, workspaceID, id string, ve
 // RenewRuntimeLease extends owner's lease on a Running Runtime Run; false when owner lost it.
 func (s *Store) RenewRuntimeLease(ctx context.Context, id, owner string, lease time.Duration) (bool, error) {
 	var n int64
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE runtime_runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND status = 'Running'`),
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
+		res, err := s.txExec(ctx, tx, `UPDATE runtime_runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND status = 'Running'`,
 			ms(s.now().Add(lease)), id, owner)
 		if err != nil {
 			return err

@@ -2,73 +2,114 @@ package work
 
 import (
 	"context"
-	"sync"
+	"database/sql"
 	"time"
+
+	"platform.dev/platform/apiserver/notify"
 )
 
-// runWatchers wakes the requests that wait in this process for a run to change, so that they
-// need not poll the store; waiters still poll slowly for changes that other replicas commit.
-type runWatchers struct {
-	mu      sync.Mutex
-	waiters map[string]map[chan struct{}]struct{}
-}
+// Topics of the changes the store commits, for the subscribers of its hub (Changes).
+const (
+	// RunnableTopic changes when a FlowRun or Runtime Run may have become runnable: executors
+	// subscribe to it instead of waiting for their next poll.
+	RunnableTopic = "runnable"
+)
 
-// Changed returns a channel that is closed at the next change of the run that this process
-// commits, and a function that stops watching. Register before reading the run, so that a change
-// between the read and the wait is not missed.
-func (s *Store) Changed(runID string) (<-chan struct{}, func()) {
-	w := &s.watchers
-	ch := make(chan struct{})
-	w.mu.Lock()
-	if w.waiters == nil {
-		w.waiters = map[string]map[chan struct{}]struct{}{}
-	}
-	if w.waiters[runID] == nil {
-		w.waiters[runID] = map[chan struct{}]struct{}{}
-	}
-	w.waiters[runID][ch] = struct{}{}
-	w.mu.Unlock()
-	return ch, func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if set, ok := w.waiters[runID]; ok {
-			delete(set, ch)
-			if len(set) == 0 {
-				delete(w.waiters, runID)
-			}
+// RunTopic changes with every committed transition of the FlowRun.
+func RunTopic(runID string) string { return "run/" + runID }
+
+// RuntimeRunTopic changes when the Runtime Run is created or finishes.
+func RuntimeRunTopic(id string) string { return "runtime-run/" + id }
+
+// WorkspaceTopic changes with every committed change of the workspace's runs.
+func WorkspaceTopic(workspaceID string) string { return "workspace/" + workspaceID }
+
+// Changes is the hub the store notifies of the changes it commits: at once in this process,
+// through PostgreSQL for the other replicas once Listen runs (notify.Hub.Listen).
+func (s *Store) Changes() *notify.Hub { return s.changes }
+
+// inTxNotify runs fn in a transaction that announces topics: staged inside it for the other
+// replicas, published here once it committed.
+func (s *Store) inTxNotify(ctx context.Context, topics func() []string, fn func(*sql.Tx) error) error {
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
 		}
+		return s.changes.Stage(ctx, tx, s.db.Dialect(), topics()...)
+	})
+	if err == nil {
+		s.changes.Publish(topics()...)
+	}
+	return err
+}
+
+// announce records topics to announce when the transaction tx, run by announcing, commits.
+func (s *Store) announce(tx *sql.Tx, topics ...string) {
+	if pending, ok := s.announced.Load(tx); ok {
+		list := pending.(*[]string)
+		*list = append(*list, topics...)
 	}
 }
 
-// notify wakes the waiters of a run after a change of it committed.
-func (s *Store) notify(runID string) {
-	w := &s.watchers
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for ch := range w.waiters[runID] {
-		close(ch)
+// announcing runs fn in a transaction of inTx and announces, once it committed, the topics that
+// fn recorded with announce: staged inside it for the other replicas, published here after.
+// Transactions sharing a commit (GroupInTx) run their fns one after the other, so the record of
+// one never mixes with another's.
+func (s *Store) announcing(ctx context.Context, inTx func(context.Context, func(*sql.Tx) error) error, fn func(*sql.Tx) error) error {
+	var topics []string
+	err := inTx(ctx, func(tx *sql.Tx) error {
+		pending := &[]string{}
+		s.announced.Store(tx, pending)
+		defer s.announced.Delete(tx)
+		if err := fn(tx); err != nil {
+			return err
+		}
+		topics = *pending
+		return s.changes.Stage(ctx, tx, s.db.Dialect(), topics...)
+	})
+	if err == nil {
+		s.changes.Publish(topics...)
 	}
-	delete(w.waiters, runID)
+	return err
 }
 
 // WaitSettled waits up to timeout for a Pending or Running run to ask, end or pause, and returns
-// it as it then is.
+// it as it then is: woken by each committed change of the run, never polling. When the hub holds
+// as many subscribers as it serves, it answers at once.
 func (s *Store) WaitSettled(ctx context.Context, workspaceID string, run FlowRun, timeout time.Duration) (FlowRun, error) {
-	deadline := time.Now().Add(timeout)
-	for run.State == StatePending || run.State == StateRunning {
-		if !time.Now().Before(deadline) {
-			return run, nil
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	var sub *notify.Subscription
+	defer func() {
+		if sub != nil {
+			sub.Close()
 		}
-		select {
-		case <-ctx.Done():
-			return run, nil
-		case <-time.After(20 * time.Millisecond):
+	}()
+	for run.State == StatePending || run.State == StateRunning {
+		if sub == nil {
+			// Subscribed before the read, so that a change between the read and the wait wakes it.
+			var err error
+			if sub, err = s.changes.Subscribe(RunTopic(run.ID)); err != nil {
+				return run, nil
+			}
 		}
 		next, err := s.Run(ctx, workspaceID, run.ID)
 		if err != nil {
 			return run, err
 		}
-		run = next
+		if run = next; run.State != StatePending && run.State != StateRunning {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return run, nil
+		case <-deadline.C:
+			return run, nil
+		case _, ok := <-sub.Events():
+			if !ok {
+				sub = nil // dropped for falling behind: subscribe again and re-read
+			}
+		}
 	}
 	return run, nil
 }

@@ -11,10 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
+	"platform.dev/platform/apiserver/notify"
 	"platform.dev/platform/apiserver/store"
 )
 
@@ -244,11 +246,13 @@ type Store struct {
 	// Clock is the time source; time.Now when nil. Tests inject it.
 	Clock func() time.Time
 
-	watchers runWatchers
+	changes *notify.Hub
+	// announced holds, per transaction of announcing, the topics to announce once it commits.
+	announced sync.Map
 }
 
-// New returns the Work store over s.
-func New(s *store.Store) *Store { return &Store{db: s} }
+// New returns the Work store over s, with a hub of its own for the changes it commits.
+func New(s *store.Store) *Store { return &Store{db: s, changes: notify.New(notify.Options{})} }
 
 func (s *Store) now() time.Time {
 	if s.Clock != nil {
@@ -333,7 +337,8 @@ type DraftFlow struct {
 // Submit creates the WorkItem and its Pending FlowRun in one transaction. The returned resume
 // token answers the run's first PendingAction; only its digest is stored.
 func (s *Store) Submit(ctx context.Context, sub Submission) (item WorkItem, run FlowRun, token string, err error) {
-	err = s.InTx(ctx, func(tx *sql.Tx) error {
+	// A submission is the store's own short transaction: it may share its commit with others.
+	err = s.announcing(ctx, s.db.GroupInTx, func(tx *sql.Tx) error {
 		item, run, token, err = s.SubmitTx(ctx, tx, sub)
 		return err
 	})
@@ -341,8 +346,11 @@ func (s *Store) Submit(ctx context.Context, sub Submission) (item WorkItem, run 
 }
 
 // InTx runs fn in one transaction of the store: what other planes write with the runs they
-// start (a conversation and its first message) commits or fails with them.
-func (s *Store) InTx(ctx context.Context, fn func(*sql.Tx) error) error { return s.db.InTx(ctx, fn) }
+// start (a conversation and its first message) commits or fails with them. The runs fn submits
+// (SubmitTx) are announced once it committed.
+func (s *Store) InTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.announcing(ctx, s.db.InTx, fn)
+}
 
 // SubmitTx creates the WorkItem and its Pending FlowRun in the caller's transaction (see Submit).
 func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkItem, FlowRun, string, error) {
@@ -397,6 +405,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkI
 	if err := s.appendEvents(ctx, tx, run.ID, run.State, now, Event{Type: EventRunCreated}); err != nil {
 		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
 	}
+	s.announce(tx, RunTopic(run.ID), WorkspaceTopic(run.WorkspaceID), RunnableTopic)
 	return item, run, token, nil
 }
 
@@ -407,7 +416,7 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, runID, state strin
 		return nil
 	}
 	var last int64
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) FROM flow_run_events WHERE run_id = ?`), runID).Scan(&last); err != nil {
+	if err := s.txQueryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) FROM flow_run_events WHERE run_id = ?`, runID).Scan(&last); err != nil {
 		return err
 	}
 	for _, e := range events {
@@ -416,9 +425,9 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, runID, state strin
 			e.State = state
 		}
 		// The run's correlation ids are copied from its row, so no caller can get them wrong.
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_run_events (run_id, seq, type, step, attempt, state, reason,
+		if _, err := s.txExec(ctx, tx, `INSERT INTO flow_run_events (run_id, seq, type, step, attempt, state, reason,
 			interaction_id, work_task_id, work_execution_id, runtime_execution_id, created_at)
-			SELECT id, ?, ?, ?, ?, ?, ?, COALESCE(interaction_id, ''), work_task_id, work_item_id, ?, ? FROM flow_runs WHERE id = ?`),
+			SELECT id, ?, ?, ?, ?, ?, ?, COALESCE(interaction_id, ''), work_task_id, work_item_id, ?, ? FROM flow_runs WHERE id = ?`,
 			last, e.Type, e.Step, e.Attempt, e.State, e.Reason, e.RuntimeExecutionID, ms(now), runID); err != nil {
 			return err
 		}
@@ -466,7 +475,7 @@ func scanWorkItem(row scanner) (WorkItem, error) {
 
 // WorkItem reads a WorkItem of the workspace; another workspace's is not found.
 func (s *Store) WorkItem(ctx context.Context, workspaceID, id string) (WorkItem, error) {
-	return scanWorkItem(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+workItemColumns+` FROM work_items WHERE id = ? AND workspace_id = ?`), id, workspaceID))
+	return scanWorkItem(s.queryRow(ctx, `SELECT `+workItemColumns+` FROM work_items WHERE id = ? AND workspace_id = ?`, id, workspaceID))
 }
 
 const runColumns = `id, work_item_id, tenant_id, workspace_id, namespace, principal_id, interaction_id, work_task_id, parent_flow_run_id, trigger_message_id,
@@ -505,12 +514,12 @@ func scanRun(row scanner) (FlowRun, error) {
 
 // Run reads a FlowRun of the workspace; another workspace's is not found.
 func (s *Store) Run(ctx context.Context, workspaceID, id string) (FlowRun, error) {
-	return scanRun(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+runColumns+` FROM flow_runs WHERE id = ? AND workspace_id = ?`), id, workspaceID))
+	return scanRun(s.queryRow(ctx, `SELECT `+runColumns+` FROM flow_runs WHERE id = ? AND workspace_id = ?`, id, workspaceID))
 }
 
 // RunByID reads a FlowRun whatever its workspace, for the executor.
 func (s *Store) RunByID(ctx context.Context, id string) (FlowRun, error) {
-	return scanRun(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+runColumns+` FROM flow_runs WHERE id = ?`), id))
+	return scanRun(s.queryRow(ctx, `SELECT `+runColumns+` FROM flow_runs WHERE id = ?`, id))
 }
 
 // Events lists a run's history after seq (0 for all), oldest first.
@@ -589,8 +598,8 @@ func (s *Store) PendingActions(ctx context.Context, runID string) ([]PendingActi
 
 // OpenPendingAction is the run's action waiting for an answer, or nil.
 func (s *Store) OpenPendingAction(ctx context.Context, runID string) (*PendingAction, error) {
-	a, _, err := scanAction(s.db.DB().QueryRowContext(ctx, s.q(`SELECT `+actionColumns+`, token_hash FROM pending_actions
-		WHERE run_id = ? AND status = ?`), runID, ActionCreated))
+	a, _, err := scanAction(s.queryRow(ctx, `SELECT `+actionColumns+`, token_hash FROM pending_actions
+		WHERE run_id = ? AND status = ?`, runID, ActionCreated))
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}

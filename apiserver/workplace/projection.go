@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/executor"
@@ -45,6 +44,8 @@ type conversation struct {
 	interaction *Interaction
 	task        *Task
 	steps       map[string]platformv1.FlowStep
+	// answered is set once the transition answered a question: its resumption is no news.
+	answered bool
 }
 
 // Observe projects one run transition onto the Workplace, in the transition's transaction, so
@@ -143,8 +144,12 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseWaiting, Label: action.Prompt, RunID: run.ID, Step: e.Step}); err != nil {
 			return err
 		}
+		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventPendingActionCreated, c.actionPayload(action)); err != nil {
+			return err
+		}
 		return s.notifyAbout(ctx, tx, c, NotifyQuestion, true, action.Prompt)
 	case work.EventPendingActionResolved:
+		c.answered = true
 		action, err := s.actionOf(ctx, tx, e)
 		if err != nil || action == nil {
 			return err
@@ -155,15 +160,21 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 				return err
 			}
 		}
-		return s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseAnswered, Label: action.Prompt, RunID: run.ID, Step: e.Step})
-	case work.EventRunPaused, work.EventRunResumed:
-		phase := PhasePaused
-		if e.Type == work.EventRunResumed {
-			phase = PhaseResumed
-		} else if err := s.materializeTask(ctx, tx, c, ""); err != nil {
+		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventPendingActionResolved, c.actionPayload(action)); err != nil {
 			return err
 		}
-		return s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: phase, Label: strings.ToLower(phase[:1]) + phase[1:], RunID: run.ID})
+		return s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseAnswered, Label: action.Prompt, RunID: run.ID, Step: e.Step})
+	case work.EventRunPaused:
+		if err := s.materializeTask(ctx, tx, c, ""); err != nil {
+			return err
+		}
+		return s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: PhasePaused, Label: "Paused", RunID: run.ID})
+	case work.EventRunResumed:
+		if c.answered {
+			// Going on after an answer is the answer's progress, already told.
+			return nil
+		}
+		return s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: PhaseResumed, Label: "Resumed", RunID: run.ID})
 	case work.EventRunCompleted:
 		return s.completed(ctx, tx, c)
 	case work.EventRunFailed:
@@ -250,8 +261,12 @@ func (s *Store) completed(ctx context.Context, tx *sql.Tx, c *conversation) erro
 		if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) + 1 FROM task_results WHERE task_id = ?`), c.task.ID).Scan(&seq); err != nil {
 			return err
 		}
+		resultID := newID()
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO task_results (id, task_id, run_id, seq, action, text, payload, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), newID(), c.task.ID, run.ID, seq, action, text, nullJSON(run.Result), ms(s.now())); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), resultID, c.task.ID, run.ID, seq, action, text, nullJSON(run.Result), ms(s.now())); err != nil {
+			return err
+		}
+		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventTaskResultAdded, map[string]any{"taskId": c.task.ID, "resultId": resultID}); err != nil {
 			return err
 		}
 		if c.interaction != nil && c.interaction.ResultsDisplay == string(platformv1.ResultsVisible) {
@@ -317,12 +332,17 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 		return err
 	}
 	c.task = &t
+	if err := s.emit(ctx, tx, t.WorkspaceID, "", EventTaskCreated, map[string]any{"taskId": t.ID, "interactionId": t.InteractionID,
+		"state": t.State, "version": t.Version}); err != nil {
+		return err
+	}
 	if c.interaction != nil {
 		c.interaction.LastTaskID = t.ID
 		if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET last_task_id = ?, version = version + 1, updated_at = ? WHERE id = ?`),
 			t.ID, ms(now), c.interaction.ID); err != nil {
 			return err
 		}
+		return s.emitInteraction(ctx, tx, c.interaction.ID)
 	}
 	return nil
 }
@@ -349,9 +369,12 @@ func (s *Store) syncTaskState(ctx context.Context, tx *sql.Tx, c *conversation) 
 		ended = ms(s.now())
 	}
 	t.State, t.CurrentRunID, t.Reason = state, run.ID, run.Reason
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET state = ?, current_run_id = ?, reason = ?, ended_at = ?, version = version + 1,
-		updated_at = ? WHERE id = ?`), state, run.ID, run.Reason, ended, ms(s.now()), t.ID)
-	return err
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET state = ?, current_run_id = ?, reason = ?, ended_at = ?, version = version + 1,
+		updated_at = ? WHERE id = ?`), state, run.ID, run.Reason, ended, ms(s.now()), t.ID); err != nil {
+		return err
+	}
+	t.Version++
+	return s.emit(ctx, tx, t.WorkspaceID, "", EventTaskStatusChanged, map[string]any{"taskId": t.ID, "state": state, "version": t.Version})
 }
 
 func (s *Store) countMilestone(ctx context.Context, tx *sql.Tx, c *conversation) error {
@@ -420,9 +443,11 @@ func (s *Store) touchInteraction(ctx context.Context, tx *sql.Tx, c *conversatio
 		state = InteractionClosed
 	}
 	i.State = state
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET state = ?, version = version + 1, updated_at = ? WHERE id = ?`),
-		state, ms(s.now()), i.ID)
-	return err
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET state = ?, version = version + 1, updated_at = ? WHERE id = ?`),
+		state, ms(s.now()), i.ID); err != nil {
+		return err
+	}
+	return s.emitInteraction(ctx, tx, i.ID)
 }
 
 // notifyAbout notifies the run's Principal, when the work is a Task or a conversation.
@@ -445,6 +470,18 @@ func (s *Store) notifyAbout(ctx context.Context, tx *sql.Tx, c *conversation, ki
 		n.InteractionID = c.interaction.ID
 	}
 	return s.notify(ctx, tx, n)
+}
+
+// actionPayload identifies a pending action for the real-time hub: never its token or hash.
+func (c *conversation) actionPayload(a *work.PendingAction) map[string]any {
+	p := map[string]any{"pendingActionId": a.ID, "kind": a.Kind}
+	if c.interaction != nil {
+		p["interactionId"] = c.interaction.ID
+	}
+	if c.task != nil {
+		p["taskId"] = c.task.ID
+	}
+	return p
 }
 
 func (c *conversation) participantsVisible() bool {

@@ -392,10 +392,19 @@ func (s *Store) appendMessage(ctx context.Context, tx *sql.Tx, m *Message) error
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = s.now()
 	}
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO interaction_messages (id, interaction_id, workspace_id, seq, role, kind, text, payload,
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO interaction_messages (id, interaction_id, workspace_id, seq, role, kind, text, payload,
 		run_id, pending, created_at) SELECT ?, id, workspace_id, ?, ?, ?, ?, ?, ?, ?, ? FROM interactions WHERE id = ?`),
-		m.ID, m.Seq, m.Role, m.Kind, m.Text, nullJSON(m.Payload), m.RunID, boolInt(m.Pending), ms(m.CreatedAt), m.InteractionID)
-	return err
+		m.ID, m.Seq, m.Role, m.Kind, m.Text, nullJSON(m.Payload), m.RunID, boolInt(m.Pending), ms(m.CreatedAt), m.InteractionID); err != nil {
+		return err
+	}
+	var workspace string
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT workspace_id FROM interactions WHERE id = ?`), m.InteractionID).Scan(&workspace); err != nil {
+		return err
+	}
+	if err := s.emit(ctx, tx, workspace, "", EventMessageAdded, map[string]any{"interactionId": m.InteractionID, "messageId": m.ID, "seq": m.Seq}); err != nil {
+		return err
+	}
+	return s.emitInteraction(ctx, tx, m.InteractionID)
 }
 
 const taskColumns = `id, tenant_id, workspace_id, principal_id, interaction_id, title, state, visible, current_run_id, reason, milestones,
@@ -506,9 +515,20 @@ func (s *Store) appendActivity(ctx context.Context, tx *sql.Tx, a *Activity) err
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now()
 	}
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO task_activities (task_id, seq, kind, phase, label, participant, run_id, step, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), a.TaskID, a.Seq, a.Kind, a.Phase, a.Label, a.Participant, a.RunID, a.Step, ms(a.CreatedAt))
-	return err
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO task_activities (task_id, seq, kind, phase, label, participant, run_id, step, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), a.TaskID, a.Seq, a.Kind, a.Phase, a.Label, a.Participant, a.RunID, a.Step, ms(a.CreatedAt)); err != nil {
+		return err
+	}
+	return s.emitTask(ctx, tx, a.TaskID, EventTaskActivityAdded, map[string]any{"taskId": a.TaskID, "seq": a.Seq})
+}
+
+// emitTask appends an event about a Task to its workspace's outbox.
+func (s *Store) emitTask(ctx context.Context, tx *sql.Tx, taskID, name string, payload map[string]any) error {
+	var workspace string
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT workspace_id FROM work_tasks WHERE id = ?`), taskID).Scan(&workspace); err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, workspace, "", name, payload)
 }
 
 // Results lists a Task's Results, oldest first.
@@ -632,36 +652,70 @@ func (s *Store) UnreadCount(ctx context.Context, workspaceID, principalID string
 // MarkRead marks one of a Principal's notifications read; marking it again changes nothing.
 func (s *Store) MarkRead(ctx context.Context, workspaceID, principalID, id string) (Notification, error) {
 	var n Notification
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE notifications SET read_at = ?, version = version + 1
-			WHERE id = ? AND workspace_id = ? AND principal_id = ? AND read_at = 0`), ms(s.now()), id, workspaceID, principalID); err != nil {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE notifications SET read_at = ?, version = version + 1
+			WHERE id = ? AND workspace_id = ? AND principal_id = ? AND read_at = 0`), ms(s.now()), id, workspaceID, principalID)
+		if err != nil {
 			return err
 		}
-		var err error
 		n, err = scanNotification(tx.QueryRowContext(ctx, s.q(`SELECT `+notificationColumns+` FROM notifications
 			WHERE id = ? AND workspace_id = ? AND principal_id = ?`), id, workspaceID, principalID))
-		return err
+		if err != nil {
+			return err
+		}
+		if changed, _ := res.RowsAffected(); changed == 0 {
+			return nil
+		}
+		if err := s.emit(ctx, tx, workspaceID, principalID, EventNotificationUpdated, map[string]any{"notificationId": id, "read": true, "version": n.Version}); err != nil {
+			return err
+		}
+		return s.emitUnread(ctx, tx, workspaceID, principalID)
 	})
 	return n, err
+}
+
+// inTx runs fn in a transaction of the Work store when there is one (so that its changes are
+// announced to the live channels), else of the SQL store.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if s.Work != nil {
+		return s.Work.InTx(ctx, fn)
+	}
+	return s.db.InTx(ctx, fn)
 }
 
 // MarkAllRead marks every unread notification of a Principal in the workspace read and says how
 // many it marked.
 func (s *Store) MarkAllRead(ctx context.Context, workspaceID, principalID string) (int64, error) {
-	res, err := s.db.DB().ExecContext(ctx, s.q(`UPDATE notifications SET read_at = ?, version = version + 1
-		WHERE workspace_id = ? AND principal_id = ? AND read_at = 0`), ms(s.now()), workspaceID, principalID)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	var marked int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE notifications SET read_at = ?, version = version + 1
+			WHERE workspace_id = ? AND principal_id = ? AND read_at = 0`), ms(s.now()), workspaceID, principalID)
+		if err != nil {
+			return err
+		}
+		if marked, err = res.RowsAffected(); err != nil || marked == 0 {
+			return err
+		}
+		if err := s.emit(ctx, tx, workspaceID, principalID, EventNotificationUpdated, map[string]any{"all": true, "read": true}); err != nil {
+			return err
+		}
+		return s.emitUnread(ctx, tx, workspaceID, principalID)
+	})
+	return marked, err
 }
 
 func (s *Store) notify(ctx context.Context, tx *sql.Tx, n Notification) error {
 	n.ID = newID()
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO notifications (id, workspace_id, principal_id, kind, attention, title, task_id,
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO notifications (id, workspace_id, principal_id, kind, attention, title, task_id,
 		interaction_id, run_id, read_at, version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?)`),
-		n.ID, n.WorkspaceID, n.PrincipalID, n.Kind, boolInt(n.Attention), n.Title, nullString(n.TaskID), nullString(n.InteractionID), n.RunID, ms(s.now()))
-	return err
+		n.ID, n.WorkspaceID, n.PrincipalID, n.Kind, boolInt(n.Attention), n.Title, nullString(n.TaskID), nullString(n.InteractionID), n.RunID, ms(s.now())); err != nil {
+		return err
+	}
+	if err := s.emit(ctx, tx, n.WorkspaceID, n.PrincipalID, EventNotificationCreated, map[string]any{"notificationId": n.ID, "kind": n.Kind,
+		"attention": n.Attention, "taskId": n.TaskID, "interactionId": n.InteractionID}); err != nil {
+		return err
+	}
+	return s.emitUnread(ctx, tx, n.WorkspaceID, n.PrincipalID)
 }
 
 // PendingActionOf reads a pending action of the workspace by its id, with the run it suspends,

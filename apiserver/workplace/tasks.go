@@ -16,8 +16,17 @@ func (s *Store) StoreArtifact(ctx context.Context, taskID, workspaceID, name, me
 		return Artifact{}, err
 	}
 	a := Artifact{ID: newID(), TaskID: taskID, WorkspaceID: workspaceID, Name: name, MediaType: mediaType, Length: n, StorageKey: key, CreatedAt: s.now()}
-	_, err = s.db.DB().ExecContext(ctx, s.q(`INSERT INTO task_artifacts (`+artifactColumns+`) SELECT ?, id, workspace_id, '', ?, ?, ?, ?, ?
-		FROM work_tasks WHERE id = ? AND workspace_id = ?`), a.ID, a.Name, a.MediaType, a.Length, a.StorageKey, ms(a.CreatedAt), taskID, workspaceID)
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO task_artifacts (`+artifactColumns+`) SELECT ?, id, workspace_id, '', ?, ?, ?, ?, ?
+			FROM work_tasks WHERE id = ? AND workspace_id = ?`), a.ID, a.Name, a.MediaType, a.Length, a.StorageKey, ms(a.CreatedAt), taskID, workspaceID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("task: %w", ErrNotFound)
+		}
+		return s.emit(ctx, tx, workspaceID, "", EventTaskArtifactAdded, map[string]any{"taskId": taskID, "artifactId": a.ID})
+	})
 	if err != nil {
 		_ = s.Blobs.Delete(context.WithoutCancel(ctx), key)
 		return Artifact{}, err
@@ -73,6 +82,20 @@ func (s *Store) DeleteTask(ctx context.Context, workspaceID, id string, version 
 			keys = append(keys, k)
 		}
 		rows.Close()
+		var detached []string
+		rows, err = tx.QueryContext(ctx, s.q(`SELECT id FROM interactions WHERE last_task_id = ?`), id)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var i string
+			if err := rows.Scan(&i); err != nil {
+				rows.Close()
+				return err
+			}
+			detached = append(detached, i)
+		}
+		rows.Close()
 		for _, stmt := range []string{
 			`UPDATE interactions SET last_task_id = NULL, version = version + 1 WHERE last_task_id = ?`,
 			`UPDATE interactions SET current_run_id = '' WHERE current_run_id IN (SELECT id FROM flow_runs WHERE work_task_id = ?)`,
@@ -87,7 +110,15 @@ func (s *Store) DeleteTask(ctx context.Context, workspaceID, id string, version 
 				return err
 			}
 		}
-		return nil
+		for _, i := range detached {
+			if err := s.emitInteraction(ctx, tx, i); err != nil {
+				return err
+			}
+		}
+		if err := s.emit(ctx, tx, workspaceID, "", EventTaskStatusChanged, map[string]any{"taskId": id, "deleted": true}); err != nil {
+			return err
+		}
+		return s.emitUnread(ctx, tx, workspaceID, t.PrincipalID)
 	})
 	if err != nil {
 		return err
@@ -132,11 +163,34 @@ func CompactActivities(all []Activity) []Activity {
 // eligible ones), when the Entry is deleted with that option; they keep their messages. It says
 // how many it closed.
 func (s *Store) CloseInteractions(ctx context.Context, workspaceID, entryNamespace, entryName string) (int64, error) {
-	res, err := s.db.DB().ExecContext(ctx, s.q(`UPDATE interactions SET state = ?, version = version + 1, updated_at = ?
-		WHERE workspace_id = ? AND entry_namespace = ? AND entry_name = ? AND state = ?`),
-		InteractionClosed, ms(s.now()), workspaceID, entryNamespace, entryName, InteractionIdle)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	var closed int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT id FROM interactions WHERE workspace_id = ? AND entry_namespace = ? AND entry_name = ? AND state = ?`),
+			workspaceID, entryNamespace, entryName, InteractionIdle)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET state = ?, version = version + 1, updated_at = ? WHERE id = ?`),
+				InteractionClosed, ms(s.now()), id); err != nil {
+				return err
+			}
+			if err := s.emitInteraction(ctx, tx, id); err != nil {
+				return err
+			}
+		}
+		closed = int64(len(ids))
+		return nil
+	})
+	return closed, err
 }

@@ -3,7 +3,6 @@ package modelprovider
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/controllers/internal/reconcileutil"
 )
 
@@ -23,18 +23,21 @@ const credentialIndex = "definition.credential.name"
 // +kubebuilder:rbac:groups=platform.dev,resources=modelproviders,verbs=get;list;watch
 // +kubebuilder:rbac:groups=platform.dev,resources=modelproviders/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=platform.dev,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconciler reports whether each ModelProvider is usable, without contacting it. It owns
 // nothing outside the provider's status, so it needs no finalizer.
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Secrets resolves the credential reference under the rules of scopes and grants.
+	Secrets *secrets.Resolver
 }
 
 // SetupWithManager registers the reconciler, its field index and its watches with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.Recorder == nil {
-		return errors.New("modelprovider reconciler: Client and Recorder are required")
+	if r.Client == nil || r.Recorder == nil || r.Secrets == nil {
+		return errors.New("modelprovider reconciler: Client, Recorder and Secrets are required")
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &platformv1.ModelProvider{}, credentialIndex, func(obj client.Object) []string {
 		if credential := obj.(*platformv1.ModelProvider).Definition.Credential; credential != nil {
@@ -55,9 +58,9 @@ type scope struct {
 	provider *platformv1.ModelProvider
 	// invalid lists what is wrong with the definition itself.
 	invalid field.ErrorList
-	// credentialProblem says why the credential Secret does not resolve; empty when it does or
-	// when there is none.
-	credentialProblem string
+	// credentialRefusal says why the credential Secret does not resolve; nil when it does or when
+	// there is none.
+	credentialRefusal *secrets.Refusal
 }
 
 // Reconcile checks the provider's definition and credential and writes its status once, at the
@@ -88,33 +91,27 @@ func (r *Reconciler) reconcileDefinition(_ context.Context, s *scope) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// reconcileCredential finds the credential Secret (a platform.dev Secret: metadata of a Vault
-// entry, never a value). Whether its Vault holds a value is the Secret's own status and is not
-// checked here.
+// reconcileCredential resolves the credential Secret with the Resolver every consumer uses (a
+// platform.dev Secret: metadata of a Vault entry, never a value). Whether its Vault resolves and
+// holds a value is the Secret's own status and is not checked here.
 func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ref := s.provider.Definition.Credential
 	if ref == nil {
 		return ctrl.Result{}, nil
 	}
-	if problem := unresolvable(ref, s.provider.Namespace); problem != "" {
-		s.credentialProblem = problem
+	_, err := r.Secrets.ResolveSecret(ctx, s.provider.Namespace, "definition.credential", *ref)
+	if refusal, ok := secrets.AsRefusal(err); ok {
+		s.credentialRefusal = refusal
 		return ctrl.Result{}, nil
 	}
-	secret := &platformv1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.provider.Namespace, Name: string(ref.Name)}, secret)
-	if err != nil {
-		if client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, err
-		}
-		s.credentialProblem = fmt.Sprintf("definition.credential.name: Secret %q not found", ref.Name)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, err
 }
 
-// providersOfSecret maps a Secret to the providers whose credential it is.
+// providersOfSecret maps a Secret to the providers that may name it as their credential: those
+// naming a Secret of that name in any namespace (descendants name ancestors' Secrets).
 func (r *Reconciler) providersOfSecret(ctx context.Context, obj client.Object) []reconcile.Request {
 	providers := &platformv1.ModelProviderList{}
-	if err := r.Client.List(ctx, providers, client.InNamespace(obj.GetNamespace()), client.MatchingFields{credentialIndex: obj.GetName()}); err != nil {
+	if err := r.Client.List(ctx, providers, client.MatchingFields{credentialIndex: obj.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "listing model providers of a secret", "secret", obj.GetName())
 		return nil
 	}

@@ -36,22 +36,9 @@ func validateDefinition(def *platformv1.ModelProviderDefinition, path *field.Pat
 	return errs
 }
 
-// unresolvable says why a credential reference cannot be resolved in the provider's workspace
-// namespace, or "" when it can. Secrets of another scope (a tenant, the instance) and of a Pack's
-// resource namespace live where the scope tree puts them, which is not built yet: such a
-// reference is reported rather than guessed.
-func unresolvable(ref *platformv1.SecretReference, namespace string) string {
-	switch {
-	case ref.ScopeRef != "" && ref.ScopeRef != platformv1.ScopeRef("/workspaces/"+namespace):
-		return fmt.Sprintf("definition.credential.scopeRef: Secrets of scope %s cannot be resolved yet; use a Secret of the provider's workspace", ref.ScopeRef)
-	case ref.Namespace != "" && ref.Namespace != platformv1.DefaultResourceNamespace:
-		return fmt.Sprintf("definition.credential.namespace: Secrets of resource namespace %s cannot be resolved yet; use the default namespace", ref.Namespace)
-	}
-	return ""
-}
-
 // setReadyCondition reports whether the provider can be used: a complete definition
-// (InvalidDefinition) and an existing credential Secret (SecretNotFound).
+// (InvalidDefinition) and a credential Secret that resolves for the provider's scope
+// (SecretNotFound, UseNotGranted, InvalidScopeRef).
 func setReadyCondition(s *scope) {
 	condition := metav1.Condition{
 		Type:               platformv1.ReadyCondition,
@@ -62,9 +49,9 @@ func setReadyCondition(s *scope) {
 	case len(s.invalid) > 0:
 		condition.Reason = platformv1.InvalidDefinitionReason
 		condition.Message = reconcileutil.FindingsMessage(s.invalid)
-	case s.credentialProblem != "":
-		condition.Reason = platformv1.SecretNotFoundReason
-		condition.Message = s.credentialProblem
+	case s.credentialRefusal != nil:
+		condition.Reason = s.credentialRefusal.Reason
+		condition.Message = s.credentialRefusal.Message
 	default:
 		condition.Status = metav1.ConditionTrue
 		condition.Reason = platformv1.ResolvedReason

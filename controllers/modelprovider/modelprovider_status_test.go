@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/secrets"
 )
 
 func TestValidateDefinition(t *testing.T) {
@@ -53,39 +54,6 @@ func TestValidateDefinition(t *testing.T) {
 	}
 }
 
-func TestUnresolvable(t *testing.T) {
-	tests := map[string]struct {
-		ref         platformv1.SecretReference
-		wantProblem string
-	}{
-		"a Secret of the provider's own scope resolves": {
-			ref: platformv1.SecretReference{Name: "key"},
-		},
-		"the workspace's own scopeRef resolves": {
-			ref: platformv1.SecretReference{Name: "key", ScopeRef: "/workspaces/ws", Namespace: "default"},
-		},
-		"an ancestor scope is reported": {
-			ref:         platformv1.SecretReference{Name: "key", ScopeRef: platformv1.InstanceScope},
-			wantProblem: "definition.credential.scopeRef",
-		},
-		"a Pack resource namespace is reported": {
-			ref:         platformv1.SecretReference{Name: "key", Namespace: "acme.kit"},
-			wantProblem: "definition.credential.namespace",
-		},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			problem := unresolvable(&tt.ref, "ws")
-			if tt.wantProblem == "" {
-				g.Expect(problem).To(BeEmpty())
-				return
-			}
-			g.Expect(problem).To(HavePrefix(tt.wantProblem))
-		})
-	}
-}
-
 func TestSetReadyCondition(t *testing.T) {
 	provider := func() *platformv1.ModelProvider {
 		return &platformv1.ModelProvider{
@@ -106,11 +74,12 @@ func TestSetReadyCondition(t *testing.T) {
 			wantReason:  platformv1.InvalidDefinitionReason,
 			wantMessage: "definition.endpoint: a provider needs an endpoint",
 		},
-		"a missing credential Secret is SecretNotFound": {
-			scope:       scope{provider: provider(), credentialProblem: `definition.credential.name: Secret "openai-api-key" not found`},
+		"a credential that does not resolve reports the Resolver's reason and message": {
+			scope: scope{provider: provider(), credentialRefusal: &secrets.Refusal{Reason: platformv1.UseNotGrantedReason,
+				Message: `definition.credential: Secret "openai-api-key" of /instance grants no use to /workspaces/ws (definition.usePolicy.grants)`}},
 			wantStatus:  metav1.ConditionFalse,
-			wantReason:  platformv1.SecretNotFoundReason,
-			wantMessage: `definition.credential.name: Secret "openai-api-key" not found`,
+			wantReason:  platformv1.UseNotGrantedReason,
+			wantMessage: `definition.credential: Secret "openai-api-key" of /instance grants no use to /workspaces/ws (definition.usePolicy.grants)`,
 		},
 		"a complete definition is Resolved without contacting the provider": {
 			scope:       scope{provider: provider()},

@@ -1,4 +1,5 @@
-// Package secret reconciles Secrets and Vaults. No Vault stores values yet (the Local Vault's
-// master key arrives with the secrets work), so every Vault is honestly Unavailable and every
-// Secret Missing, each with Ready False and a reason that says so.
+// Package secret reconciles Secrets and Vaults: a Vault reports whether it can store and read
+// values (its master key loads and opens its values), a Secret whether its Vault resolves under
+// the rules of scopes and grants and holds its value (Configured or Missing), and a deleted
+// Secret takes its value with it. Neither ever reads a value.
 package secret

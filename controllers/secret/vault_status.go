@@ -7,12 +7,10 @@ import (
 	"platform.dev/platform/controllers/internal/reconcileutil"
 )
 
-// NoMasterKeyMessage is the Ready message of a Local Vault: its master key does not exist yet.
-const NoMasterKeyMessage = "the Local Vault has no master key yet, so it can neither store nor read values; Vaults arrive with the secrets issue"
-
-// setVaultReadyCondition reports whether the Vault can store and read values. Local is the only
-// provider (InvalidDefinition otherwise) and needs a master key that the platform does not create
-// yet: every Vault is Unavailable with VaultUnavailable.
+// setVaultReadyCondition reports whether the Vault can store and read values: Local is the only
+// provider (InvalidDefinition otherwise); a Local Vault is Available when its master key loads
+// and opens its values, else Unavailable with the Local Vault's reason (MasterKeyMissing,
+// MasterKeyInvalid, MasterKeyReplaced).
 func setVaultReadyCondition(s *vaultScope) {
 	status := &s.vault.Status
 	status.Availability = platformv1.VaultUnavailableState
@@ -22,5 +20,9 @@ func setVaultReadyCondition(s *vaultScope) {
 			reconcileutil.FindingsMessage(field.ErrorList{err}))
 		return
 	}
-	reconcileutil.SetReady(&status.ResourceStatus, s.vault.Generation, false, platformv1.VaultUnavailableReason, NoMasterKeyMessage)
+	a := s.availability
+	if a.Available {
+		status.Availability = platformv1.VaultAvailable
+	}
+	reconcileutil.SetReady(&status.ResourceStatus, s.vault.Generation, a.Available, a.Reason, a.Message)
 }

@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"platform.dev/platform/apis/platform/manifest"
+	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
 )
 
@@ -16,10 +17,11 @@ var systemNamespaces = map[string]bool{
 }
 
 // IsWorkspace says whether a namespace is an active workspace: any namespace but the cluster's
-// own (kube-system, kube-public, kube-node-lease), `default` included, while it is not being
-// deleted.
+// own (kube-system, kube-public, kube-node-lease) and the instance's and tenants' own (which hold
+// only their Secrets and Vaults), `default` included, while it is not being deleted.
 func IsWorkspace(ns *corev1.Namespace) bool {
-	return !systemNamespaces[ns.Name] && ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating
+	return !systemNamespaces[ns.Name] && !ownerscope.IsReservedNamespace(ns.Name) &&
+		ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating
 }
 
 // isBuiltin says whether obj carries the built-in annotation.

@@ -32,6 +32,12 @@ func TestIsWorkspace(t *testing.T) {
 		"kube-node-lease is the cluster's": {
 			ns: corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-node-lease"}},
 		},
+		"the instance's namespace holds only its Secrets and Vaults": {
+			ns: corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "platform-instance"}},
+		},
+		"a tenant's namespace holds only its Secrets and Vaults": {
+			ns: corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "platform-tenant-0123456789abcdef0123456789abcdef"}},
+		},
 		"a namespace being deleted is no longer an active workspace": {
 			ns: corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "support", DeletionTimestamp: &now}},
 		},

@@ -187,6 +187,14 @@ func (o Options) apply(ctx context.Context, d *Document, dryRun bool) (Result, e
 	opts := metav1.PatchOptions{FieldManager: FieldManager, FieldValidation: "Strict"}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
+		// A field of the wrong type fails a server-side apply inside the apiserver, which answers
+		// 500 and logs an unhandled error; a create validates the same document first and names
+		// the field. An object that exists already passes that check.
+		_, err := client.Create(ctx, d.Object, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager,
+			FieldValidation: "Strict"})
+		if apierrors.IsInvalid(err) {
+			return "", err
+		}
 	}
 	applied, err := client.Patch(ctx, d.Object.GetName(), types.ApplyPatchType, data, opts)
 	if err != nil {

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -121,4 +123,18 @@ func TestDeleteRemovesTheAgent(t *testing.T) {
 	g.Expect(r.ExitCode).To(Equal(1), r.String())
 	g.Expect(r.Stderr).To(ContainSubstring(`(NotFound)`), r.String())
 	g.Expect(r.Stderr).To(ContainSubstring(`agents.platform.dev "`+name+`" not found`), r.String())
+}
+
+// `platform apply` of a manifest with a field of the wrong type names the field and applies
+// nothing, and the server logs no unhandled error for it.
+func TestPlatformApplyReportsAFieldOfTheWrongTypeWithoutAServerError(t *testing.T) {
+	s := shared(t)
+	g := NewWithT(t)
+	manifest := filepath.Join(t.TempDir(), "agent.yaml")
+	g.Expect(os.WriteFile(manifest, []byte("apiVersion: platform/v1\nkind: Agent\nmetadata:\n  name: typed-wrong\ndefinition:\n  instructions: 12\n"), 0o600)).To(Succeed())
+	out, err := exec.Command(platformBinary, "apply", "-f", manifest, "-n", "default", "--data-dir", s.DataDir).CombinedOutput()
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(string(out)).To(ContainSubstring("definition.instructions"))
+	g.Expect(string(out)).To(ContainSubstring("nothing from"))
+	g.Expect(s.stderr.String()).NotTo(ContainSubstring("Unhandled Error"))
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -18,6 +19,9 @@ type api struct {
 	t      *testing.T
 	base   string
 	cookie *http.Cookie
+	// transcript, when set, receives every response's headers and body, for tests that search
+	// what the API answered.
+	transcript *bytes.Buffer
 }
 
 func (a *api) call(method, path, workspace string, body any) (int, map[string]any) {
@@ -42,8 +46,16 @@ func (a *api) call(method, path, workspace string, body any) (int, map[string]an
 		a.t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if a.transcript != nil {
+		fmt.Fprintf(a.transcript, "%s %s\n", method, path)
+		for name, values := range resp.Header {
+			fmt.Fprintf(a.transcript, "%s: %s\n", name, strings.Join(values, ","))
+		}
+		a.transcript.Write(append(data, '\n'))
+	}
 	out := map[string]any{}
-	_ = json.NewDecoder(resp.Body).Decode(&out)
+	_ = json.Unmarshal(data, &out)
 	for _, c := range resp.Cookies() {
 		if c.Name == "platform-session" && c.Value != "" {
 			a.cookie = c

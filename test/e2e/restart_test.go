@@ -56,7 +56,7 @@ func TestRestartKeepsObjectsAndCredentials(t *testing.T) {
 			g.Expect(r.ExitCode).To(Equal(0), r.String())
 			g.Expect(r.Stdout).To(Equal(uids[obj[1]]), "uid of %v", obj)
 		}
-		g.Expect(second.mustKubectl(t, "get", "agent", "support-triage", "-o", "jsonpath={.definition.modelProfile.name}")).To(Equal("default"))
+		g.Expect(second.mustKubectl(t, "get", "agent", "support-triage", "-o", "jsonpath={.definition.modelProfile.name}")).To(Equal("offline"))
 	})
 
 	t.Run("the kubeconfig of the first run is still trusted", func(t *testing.T) {

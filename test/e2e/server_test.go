@@ -69,15 +69,26 @@ func startServerEnv(dataDir string, env []string, extraArgs ...string) (*server,
 }
 
 func launchServer(dataDir string, env []string, extraArgs ...string) (*server, error) {
+	return launchServerLimited(dataDir, env, 0, extraArgs...)
+}
+
+// launchServerLimited is launchServer with the process's descriptor limit set to openFiles
+// (unchanged when 0).
+func launchServerLimited(dataDir string, env []string, openFiles int, extraArgs ...string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"serve", "--data-dir", dataDir, "--kube-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		"--http-addr", "127.0.0.1:0"}, extraArgs...)
+	cmd := exec.Command(platformBinary, args...)
+	if openFiles > 0 {
+		// The shell sets the limit and becomes the platform (exec), so signals reach it.
+		cmd = exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, openFiles), platformBinary}, args...)...)
+	}
 	s := &server{
 		DataDir: dataDir,
-		cmd:     exec.Command(platformBinary, args...),
+		cmd:     cmd,
 		stdout:  &syncBuffer{},
 		stderr:  &syncBuffer{},
 		exited:  make(chan struct{}),

@@ -61,6 +61,17 @@ const (
 	VaultUnavailableReason = "VaultUnavailable"
 	// UseNotGrantedReason: an ancestor Secret or Vault has no usePolicy grant for the consumer.
 	UseNotGrantedReason = "UseNotGranted"
+	// InvalidScopeRefReason: a reference's scopeRef names no scope of the instance, or a scope that
+	// is neither the referrer's own nor one of its ancestors.
+	InvalidScopeRefReason = "InvalidScopeRef"
+	// MasterKeyMissingReason: the Local Vault has no master key yet (no key file, no variable).
+	MasterKeyMissingReason = "MasterKeyMissing"
+	// MasterKeyInvalidReason: the master key in the key file or the variable is not 32 bytes of
+	// Base64.
+	MasterKeyInvalidReason = "MasterKeyInvalid"
+	// MasterKeyReplacedReason: values of the Vault were stored under another master key and cannot
+	// be read with the current one.
+	MasterKeyReplacedReason = "MasterKeyReplaced"
 	// RefreshFailedReason: the last refresh of a source registry failed.
 	RefreshFailedReason = "RefreshFailed"
 	// StaleReason: a source registry has not validated its index within staleAfter.
@@ -225,7 +236,7 @@ type UsePolicy struct {
 
 // UseGrant allows one scope (and optionally its descendants) to use a resource. A grant may only
 // target the owner's own branch: never a sibling, an ancestor or another tenant's branch (checked
-// by the reconciler, which knows the scope tree).
+// by admission, which knows the scope tree).
 type UseGrant struct {
 	// scopeRef is the scope given use.
 	// +required

@@ -6,10 +6,10 @@ import (
 
 // Scope of Secrets and Vaults: both kinds are namespaced. A workspace-owned Secret or Vault lives
 // in its workspace's namespace, as every workspace resource does, so the namespace is the owner
-// scope `/workspaces/<id>` and kube RBAC on the namespace already isolates it. Secrets and Vaults
-// owned by a tenant or by the instance are the same kinds stored in a namespace reserved for that
-// scope; that mapping (and the scope tree that usePolicy grants are checked against) belongs to
-// the reconcilers and the service API and comes later.
+// scope `/workspaces/<id>`. Secrets and Vaults owned by a tenant or by the instance are the same
+// kinds stored in a namespace reserved for that scope, `platform-tenant-<tenant id>` and
+// `platform-instance` (package ownerscope), which only Platform administrators reach. Admission
+// in the embedded kube API checks grants and references against the scope tree.
 
 // SecretType is the type of a Secret's value.
 // +kubebuilder:validation:Enum=opaque
@@ -59,7 +59,8 @@ const (
 // SecretStatus is the observed state of a Secret. It never carries the value.
 type SecretStatus struct {
 	// ResourceStatus holds observedGeneration, conditions and provisioning; Ready is False with
-	// VaultNotFound, VaultUnavailable or SecretValueMissing.
+	// VaultNotFound, UseNotGranted or InvalidScopeRef (the Vault reference does not resolve),
+	// VaultUnavailable or SecretValueMissing.
 	ResourceStatus `json:",inline"`
 	// state is Configured when the Vault holds a value, Missing otherwise.
 	// +optional

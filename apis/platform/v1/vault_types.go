@@ -8,7 +8,7 @@ import (
 // +kubebuilder:validation:Enum=Local
 type VaultProvider string
 
-// LocalVault stores values in the data directory, encrypted with AES-256-GCM under the master key.
+// LocalVault stores values in the SQL store, encrypted with AES-256-GCM under the master key.
 const LocalVault VaultProvider = "Local"
 
 // VaultDefinition is the desired state of a Vault. Like Secrets, Vaults are namespaced: see the
@@ -41,7 +41,8 @@ const (
 // VaultStatus is the observed state of a Vault.
 type VaultStatus struct {
 	// ResourceStatus holds observedGeneration, conditions and provisioning; Ready is False with
-	// VaultUnavailable until the Local Vault is initialized.
+	// MasterKeyMissing until the Local Vault's master key exists, MasterKeyInvalid when it is not
+	// 32 bytes of Base64, MasterKeyReplaced when values of the Vault were stored under another key.
 	ResourceStatus `json:",inline"`
 	// availability is Available once the Vault can store and read values.
 	// +optional

@@ -168,7 +168,7 @@ func bootstrapProblem(err error) error {
 		}
 		return huma.Error422UnprocessableEntity("the password does not meet the rules", details...)
 	case errors.Is(err, domain.ErrInvalidWorkspaceName):
-		return huma.Error422UnprocessableEntity("the request body is invalid", &huma.ErrorDetail{Location: "body.workspaceName", Message: "a DNS label (lowercase letters, digits and -, at most 63 characters) not starting with kube-"})
+		return huma.Error422UnprocessableEntity("the request body is invalid", &huma.ErrorDetail{Location: "body.workspaceName", Message: "a DNS label (lowercase letters, digits and -, at most 63 characters) not starting with kube- or platform-tenant- and other than platform-instance"})
 	case errors.Is(err, domain.ErrInvalidTenantName):
 		return huma.Error422UnprocessableEntity("the request body is invalid", &huma.ErrorDetail{Location: "body.tenantName", Message: "1 to 128 characters without control characters or surrounding spaces"})
 	case errors.Is(err, domain.ErrInvalidUsername):

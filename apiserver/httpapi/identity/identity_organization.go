@@ -114,7 +114,7 @@ type setMembershipInput struct {
 type createWorkspaceInput struct {
 	httpapi.WorkspaceInput
 	Body struct {
-		Name        string `json:"name" minLength:"1" maxLength:"63" doc:"Route name: a DNS label (lowercase letters, digits and -) not starting with kube-, unique for the instance; it names the workspace's namespace."`
+		Name        string `json:"name" minLength:"1" maxLength:"63" doc:"Route name: a DNS label (lowercase letters, digits and -) not starting with kube- or platform-tenant- and other than platform-instance, unique for the instance; it names the workspace's namespace."`
 		DisplayName string `json:"displayName,omitempty" maxLength:"128" doc:"Display name; the route name when empty."`
 	}
 }

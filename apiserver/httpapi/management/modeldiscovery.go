@@ -85,9 +85,17 @@ func (s *routes) registerModelDiscovery() {
 	})
 }
 
+// credentials opens model providers' credential Secrets; nil without a Secrets service.
+func (s *routes) credentials() provider.Credentials {
+	if svc := s.Secrets(); svc != nil {
+		return svc
+	}
+	return nil
+}
+
 // discoverModels lists the models at mp's endpoint; its errors are Problem Details.
 func (s *routes) discoverModels(ctx context.Context, mp *platformv1.ModelProvider) ([]provider.DiscoveredModel, error) {
-	endpoint, err := provider.EndpointOf(mp, s.Config())
+	endpoint, err := provider.EndpointOf(ctx, mp, s.Config(), s.credentials())
 	if err != nil {
 		return nil, huma.Error422UnprocessableEntity(err.Error())
 	}

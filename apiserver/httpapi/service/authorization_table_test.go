@@ -83,6 +83,8 @@ type tableFixture struct {
 	names   [roleCount]string
 	// spare principals that rows act upon.
 	spareAccount, spareAdmin, spareMember, spareRemoved identity.Account
+	// secretNames are the fixture Secrets of the workspace, the instance and the tenant.
+	secretNames map[string]string
 }
 
 const tablePassword = "Table-Passw0rd!"
@@ -129,6 +131,7 @@ func newTableFixture(t *testing.T, db *store.Store) *tableFixture {
 	if r := f.as(platformAdmin, http.MethodPost, "/api/entries/table-entry/publish", ""); r.status != http.StatusOK {
 		t.Fatalf("fixture publish: %d %v", r.status, r.body)
 	}
+	f.secretFixtures()
 	return f
 }
 
@@ -367,6 +370,7 @@ func routeRoleTable() map[string]tableRow {
 
 	workRows(rows)
 	workplaceRows(rows)
+	secretRows(rows)
 	return rows
 }
 

@@ -8,14 +8,19 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
+	"platform.dev/platform/apiserver/controlplane"
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/httpapi/service"
+	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/apiserver/testenv"
 	"platform.dev/platform/internal/config"
@@ -28,7 +33,11 @@ var (
 
 func TestMain(m *testing.M) {
 	var err error
-	if env, err = testenv.Start(context.Background(), testenv.Options{}); err != nil {
+	// Admission applies the rules of scopes with the identity store of the test that runs (see
+	// newIdentityEnv), as platform serve's does with its own.
+	if env, err = testenv.Start(context.Background(), testenv.Options{Tune: func(o *controlplane.Options) {
+		o.Admission = append(o.Admission, followingAdmission{secrets.NewAdmission(nil)})
+	}}); err != nil {
 		panic(err)
 	}
 	if kube, err = client.New(env.Config, client.Options{Scheme: platformscheme.Scheme}); err != nil {
@@ -38,6 +47,18 @@ func TestMain(m *testing.M) {
 	code := storetest.Run(m)
 	env.Stop()
 	os.Exit(code)
+}
+
+// admissionIdentity is the identity store the secrets admission plugin consults; nil places every
+// namespace as a workspace of its own.
+var admissionIdentity atomic.Pointer[identity.Service]
+
+type followingAdmission struct{ *secrets.Admission }
+
+func (a followingAdmission) Validate(ctx context.Context, attrs admission.Attributes, o admission.ObjectInterfaces) error {
+	current := *a.Admission
+	current.Identity = admissionIdentity.Load()
+	return current.Validate(ctx, attrs, o)
 }
 
 func newServer(t *testing.T, environment string, settings map[string]string) *httptest.Server {

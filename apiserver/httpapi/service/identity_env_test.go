@@ -17,6 +17,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi/service"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/provider"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
@@ -36,6 +37,11 @@ type identityEnv struct {
 	admin       identity.Principal
 	adminCookie *http.Cookie
 	ws          identity.Workspace
+
+	// vault is the Local Vault of the server, initialized; values writes and opens values as
+	// platform serve's Secrets service does.
+	vault  *secrets.LocalVault
+	values *secrets.Service
 }
 
 func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
@@ -57,10 +63,15 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	execDone := make(chan struct{})
 	go func() { defer close(execDone); exec.Run(execCtx) }()
 	t.Cleanup(func() { stopExec(); <-execDone })
+	vault := &secrets.LocalVault{Store: db, MasterKey: secrets.MasterKeySource{File: filepath.Join(t.TempDir(), secrets.KeyFileName)}}
+	_, err = vault.Initialize()
+	g.Expect(err).NotTo(HaveOccurred())
+	values := &secrets.Service{Resolver: &secrets.Resolver{Reader: kube, Tree: secrets.IdentityTree{Identity: svc, Namespaces: secrets.KubeNamespaces(kube)}}, Vault: vault}
 	api, err := service.New(httpapi.Options{
-		Config: cfg,
-		Kube:   kube,
-		Ready:  func(ctx context.Context) error { return env.Server().Ready(ctx) },
+		Config:  cfg,
+		Kube:    kube,
+		Secrets: values,
+		Ready:   func(ctx context.Context) error { return env.Server().Ready(ctx) },
 		// Identity and ProvisionWorkspace switch on local accounts (the default mode is Local).
 		Identity:           svc,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
@@ -71,7 +82,9 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewServer(api.Handler())
 	t.Cleanup(server.Close)
-	e := &identityEnv{t: t, server: server, api: api.API(), svc: svc, db: db, workplace: places}
+	e := &identityEnv{t: t, server: server, api: api.API(), svc: svc, db: db, workplace: places, vault: vault, values: values}
+	admissionIdentity.Store(svc)
+	t.Cleanup(func() { admissionIdentity.CompareAndSwap(svc, nil) })
 
 	r := call(t, server, http.MethodPost, "/api/auth/bootstrap", bootstrapBody(uniqueWorkspace("id"), adminPassword))
 	g.Expect(r.status).To(Equal(http.StatusCreated), "bootstrap: %v", r.body)

@@ -83,7 +83,7 @@ func TestAConnectivityTestAnswersProblemDetailsWithoutEchoingSecrets(t *testing.
 	}{
 		"a reachable endpoint with the right key passes": {setup: func(s *openaitest.Server) { s.APIKey = discoveryKey }, status: http.StatusOK},
 		"a refused key is 502 naming the setting": {setup: func(s *openaitest.Server) { s.APIKey = "sk-another" }, status: http.StatusBadGateway,
-			detail: "model provider probe-llm: model list: the endpoint answered 401 Unauthorized (invalid_api_key); check the API key configured as AI__Providers__probe-llm__ApiKey"},
+			detail: "model provider probe-llm: model list: the endpoint answered 401 Unauthorized (invalid_api_key); check the API key, the variable AI__Providers__probe-llm__ApiKey"},
 		"a slow endpoint is 504": {setup: func(s *openaitest.Server) { s.Delay = 3 * time.Second }, status: http.StatusGatewayTimeout,
 			detail: "model provider probe-llm: model list: the endpoint did not answer within 1s"},
 	}

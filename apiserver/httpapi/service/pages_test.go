@@ -73,6 +73,7 @@ func TestPagesBootstrapThenChangePasswordSignOutAndSignInAgain(t *testing.T) {
 	form := b.get("/bootstrap")
 	g.Expect(form.status).To(Equal(http.StatusOK))
 	g.Expect(form.html).To(ContainSubstring(`name="workspaceName"`))
+	g.Expect(form.html).To(ContainSubstring("the kube namespace of the same name"), "the page says which namespace a workspace is")
 
 	weak := b.submit(form, "/bootstrap", url.Values{"username": {adminUser}, "password": {"short"}, "confirmPassword": {"short"},
 		"tenantName": {"Navy"}, "workspaceName": {ws}})

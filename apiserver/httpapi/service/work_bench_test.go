@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	platformscheme "platform.dev/platform/apis/platform/scheme"
+	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 )
@@ -62,12 +68,36 @@ func reportLatencies(b *testing.B, unit string, latencies []time.Duration) {
 
 var benchFlows atomic.Int64
 
+// benchServer is workServer as `platform serve` runs it: the executor and the service API read
+// Management objects with the control plane's loopback identity (a token), not the
+// administrator's client certificate, which the kube API verifies at every request, and runs
+// resolve their Flow versions and agents from informers first.
+func benchServer(b *testing.B, s *store.Store) *httptest.Server {
+	b.Helper()
+	if env.Server() == nil {
+		return workServer(b, s) // against an existing cluster there is no loopback identity
+	}
+	loopback, err := client.New(env.Server().LoopbackConfig, client.Options{Scheme: platformscheme.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	informers, err := cache.New(env.Server().LoopbackConfig, cache.Options{Scheme: platformscheme.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = informers.Start(ctx) }()
+	b.Cleanup(func() { cancel(); <-stopped })
+	return workServerOn(b, s, loopback, executor.CacheFirst{Cache: informers, Live: loopback}, nil, nil)
+}
+
 // BenchmarkWorkItemsEndToEnd: WorkItems submitted through the Work API and executed by the
 // executor to Completed (a Direct flow on a Deterministic agent), by 1, 8 and 64 concurrent
 // clients; the latency is submit -> completed as a client sees it.
 func BenchmarkWorkItemsEndToEnd(b *testing.B) {
 	storetest.ForEachDialectBench(b, func(b *testing.B, s *store.Store) {
-		server := workServer(b, s)
+		server := benchServer(b, s)
 		for _, clients := range []int{1, 8, 64} {
 			b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 				flow := fmt.Sprintf("bench-%d", benchFlows.Add(1))
@@ -110,7 +140,7 @@ func BenchmarkWorkItemsEndToEnd(b *testing.B) {
 // completion, as the client that answers sees it (the answer waits for the run to settle).
 func BenchmarkSuspendRespondResume(b *testing.B) {
 	storetest.ForEachDialectBench(b, func(b *testing.B, s *store.Store) {
-		server := workServer(b, s)
+		server := benchServer(b, s)
 		flow := fmt.Sprintf("bench-ask-%d", benchFlows.Add(1))
 		benchFlow(b, server, flow, `@requestChoice Pick\n@option a A`)
 		latencies := make([]time.Duration, 0, b.N)

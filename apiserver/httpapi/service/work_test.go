@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/httpapi"
@@ -36,7 +38,17 @@ func workServer(t testing.TB, s *store.Store) *httptest.Server {
 // workServerWith is workServer with its Workplace store adjusted by tune (a clock).
 func workServerWith(t testing.TB, s *store.Store, tune func(*workplace.Store)) *httptest.Server {
 	t.Helper()
-	cfg := config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"})
+	return workServerOn(t, s, kube, kube, nil, tune)
+}
+
+// workServerOn is workServerWith with the kube client given, the reader that runs resolve their
+// Flow versions and agents with, and settings added to the configuration.
+func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve client.Reader, settings map[string]string,
+	tune func(*workplace.Store)) *httptest.Server {
+	t.Helper()
+	values := map[string]string{"Platform:Authentication:Mode": "Development"}
+	maps.Copy(values, settings)
+	cfg := config.FromMap(config.Testing, values)
 	store := work.New(s)
 	places := workplace.NewStore(s, store, workplace.FileArtifacts{Dir: filepath.Join(t.TempDir(), "artifacts")})
 	store.Observer = places
@@ -47,7 +59,7 @@ func workServerWith(t testing.TB, s *store.Store, tune func(*workplace.Store)) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := executor.New(executor.Options{Work: store, Resolver: executor.KubeResolver{Client: kube},
+	exec, err := executor.New(executor.Options{Work: store, Resolver: executor.KubeResolver{Client: resolve},
 		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -337,6 +349,27 @@ func TestTheRunStreamReplaysTheHistorySendsNewEventsAndResumesAfterLastEventID(t
 		g.Expect(resumed[0].id).To(Equal("6"))
 
 		expectProblem(g, call(t, server, http.MethodGet, "/api/flowRuns/unknown/stream", ""), http.StatusNotFound)
+	})
+}
+
+// A caller holds at most Platform:Streams:MaxPerPrincipal run streams at once; beyond, 429 Problem
+// Details, and a closed stream frees its place.
+func TestACallerHoldsAtMostItsShareOfRunStreams(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		server := workServerOn(t, s, kube, kube, map[string]string{"Platform:Streams:MaxPerPrincipal": "2"}, nil)
+		flow := reportFlowSetup(t, server)
+		runID := field(submitWork(t, server, `{"name":"`+flow+`"}`).body, "flowRun", "id").(string)
+		first, second := openStream(t, server, runID, ""), openStream(t, server, runID, "")
+		defer second.Body.Close()
+		expectProblem(g, call(t, server, http.MethodGet, "/api/flowRuns/"+runID+"/stream", ""), http.StatusTooManyRequests)
+		first.Body.Close()
+		g.Eventually(func() int {
+			resp, err := http.Get(server.URL + "/api/flowRuns/" + runID + "/stream")
+			g.Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			return resp.StatusCode
+		}).Should(Equal(http.StatusOK))
 	})
 }
 

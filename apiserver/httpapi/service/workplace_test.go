@@ -402,3 +402,44 @@ func TestWorkThatGoesOnForAMinuteBecomesATaskWhoseTurnsNameVisibleParticipants(t
 	g.Expect(activities).To(ContainElement(And(HaveKeyWithValue("label", "Prepared"), HaveKeyWithValue("participant", "slow-writer"))),
 		"an Entry whose participants are visible names them in its turns")
 }
+
+func TestEveryWorkplaceChangeIsAnOutboxEventNumberedInOrderWithIdsAndNoToken(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		var places *workplace.Store
+		server := workServerWith(t, s, func(p *workplace.Store) { places = p })
+		ws := demoWorkspace(t)
+		c := workplaceClient{t: t, server: server, ws: ws}
+		opened := c.must(http.StatusCreated, http.MethodPost, "/entries/prepare-report/interactions?waitSeconds=10", `{"input":{"request":"Q3"}}`)
+		tokens := []string{opened["resumeToken"].(string)}
+		confirm := c.answer(opened, `"value":"table"`)
+		tokens = append(tokens, confirm["resumeToken"].(string))
+		done := c.answer(confirm, `"confirmed":true`)
+		taskID := field(done, "task", "id").(string)
+		_, err := places.StoreArtifact(context.Background(), taskID, ws, "notes.txt", "text/plain", []byte("notes"))
+		g.Expect(err).NotTo(HaveOccurred())
+		c.must(http.StatusOK, http.MethodPost, "/notifications/read-all", "")
+
+		events, err := places.Events(context.Background(), ws, 0, 500)
+		g.Expect(err).NotTo(HaveOccurred())
+		names := map[string]bool{}
+		for i, e := range events {
+			g.Expect(e.Seq).To(Equal(int64(i+1)), "numbered in order, none missing")
+			names[e.Name] = true
+			for _, token := range tokens {
+				g.Expect(string(e.Payload)).NotTo(ContainSubstring(token))
+			}
+			g.Expect(string(e.Payload)).NotTo(ContainSubstring("prt_"))
+			g.Expect(string(e.Payload)).NotTo(Or(ContainSubstring("Which format"), ContainSubstring("Q3")), "ids and versions, no content")
+		}
+		for _, name := range []string{workplace.EventInteractionUpdated, workplace.EventMessageAdded, workplace.EventPendingActionCreated,
+			workplace.EventPendingActionResolved, workplace.EventTaskCreated, workplace.EventTaskStatusChanged, workplace.EventTaskActivityAdded,
+			workplace.EventTaskResultAdded, workplace.EventTaskArtifactAdded, workplace.EventNotificationCreated, workplace.EventNotificationUpdated,
+			workplace.EventUnreadNotificationCountChanged} {
+			g.Expect(names).To(HaveKey(name))
+		}
+		last, err := places.LastEventSeq(context.Background(), ws)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(last).To(Equal(int64(len(events))))
+	})
+}

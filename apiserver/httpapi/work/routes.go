@@ -14,12 +14,15 @@ const (
 )
 
 // routes are the work area's handlers over the shared core.
-type routes struct{ *httpapi.Server }
+type routes struct {
+	*httpapi.Server
+	streams *streamSlots
+}
 
 // Routes registers WorkItems, FlowRuns and their pending actions and streams, Runtime Runs and
 // routing.
 func Routes(s *httpapi.Server) {
-	r := &routes{s}
+	r := &routes{Server: s, streams: newStreamSlots(s.Config(), s.Log())}
 	s.AddTags(
 		&huma.Tag{Name: tagRouting, Description: "Routing: one request to the one ready agent of the workspace, executed as a Runtime Run."},
 		&huma.Tag{Name: tagRuntime, Description: "Runtime: durable, asynchronous runs of one agent."},

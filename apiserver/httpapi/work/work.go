@@ -18,6 +18,7 @@ import (
 	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/httpapi/management"
+	"platform.dev/platform/apiserver/notify"
 	"platform.dev/platform/apiserver/provider"
 	domain "platform.dev/platform/apiserver/work"
 	flowvalidation "platform.dev/platform/controllers/flow"
@@ -476,40 +477,46 @@ func (s *routes) wakeExecutor() {
 	}
 }
 
-// waitForRun waits until the run is no longer Pending or Running, for up to seconds: woken by
-// the changes this process commits, and polling for those of other replicas.
+// waitForRun waits until the run is no longer Pending or Running, for up to seconds, woken by
+// each committed change of the run (of this process, or of another replica through the store's
+// notifications). When the server holds as many waiters as it serves, it answers at once.
 func (s *routes) waitForRun(ctx context.Context, workspaceID string, run domain.FlowRun, seconds int) (domain.FlowRun, error) {
 	if seconds <= 0 {
 		return run, nil
 	}
 	deadline := time.NewTimer(time.Duration(min(seconds, maxWaitSeconds)) * time.Second)
 	defer deadline.Stop()
-	// A change committed by another replica is seen at the next poll; the pause grows so that a
-	// long wait does not load the store.
-	pause := 5 * time.Millisecond
+	var sub *notify.Subscription
+	defer func() {
+		if sub != nil {
+			sub.Close()
+		}
+	}()
 	for run.State == domain.StatePending || run.State == domain.StateRunning {
-		changed, stop := s.Work().Changed(run.ID)
+		if sub == nil {
+			// Subscribed before the read, so that a change between the read and the wait wakes it.
+			var err error
+			if sub, err = s.Work().Changes().Subscribe(domain.RunTopic(run.ID)); err != nil {
+				return run, nil
+			}
+		}
 		next, err := s.Work().Run(ctx, workspaceID, run.ID)
 		if err != nil {
-			stop()
 			return run, httpapi.Problem(err)
 		}
 		if run = next; run.State != domain.StatePending && run.State != domain.StateRunning {
-			stop()
 			break
 		}
 		select {
 		case <-ctx.Done():
-			stop()
 			return run, nil
 		case <-deadline.C:
-			stop()
 			return run, nil
-		case <-changed:
-		case <-time.After(pause):
-			pause = min(2*pause, 200*time.Millisecond)
+		case _, ok := <-sub.Events():
+			if !ok {
+				sub = nil // dropped for falling behind: subscribe again and re-read
+			}
 		}
-		stop()
 	}
 	return run, nil
 }

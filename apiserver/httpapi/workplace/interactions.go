@@ -24,6 +24,9 @@ import (
 	"platform.dev/platform/internal/resourcenamespace"
 )
 
+// maxAnswerBytes bounds the body of an answer: a file of MaxArtifactBytes in Base64, and the rest.
+const maxAnswerBytes = domain.MaxArtifactBytes/3*4 + 64<<10
+
 // maxWaitSeconds bounds how long a request waits for its run to settle before it answers.
 const maxWaitSeconds = 30
 
@@ -264,6 +267,8 @@ func (s *routes) registerInteractions() {
 			"the file's name, approved or rejected with the reason); a file's bytes go to the artifact store, as an artifact " +
 			"of the Task. The answer carries a fresh resume token for the run's next question.",
 		Errors: []int{http.StatusBadRequest, http.StatusConflict},
+		// A file answer carries up to 16 MiB, Base64-encoded.
+		MaxBodyBytes: maxAnswerBytes,
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
 		InteractionPath
 		ActionID string `path:"actionId" maxLength:"64" doc:"Pending action id"`

@@ -1,0 +1,96 @@
+package httpapi
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// answerProblems makes every answer of next Problem Details. A path under /api/ with a segment
+// that no object can be named (a dot segment or an encoded slash, plain or percent-encoded) is
+// 404 before routing: the mux would redirect it to another route and the kube client refuse it.
+// The plain-text errors of net/http (the mux's 404 and 405, http.Error) are rewritten.
+func answerProblems(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") && !namable(r.URL.EscapedPath()) {
+			WriteProblem(w, http.StatusNotFound, "no object has the name this path gives: names are never . or .. and hold no slash")
+			return
+		}
+		pw := &problemWriter{ResponseWriter: w}
+		next.ServeHTTP(pw, r)
+		if pw.status != 0 {
+			detail := strings.TrimSpace(pw.text.String())
+			switch pw.status {
+			case http.StatusNotFound:
+				detail = fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)
+			case http.StatusMethodNotAllowed:
+				detail = fmt.Sprintf("%s %s is not allowed; allowed: %s", r.Method, r.URL.Path, w.Header().Get("Allow"))
+			}
+			WriteProblem(w, pw.status, detail)
+		}
+	})
+}
+
+// namable reports whether every segment of an escaped path (a trailing slash aside) is a name
+// an object could have.
+func namable(escaped string) bool {
+	segments := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
+	for i, seg := range segments {
+		name, err := url.PathUnescape(seg)
+		switch {
+		case err != nil, name == "." || name == "..", strings.ContainsAny(name, `/\`):
+			return false
+		case name == "" && i != len(segments)-1:
+			return false
+		}
+	}
+	return true
+}
+
+// problemWriter holds back the plain-text error that net/http writes (http.Error sets these two
+// headers) so that the handler above answers Problem Details instead.
+type problemWriter struct {
+	http.ResponseWriter
+	wrote  bool
+	status int
+	text   strings.Builder
+}
+
+func (w *problemWriter) WriteHeader(code int) {
+	h := w.Header()
+	if !w.wrote && code >= 400 && strings.HasPrefix(h.Get("Content-Type"), "text/plain") && h.Get("X-Content-Type-Options") == "nosniff" {
+		w.wrote, w.status = true, code
+		return
+	}
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *problemWriter) Write(p []byte) (int, error) {
+	if w.status != 0 {
+		if w.text.Len() < 512 {
+			w.text.Write(p[:min(len(p), 512)])
+		}
+		return len(p), nil
+	}
+	w.wrote = true
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush passes on, for server-sent events.
+func (w *problemWriter) Flush() {
+	if w.status == 0 {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+// Hijack passes on, for WebSocket upgrades by libraries that assert http.Hijacker.
+func (w *problemWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *problemWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

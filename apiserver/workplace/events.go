@@ -1,0 +1,128 @@
+package workplace
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// The names of the Workplace's real-time events, exactly as the hub sends them.
+const (
+	EventInteractionUpdated             = "InteractionUpdated"
+	EventMessageAdded                   = "MessageAdded"
+	EventPendingActionCreated           = "PendingActionCreated"
+	EventPendingActionResolved          = "PendingActionResolved"
+	EventTaskCreated                    = "TaskCreated"
+	EventTaskStatusChanged              = "TaskStatusChanged"
+	EventTaskActivityAdded              = "TaskActivityAdded"
+	EventTaskResultAdded                = "TaskResultAdded"
+	EventTaskArtifactAdded              = "TaskArtifactAdded"
+	EventNotificationCreated            = "NotificationCreated"
+	EventNotificationUpdated            = "NotificationUpdated"
+	EventUnreadNotificationCountChanged = "UnreadNotificationCountChanged"
+)
+
+// Event is one change of the Workplace, as its outbox holds it: numbered per workspace in commit
+// order. Its payload holds ids and versions only, for the client to know what to read again over
+// REST; never a resume token or its hash, a prompt or a secret.
+type Event struct {
+	WorkspaceID string
+	Seq         int64
+	Name        string
+	// PrincipalID is set on the events of one Principal's notifications: only that Principal's
+	// connections receive them.
+	PrincipalID string
+	Payload     json.RawMessage
+	CreatedAt   time.Time
+}
+
+// emit appends an event to the outbox in the transaction of the change it describes. The
+// workspace's counter row is locked until commit, so that the numbers of one workspace's events
+// follow the order in which their transactions commit.
+func (s *Store) emit(ctx context.Context, tx *sql.Tx, workspaceID, principalID, name string, payload map[string]any) error {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	var seq int64
+	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO workplace_event_seqs (workspace_id, seq) VALUES (?, 1)
+		ON CONFLICT (workspace_id) DO UPDATE SET seq = workplace_event_seqs.seq + 1 RETURNING seq`), workspaceID).Scan(&seq); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`), workspaceID, seq, name, principalID, string(data), ms(s.now()))
+	return err
+}
+
+// emitInteraction tells that a conversation changed, with its version and state now.
+func (s *Store) emitInteraction(ctx context.Context, tx *sql.Tx, interactionID string) error {
+	var (
+		workspace, state string
+		version          int64
+	)
+	err := tx.QueryRowContext(ctx, s.q(`SELECT workspace_id, state, version FROM interactions WHERE id = ?`), interactionID).Scan(&workspace, &state, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, workspace, "", EventInteractionUpdated, map[string]any{"interactionId": interactionID, "state": state, "version": version})
+}
+
+// emitUnread tells a Principal how many of its notifications are unread now.
+func (s *Store) emitUnread(ctx context.Context, tx *sql.Tx, workspaceID, principalID string) error {
+	var unread int
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM notifications WHERE workspace_id = ? AND principal_id = ? AND read_at = 0`),
+		workspaceID, principalID).Scan(&unread); err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, workspaceID, principalID, EventUnreadNotificationCountChanged, map[string]any{"unreadCount": unread})
+}
+
+// Events lists a workspace's events after seq, oldest first, at most take: what the hub
+// dispatches after their transactions committed.
+func (s *Store) Events(ctx context.Context, workspaceID string, afterSeq int64, take int) ([]Event, error) {
+	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT workspace_id, seq, name, principal_id, payload, created_at FROM workplace_events
+		WHERE workspace_id = ? AND seq > ? ORDER BY seq LIMIT ?`), workspaceID, afterSeq, take)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var (
+			e       Event
+			payload string
+			at      int64
+		)
+		if err := rows.Scan(&e.WorkspaceID, &e.Seq, &e.Name, &e.PrincipalID, &payload, &at); err != nil {
+			return nil, err
+		}
+		e.Payload, e.CreatedAt = json.RawMessage(payload), fromMS(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// LastEventSeq is the number of a workspace's latest event, 0 before its first.
+func (s *Store) LastEventSeq(ctx context.Context, workspaceID string) (int64, error) {
+	var seq int64
+	err := s.db.DB().QueryRowContext(ctx, s.q(`SELECT seq FROM workplace_event_seqs WHERE workspace_id = ?`), workspaceID).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return seq, err
+}
+
+// PruneEvents deletes the events older than before: they were dispatched long ago, and a client
+// that reconnects reads the state over REST, not the events it missed.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.db.DB().ExecContext(ctx, s.q(`DELETE FROM workplace_events WHERE created_at < ?`), ms(before))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

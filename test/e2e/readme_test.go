@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+// readmeScript is every sh block of the README in order, as one bash script. Lines that run make
+// are left out: `make run` is the server the test starts itself, `make test` the suite this test
+// is part of, and the other targets are checked by the Makefile's own use.
+func readmeScript(t *testing.T, readme, serviceAddr string) string {
+	t.Helper()
+	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(readme, -1)
+	if len(blocks) < 5 {
+		t.Fatalf("the README has %d sh blocks", len(blocks))
+	}
+	var b strings.Builder
+	b.WriteString("set -euo pipefail\nset -x\n")
+	for _, block := range blocks {
+		for _, line := range strings.Split(block[1], "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "make ") {
+				continue
+			}
+			line = strings.ReplaceAll(line, "localhost:5100", serviceAddr)
+			b.WriteString(strings.ReplaceAll(line, "127.0.0.1:5100", serviceAddr) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// Every command of the README works as written on a fresh clone, in the order it gives, against a
+// server started as `make run` starts it: the test only points the commands at the ports it picked
+// and runs them where a clone's config/ and .data/ would be.
+func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
+	requireKubectl(t)
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not on PATH (.ci/run installs it)", tool)
+		}
+	}
+	g := NewWithT(t)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	g.Expect(err).NotTo(HaveOccurred())
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	clone := t.TempDir()
+	g.Expect(os.Symlink(filepath.Join(root, "config"), filepath.Join(clone, "config"))).To(Succeed())
+	g.Expect(os.MkdirAll(filepath.Join(clone, "bin"), 0o755)).To(Succeed())
+	g.Expect(os.Symlink(platformBinary, filepath.Join(clone, "bin", "platform"))).To(Succeed())
+	s, err := startServerEnv(filepath.Join(clone, ".data"), []string{"PLATFORM_ENVIRONMENT=Development"})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		if code, _, err := s.stop(); err != nil || code != 0 {
+			t.Errorf("server did not stop cleanly (exit code %d, %v):\n%s", code, err, s.output())
+		}
+	})
+	serviceAddr := strings.TrimPrefix(s.ServiceURL(t), "http://")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", readmeScript(t, string(readme), serviceAddr))
+	cmd.Dir = clone
+	cmd.Env = append(withoutKubeconfig(os.Environ()), "KUBECACHEDIR="+kubeCacheDir)
+	out, err := cmd.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out, s.output())
+	g.Expect(string(out)).To(And(ContainSubstring(`"state": "Completed"`), ContainSubstring(`"answer": "detailed"`),
+		ContainSubstring("RunCompleted")), "%s", out)
+}
+
+func withoutKubeconfig(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "KUBECONFIG=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
