@@ -17,10 +17,11 @@ interface Props {
   onNewRequest: () => void;
   onChanged: () => void;
   onApiDown: (detail: string) => void;
+  onTask: (taskId: string | undefined) => void;
 }
 
 /** The active conversation (rules 5, 9, 11, 13): messages, inline questions, the Task reference and the permanent composer. */
-export function Conversation({ api, interactionId, workspace, tick, live, onNewRequest, onChanged, onApiDown }: Props) {
+export function Conversation({ api, interactionId, workspace, tick, live, onNewRequest, onChanged, onApiDown, onTask }: Props) {
   const base = `${api}/interactions/${enc(interactionId)}`;
   const [exchange, setExchange] = useState<Exchange>();
   const [messages, setMessages] = useState<Message[]>();
@@ -36,6 +37,7 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
       const [x, m] = await Promise.all([get<Exchange>(base), get<Items<Message>>(`${base}/messages?take=200`)]);
       setExchange(x);
       setMessages(m.items);
+      onTask(x.task?.id);
       setLoadError(undefined);
       if (x.task) {
         const a = await get<Items<Activity>>(`${api}/tasks/${enc(x.task.id)}/activities?detail=compact`).catch(() => ({ items: [] }));
@@ -45,7 +47,7 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
       if (e instanceof ApiError && e.unavailable) onApiDown(e.message);
       else setLoadError(e instanceof ApiError && e.status === 404 ? "This conversation does not exist in this workspace." : (e as Error).message);
     }
-  }, [api, base, onApiDown]);
+  }, [api, base, onApiDown, onTask]);
 
   useEffect(() => {
     void load();

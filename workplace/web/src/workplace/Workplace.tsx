@@ -47,6 +47,11 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
   currentRef.current = current;
   const taskRef = useRef(taskId);
   taskRef.current = taskId;
+  // The Task of the current conversation: its Task events refresh the conversation's reference.
+  const conversationTaskRef = useRef<string | undefined>(undefined);
+  const onConversationTask = useCallback((id: string | undefined) => {
+    conversationTaskRef.current = id;
+  }, []);
 
   // Every read goes through guard: an unreachable API is a state of the page, not an error of a
   // section, and it clears itself on the next successful read.
@@ -134,6 +139,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
         }
         if (inv.tasks) {
           refreshTasks();
+          if (inv.taskId && inv.taskId === conversationTaskRef.current && !inv.conversation) setConversationTick((t) => t + 1);
           if (!inv.taskId || inv.taskId === taskRef.current) setTaskTick((t) => t + 1);
         }
         if (inv.notifications) refreshNotifications();
@@ -258,6 +264,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
                 onNewRequest={newRequest}
                 onChanged={() => (refreshInteractions(), refreshTasks(), refreshNotifications())}
                 onApiDown={setApiDown}
+                onTask={onConversationTask}
                 title={currentInteraction?.title}
               />
             )}
