@@ -137,9 +137,13 @@ run: ## Build bin/platform, then run `platform serve` (API and Console on :5100)
 
 ##@ Test
 
+# The suite's end-to-end tests start servers, Chromium and PostgreSQL and its timeouts assume the
+# machine's cores are theirs: two suites on one machine (two worktrees) run one after the other.
+SUITE_LOCK := $(shell command -v flock >/dev/null 2>&1 && echo "flock $${TMPDIR:-/tmp}/platform-make-test.lock")
+
 .PHONY: test
 test: verify-gen vet verify-web test-web ## Verify generated files and the web build, vet, run the web unit tests and every Go test (tune with GO_TEST_FLAGS; fuzz targets run their seed corpora), then the browser tests.
-	go test $(GO_TEST_FLAGS) $(GO_PACKAGES)
+	$(SUITE_LOCK) go test $(GO_TEST_FLAGS) $(GO_PACKAGES)
 	$(MAKE) test-browser
 
 .PHONY: test-web
@@ -148,7 +152,7 @@ test-web: $(WEB_DIR)/node_modules ## Unit tests of the web apps (Vitest).
 
 .PHONY: test-browser
 test-browser: build $(WEB_DIR)/node_modules ## Browser tests: bin/platform driven through Debian's chromium with playwright-core; screenshots and logs in workplace/web/browser-tests/output/.
-	cd $(WEB_DIR) && PLATFORM_BINARY=$(CURDIR)/bin/platform node --test --test-concurrency=1 browser-tests/
+	cd $(WEB_DIR) && PLATFORM_BINARY=$(CURDIR)/bin/platform $(SUITE_LOCK) node --test --test-concurrency=1 browser-tests/
 
 .PHONY: fuzz
 fuzz: ## Fuzz every fuzz target for FUZZ_TIME (default 3s) each; each builds an instrumented test binary, so this takes minutes.
