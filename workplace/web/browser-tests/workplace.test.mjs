@@ -49,6 +49,11 @@ describe("the Workplace", () => {
     // `/` resolves the selected workspace, then its default Dashboard (rule 2).
     await page.waitForURL(`${platform.workplaceUrl}w/default/d/home`);
     await page.getByRole("heading", { name: "Prepare a report" }).waitFor();
+    // A fresh workspace: each section says that it is empty (rule 17).
+    await page.locator('[data-panel="tasks"] [data-state="empty"]', { hasText: "No Tasks yet" }).waitFor();
+    await page.locator('[data-panel="notifications"] [data-state="empty"]', { hasText: "Nothing needs your attention" }).waitFor();
+    await page.locator('section[aria-labelledby=recent-h] [data-state="empty"]', { hasText: "No earlier conversations" }).waitFor();
+    await h.screenshot(page, "workplace-empty-1280");
     session = (await page.context().cookies()).find((c) => c.name === "platform-session").value;
     assert.ok(session);
     assert.deepEqual(page.errors, []);
@@ -270,6 +275,115 @@ describe("the Workplace", () => {
     await page.waitForURL(/\/d\/home\?c=/);
     await page.locator("section.conversation").getByRole("heading", { name: "Flaky report" }).waitFor();
     await page.locator("article.entry.primary", { hasText: "Prepare a report" }).waitFor();
+    await page.context().close();
+  });
+
+  it("shows a section as loading until its read answers (rule 17)", async () => {
+    const page = await signedInPage();
+    let release;
+    const held = new Promise((resolve) => (release = resolve));
+    await page.route(/\/api\/workspaces\/[^/]+\/tasks\?/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto(platform.workplaceUrl);
+    await page.getByRole("heading", { name: "Prepare a report" }).waitFor();
+    const tasks = page.locator('[data-panel="tasks"]');
+    await tasks.locator('[data-state="loading"][role="status"]', { hasText: "Loading Tasks" }).waitFor();
+    assert.equal(await page.locator('[data-panel="notifications"] [data-state="loading"]').count(), 0, "only the section still waiting is loading");
+    await h.screenshot(page, "workplace-loading-1280");
+    release();
+    await tasks.locator("li").first().waitFor();
+    assert.equal(await tasks.locator('[data-state="loading"]').count(), 0);
+    await page.context().close();
+  });
+
+  it("answers an input, a file and an approval inside the conversation, and the file becomes a downloadable artifact card (rules 9, 15)", async () => {
+    const call = (method, p, body) => h.api(platform.apiUrl, session, method, p, body);
+    const step = (name, kind, prompt) => ({ name, type: "Agent", agent: { name: "reviewer" }, suspend: { kind, prompt } });
+    for (const [p, body] of [
+      ["/api/agents", { apiVersion: "platform/v1", kind: "Agent", metadata: { name: "reviewer" }, definition: { displayName: "Reviewer", instructions: "@respond Reviewed", modelProfile: { name: "deterministic-builtin" } } }],
+      [
+        "/api/flows",
+        {
+          name: "review",
+          kind: "Orchestration",
+          definition: {
+            steps: [{ name: "in", type: "Input" }, step("audience", "Text", "Who reads it?"), step("upload", "File", "Send the draft"), step("approve", "Approval", "Publish it?"), { name: "out", type: "Output" }],
+            edges: [
+              { from: "in", to: "audience" },
+              { from: "audience", to: "upload" },
+              { from: "upload", to: "approve" },
+              { from: "approve", to: "out" },
+            ],
+          },
+        },
+      ],
+      ["/api/flows/review/versions", { version: "1.0.0", activate: true }],
+      [
+        "/api/entries",
+        {
+          apiVersion: "platform/v1",
+          kind: "Entry",
+          metadata: { name: "review" },
+          definition: { displayName: "Review a draft", task: { display: "Visible" }, fields: [{ name: "request", type: "Text", role: "PrimaryInput", label: "What is to be reviewed?" }], binding: { flow: { name: "review" } } },
+        },
+      ],
+    ]) {
+      const r = await call("POST", p, body);
+      assert.equal(r.status, 201, `${p}: ${JSON.stringify(r.body)}`);
+    }
+    await h.waitFor(async () => (await call("POST", "/api/entries/review/publish")).status < 300, { timeout: 30_000, message: "the Entry to publish" });
+    const dash = await call("POST", "/api/dashboards", { apiVersion: "platform/v1", kind: "Dashboard", metadata: { name: "review-desk" }, definition: { displayName: "Review desk", entries: [{ name: "review", role: "Primary" }] } });
+    assert.equal(dash.status, 201, JSON.stringify(dash.body));
+
+    const page = await signedInPage();
+    await page.goto(`${platform.workplaceUrl}w/default/d/review-desk`);
+    const primary = page.locator("article.entry.primary");
+    await h.waitFor(async () => {
+      if (await primary.count()) return true;
+      await page.reload();
+      return false;
+    }, { timeout: 30_000, message: "the review-desk Dashboard to show its Entry" });
+    await primary.getByRole("textbox", { name: "What is to be reviewed?" }).fill("Q3 report");
+    await primary.getByRole("button", { name: "Send" }).click();
+    const conversation = page.locator("section.conversation");
+
+    // An input is a small inline composer; the blocking question disables the main composer.
+    const answer = conversation.getByRole("textbox", { name: "Your answer" });
+    await answer.waitFor();
+    assert.equal(await composer(page).isDisabled(), true);
+    await answer.fill("The board");
+    await answer.press("Enter");
+    await conversation.locator(".message.role-user", { hasText: "The board" }).waitFor();
+
+    // A file.
+    const file = conversation.getByLabel("File", { exact: true });
+    await file.waitFor();
+    await file.setInputFiles({ name: "draft.csv", mimeType: "text/csv", buffer: Buffer.from("region,sales\nnorth,12\n") });
+    await conversation.getByRole("button", { name: "Send file" }).click();
+    await conversation.locator(".message.role-user", { hasText: "Sent draft.csv" }).waitFor();
+
+    // An approval, with its reason.
+    await conversation.getByRole("textbox", { name: "Reason (optional)" }).fill("Looks right");
+    await conversation.getByRole("button", { name: "Approve" }).click();
+    await conversation.locator(".message.role-user", { hasText: "Approved: Looks right" }).waitFor();
+    await conversation.locator(".task-ref").getByText("Completed").waitFor({ timeout: 20_000 });
+    assert.equal(await composer(page).isDisabled(), false);
+    assert.deepEqual(await h.axeViolations(page), [], "no serious accessibility violation with the inline actions");
+
+    // Task detail: the file is an artifact card with its download.
+    await conversation.getByRole("link", { name: "Task details" }).click();
+    const card = page.locator(".artifact-card", { hasText: "draft.csv" });
+    await card.getByText("text/csv").waitFor();
+    const download = page.waitForEvent("download");
+    await card.getByRole("link", { name: "Download draft.csv" }).click();
+    const got = await download;
+    assert.equal(got.suggestedFilename(), "draft.csv");
+    const fs = await import("node:fs/promises");
+    assert.equal(await fs.readFile(await got.path(), "utf8"), "region,sales\nnorth,12\n");
+    await h.screenshot(page, "workplace-task-artifact-1280");
+    assert.deepEqual(page.errors, []);
     await page.context().close();
   });
 
