@@ -145,11 +145,15 @@ func TestServeKeepsServingWhenTheControllersLoseTheirLease(t *testing.T) {
 	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 	holder := *lease.Spec.HolderIdentity
 
-	// Another holder takes the Lease over for 4 s, as a replica would after a stalled renewal.
-	now := metav1.NewMicroTime(time.Now())
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = ptr.To("another-replica"), ptr.To[int32](4)
-	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
-	g.Expect(kube.Update(ctx, lease)).To(Succeed())
+	// Another holder takes the Lease over for 4 s, as a replica would after a stalled renewal. The
+	// holder renews every 200 ms, so a write between its renewals may conflict: read and try again.
+	g.Eventually(func(g Gomega) {
+		g.Expect(kube.Get(ctx, leaseKey, lease)).To(Succeed())
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = ptr.To("another-replica"), ptr.To[int32](4)
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+		g.Expect(kube.Update(ctx, lease)).To(Succeed())
+	}).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 
 	// For longer than the renew deadline the process stays up and the service API answers.
 	g.Consistently(func(g Gomega) {
