@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,7 @@ import (
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/controllers"
@@ -135,8 +137,23 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	opts.Authenticators = append(opts.Authenticators, tokens.Request())
 	opts.Authorizers = append(opts.Authorizers, workspaces)
 	opts.NamespaceVisibility = workspaces.Visibility
-	// The rules of scopes (grants, references, what scope namespaces hold) are admission's.
-	opts.Admission = append(opts.Admission, secrets.NewAdmission(ids))
+	// The rules of scopes (grants, references, what scope namespaces hold) and of Triggers (owner,
+	// schedule, target) are admission's; the Trigger rules read the target Flows through the
+	// loopback client once the kube API serves.
+	triggerRules := triggers.NewAdmission()
+	opts.Admission = append(opts.Admission, secrets.NewAdmission(ids), triggerRules)
+	// The authorizer maps resource namespaces to their workspaces from a namespace informer
+	// started once the kube API serves.
+	opts.PostStart = map[string]func(context.Context, *rest.Config) error{
+		"workspace-namespaces": workspaces.StartNamespaces,
+		"trigger-rules": func(_ context.Context, loopback *rest.Config) error {
+			reader, err := client.New(loopback, client.Options{Scheme: platformscheme.Scheme})
+			if err == nil {
+				triggerRules.SetReader(reader)
+			}
+			return err
+		},
+	}
 
 	server, err := controlplane.Start(ctx, opts)
 	if err != nil {
@@ -147,7 +164,13 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
+	// The platform's own reads and writes use the loopback identity; the service API writes on its
+	// callers' behalf as another, privileged user, so the kube API's admission rules apply to it.
 	kube, err := client.New(server.LoopbackConfig, client.Options{Scheme: platformscheme.Scheme})
+	if err != nil {
+		return err
+	}
+	serviceKube, err := client.New(server.ServiceAPIConfig, client.Options{Scheme: platformscheme.Scheme})
 	if err != nil {
 		return err
 	}
@@ -177,6 +200,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// their transactions; artifact bytes are files of the data directory.
 	places := workplace.NewStore(db, execOpts.Work, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
 	execOpts.Work.Observer = places
+	execOpts.Artifacts = places.Blobs
 	// One Resolver of Secret references and one Local Vault for the service API and the model
 	// providers; the controllers get their own Resolver over their cache (controllers.SetupAll).
 	// A missing or malformed master key leaves the Vaults Unavailable, with the reason in their
@@ -201,20 +225,29 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if execOpts.Authorize, err = httpapi.RunAuthorizer(cfg, ids); err != nil {
 		return err
 	}
+	// Triggers fire through the Work store, as their owners, whose authorization is evaluated
+	// again at every firing; the controllers schedule them, the service API runs them now.
+	triggerAccess, err := httpapi.TriggerAccess(cfg, ids, kube)
+	if err != nil {
+		return err
+	}
+	occurrences := &triggers.Service{DB: db, Work: execOpts.Work, Kube: kube, Access: triggerAccess}
+	ctrlOpts.Triggers = occurrences
 	flowExecutor, err := executor.New(execOpts)
 	if err != nil {
 		return err
 	}
 	api, err := service.New(httpapi.Options{
-		Config: cfg, Kube: kube, Ready: server.Ready,
+		Config: cfg, Kube: serviceKube, PlatformKube: kube, Reads: resolve, Ready: server.Ready,
 		Identity:           ids,
-		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
+		ProvisionWorkspace: httpapi.NamespaceProvisioner(serviceKube),
 		SeedFirstWorkspace: func(ctx context.Context, ws identity.Workspace) error { return demo.Seed(ctx, kube, ws.RouteName) },
 		Work:               execOpts.Work,
 		Workplace:          places,
 		Log:                ctrl.Log.WithName("httpapi"),
 		Executor:           flowExecutor,
 		Secrets:            secretValues,
+		Triggers:           occurrences,
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,8 +126,11 @@ var _ = Describe("Agent", func() {
 		Expect(ready.Message).To(ContainSubstring(`Secret "openai-api-key" not found`))
 		Expect(agent.Status.ResolvedModel).To(BeNil())
 
-		By("deleting the provider")
-		Expect(k8sClient.Delete(ctx, provider)).To(Succeed())
+		By("deleting the provider: refused while the profile uses it, except to the platform (as when it deletes the workspace)")
+		err := k8sClient.Delete(ctx, provider)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring(`Model provider "openai" is referenced by model profile "default"`))
+		Expect(platformClient.Delete(ctx, provider)).To(Succeed())
 		expectReady(agent, metav1.ConditionFalse, platformv1.ModelProviderNotFoundReason)
 	})
 

@@ -3,7 +3,10 @@ package controllers_test
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 )
@@ -55,5 +58,26 @@ var _ = Describe("Flow", func() {
 		Expect(k8sClient.Create(ctx, newAgent(namespace, "triage", nil))).To(Succeed())
 		ready = expectReady(flow, metav1.ConditionTrue, platformv1.ResolvedReason)
 		Expect(ready.Message).To(Equal(`Direct flow to Agent "triage"`))
+	})
+
+	It("takes its published versions with it when it is deleted, which only the platform could do by hand", func() {
+		Expect(k8sClient.Create(ctx, newAgent(namespace, "helper", nil))).To(Succeed())
+		flow := &platformv1.Flow{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "short-lived"},
+			Definition: platformv1.FlowDefinition{
+				FlowKind: platformv1.DirectFlow, Version: "1.0.0", Publication: platformv1.AutomaticPublication, Enabled: ptr.To(true),
+				Target: &platformv1.FlowTarget{Kind: platformv1.AgentFlowTarget, ID: "helper"},
+			},
+		}
+		Expect(k8sClient.Create(ctx, flow)).To(Succeed())
+		version := &platformv1.FlowVersion{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "short-lived-1.0.0"}}
+		expectReady(version, metav1.ConditionTrue, platformv1.ResolvedReason)
+		err := k8sClient.Delete(ctx, version)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "nobody but the platform deletes a FlowVersion: %v", err)
+
+		Expect(k8sClient.Delete(ctx, flow)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(version), &platformv1.FlowVersion{}))
+		}).Should(BeTrue(), "the version went with its Flow")
 	})
 })

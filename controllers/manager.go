@@ -52,6 +52,10 @@ type Options struct {
 	// LocalVault is the Local Vault of `platform serve`; nil when the manager runs without its SQL
 	// store, where Vaults report that they cannot be seen.
 	LocalVault *secrets.LocalVault
+	// Triggers fires the occurrences of Triggers in the Work store (apiserver/triggers.Service);
+	// nil when the manager runs without the store, where Triggers report their next instant and
+	// nothing fires.
+	Triggers trigger.Occurrences
 	// LeaseDuration, RenewDeadline and RetryPeriod tune the leader election of Run (the
 	// Default... values when zero): how long a Lease holds without renewal, how long a holder
 	// keeps trying to renew before it steps down, and how often it tries.
@@ -121,10 +125,10 @@ func SetupAll(mgr ctrl.Manager, o Options) error {
 		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider")}},
 		{"secret", &secret.Reconciler{Client: c, Recorder: recorder("secret"), Secrets: vaults}},
 		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault"), Secrets: vaults}},
-		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion")}},
+		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion"), Reader: mgr.GetAPIReader()}},
 		{"entry", &entry.Reconciler{Client: c, Recorder: recorder("entry"), Reader: mgr.GetAPIReader()}},
 		{"publishedentry", &entry.PublishedReconciler{Client: c, Recorder: recorder("publishedentry"), Reader: mgr.GetAPIReader()}},
-		{"trigger", &trigger.Reconciler{Client: c, Recorder: recorder("trigger")}},
+		{"trigger", &trigger.Reconciler{Client: c, Recorder: recorder("trigger"), Occurrences: o.Triggers}},
 		{"dashboard", &dashboard.Reconciler{Client: c, Recorder: recorder("dashboard")}},
 		{"sourceregistry", &sourceregistry.Reconciler{Client: c, Recorder: recorder("sourceregistry")}},
 		{"installedpack", &installedpack.Reconciler{Client: c, Recorder: recorder("installedpack")}},

@@ -28,12 +28,15 @@ import (
 // as `platform serve` does (leader election included). With PLATFORM_TEST_KUBECONFIG it runs
 // against that cluster instead, which must have the CRDs (kubectl apply -k config/crd).
 var (
-	ctx       context.Context
-	cancel    context.CancelFunc
-	platform  *testenv.Env
-	k8sClient client.Client
-	mgrCancel context.CancelFunc
-	mgrDone   chan error
+	ctx      context.Context
+	cancel   context.CancelFunc
+	platform *testenv.Env
+	// k8sClient is the administrator's, as kubectl's; platformClient is the platform's own, for
+	// what only the platform writes (published Flow versions and Entries, system-managed Flows).
+	k8sClient      client.Client
+	platformClient client.Client
+	mgrCancel      context.CancelFunc
+	mgrDone        chan error
 	// localVault is the Local Vault the manager's Secret and Vault reconcilers see, as in
 	// `platform serve`: a SQLite store and a key file in a temporary directory.
 	localVault *secrets.LocalVault
@@ -56,6 +59,8 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient, err = client.New(platform.Config, client.Options{Scheme: platformscheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
+	platformClient, err = client.New(platform.Platform, client.Options{Scheme: platformscheme.Scheme})
+	Expect(err).NotTo(HaveOccurred())
 
 	dir := GinkgoT().TempDir()
 	vaultStore, err = store.Open(ctx, store.Options{DataDir: dir})
@@ -64,7 +69,9 @@ var _ = BeforeSuite(func() {
 	_, err = localVault.Initialize()
 	Expect(err).NotTo(HaveOccurred())
 
-	mgr, err := controllers.NewManager(platform.Config, controllers.Options{LeaderElection: true, LocalVault: localVault})
+	// The controllers run as the platform (the loopback identity), as in `platform serve`: the
+	// kube API's admission rules let only the platform write some objects.
+	mgr, err := controllers.NewManager(platform.Platform, controllers.Options{LeaderElection: true, LocalVault: localVault})
 	Expect(err).NotTo(HaveOccurred())
 	var mgrCtx context.Context
 	mgrCtx, mgrCancel = context.WithCancel(ctx)

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/rest"
 
 	"platform.dev/platform/apiserver/native"
 )
@@ -51,6 +53,10 @@ type Options struct {
 	// NamespaceVisibility narrows namespace lists and watches to what the caller may see
 	// (optional: everyone authorized to list sees every namespace).
 	NamespaceVisibility native.NamespaceVisibility
+	// PostStart are run, by name, once the kube API serves, with the loopback configuration and a
+	// context that ends when the server stops: what a plugged-in authorizer reads from the API
+	// itself (a namespace informer) starts there. The server is ready once they have returned.
+	PostStart map[string]func(ctx context.Context, loopback *rest.Config) error
 
 	// crds are the decoded CRDs, filled by Validate.
 	crds []*apiextensionsv1.CustomResourceDefinition

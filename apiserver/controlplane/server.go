@@ -55,7 +55,10 @@ import (
 	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/common"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	platformscheme "platform.dev/platform/apis/platform/scheme"
+	platformadmission "platform.dev/platform/apiserver/admission"
 	"platform.dev/platform/apiserver/etcd"
 	connlimit "platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/native"
@@ -69,6 +72,9 @@ type Server struct {
 	Address string
 	// LoopbackConfig is the in-process privileged identity, for the platform's own controllers.
 	LoopbackConfig *rest.Config
+	// ServiceAPIConfig is the loopback identity impersonating ServiceAPIUser: what the service API
+	// writes with on its callers' behalf, privileged but held to the platform's admission rules.
+	ServiceAPIConfig *rest.Config
 	// AdminConfig reaches the API over TLS as the local administrator, as kubectl does.
 	AdminConfig *rest.Config
 	// PKI locates the CA and the administrator's credential.
@@ -135,6 +141,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.LoopbackConfig = server.GenericAPIServer.LoopbackClientConfig
+	s.ServiceAPIConfig = ServiceAPIConfig(s.LoopbackConfig)
 	if s.loopbackHTTP, err = rest.HTTPClientFor(s.LoopbackConfig); err != nil {
 		return nil, err
 	}
@@ -288,6 +295,7 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files, listener ne
 	if err := namespaceLifecycle.ValidateInitialization(); err != nil {
 		return nil, err
 	}
+	rules := platformadmission.New()
 	for _, plugin := range o.Admission {
 		if wants, ok := plugin.(initializer.WantsExternalKubeInformerFactory); ok {
 			wants.SetExternalKubeInformerFactory(config.SharedInformerFactory)
@@ -298,7 +306,7 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files, listener ne
 			}
 		}
 	}
-	config.AdmissionControl = admission.NewChainHandler(append([]admission.Interface{namespaceLifecycle}, o.Admission...)...)
+	config.AdmissionControl = admission.NewChainHandler(append([]admission.Interface{namespaceLifecycle, rules}, o.Admission...)...)
 	config.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
 
 	extensionsConfig := &apiextensionsapiserver.Config{
@@ -343,6 +351,21 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files, listener ne
 	generic.AddPostStartHookOrDie("platform-bootstrap-namespaces", func(ctx genericapiserver.PostStartHookContext) error {
 		return ensureNamespaces(ctx, kubeClient)
 	})
+	// The rules read through the loopback client once the server serves; before that, a request
+	// that needs a read is refused.
+	generic.AddPostStartHookOrDie("platform-admission-rules", func(genericapiserver.PostStartHookContext) error {
+		reader, err := client.New(loopback, client.Options{Scheme: platformscheme.Scheme, Log: klog.Background().WithName("platform-admission")})
+		if err != nil {
+			return err
+		}
+		rules.SetReader(reader)
+		return nil
+	})
+	for name, hook := range o.PostStart {
+		generic.AddPostStartHookOrDie("platform-"+name, func(ctx genericapiserver.PostStartHookContext) error {
+			return hook(ctx, loopback)
+		})
+	}
 	crdClient, err := apiextensionsclient.NewForConfig(loopback)
 	if err != nil {
 		return nil, err
@@ -410,6 +433,7 @@ func newAuthenticator(clientCA dynamiccertificates.CAContentProvider, extra []au
 
 func newAuthorizer(extra []authorizer.Authorizer) (authorizer.Authorizer, error) {
 	named := []unionauthz.NamedAuthorizer{
+		{AuthorizerName: "platform-identity", Authorizer: platformIdentity{}},
 		{AuthorizerName: "administrators", Authorizer: authorizerfactory.NewPrivilegedGroups(pki.AdminGroup)},
 		{AuthorizerName: "bootstrap-policy", Authorizer: bootstrapPolicy{}},
 	}
@@ -417,6 +441,39 @@ func newAuthorizer(extra []authorizer.Authorizer) (authorizer.Authorizer, error)
 		named = append(named, unionauthz.NamedAuthorizer{AuthorizerName: "extra-" + strconv.Itoa(i), Authorizer: a})
 	}
 	return unionauthz.New(named...)
+}
+
+// ServiceAPIUser is the kube user the service API writes as on behalf of its callers: in the
+// administrators' group, so it may do whatever a caller's permissions allowed it to attempt, but
+// not the platform, so the platform's admission rules apply to it as they do to kubectl.
+const ServiceAPIUser = "platform:service-api"
+
+// ServiceAPIConfig is loopback impersonating ServiceAPIUser.
+func ServiceAPIConfig(loopback *rest.Config) *rest.Config {
+	cfg := rest.CopyConfig(loopback)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: ServiceAPIUser, Groups: []string{pki.AdminGroup}}
+	return cfg
+}
+
+// platformIdentity refuses, before the administrators' group allows it, the impersonation of the
+// platform's loopback identity: admission exempts that identity from the platform's rules, so
+// claiming it would bypass them.
+type platformIdentity struct{}
+
+func (platformIdentity) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.IsResourceRequest() && a.GetResource() == "users" && a.GetName() == user.APIServerUser &&
+		(a.GetVerb() == "impersonate" || strings.HasPrefix(a.GetVerb(), "impersonate:")) {
+		return authorizer.DecisionDeny, "the platform's own identity cannot be impersonated", nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+func (p platformIdentity) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(p.Authorize(ctx, a))
+}
+
+func (platformIdentity) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
 }
 
 // bootstrapPolicy grants what kube-apiserver's bootstrap roles grant: anyone, signed in or not,

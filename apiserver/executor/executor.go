@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -50,7 +51,15 @@ type Options struct {
 	Poll time.Duration
 	// RetryBackoff is the first pause before retrying a transient agent failure; it doubles.
 	RetryBackoff time.Duration
-	Log          logr.Logger
+	// Artifacts stores the deliverables agents declare before the step that declares them
+	// completes; without it a declared deliverable fails the step.
+	Artifacts ArtifactPutter
+	Log       logr.Logger
+}
+
+// ArtifactPutter stores bytes under a new opaque key (the Workplace's artifact store).
+type ArtifactPutter interface {
+	Put(ctx context.Context, r io.Reader) (key string, length int64, err error)
 }
 
 // OptionsFromConfig reads Platform:Executor:Workers, Platform:Executor:WorkspaceShare and
@@ -87,6 +96,7 @@ type Executor struct {
 	lease     time.Duration
 	poll      time.Duration
 	backoff   time.Duration
+	artifacts ArtifactPutter
 	log       logr.Logger
 	owner     string
 	wake      chan struct{}
@@ -104,7 +114,7 @@ func New(opts Options) (*Executor, error) {
 		return nil, errors.New("executor: Work, Resolver, Provider and Authorize are required")
 	}
 	e := &Executor{work: opts.Work, resolver: opts.Resolver, provider: opts.Provider, authorize: opts.Authorize,
-		workers: opts.Workers, lease: opts.Lease, poll: opts.Poll, backoff: opts.RetryBackoff, log: opts.Log}
+		workers: opts.Workers, lease: opts.Lease, poll: opts.Poll, backoff: opts.RetryBackoff, artifacts: opts.Artifacts, log: opts.Log}
 	if e.workers <= 0 {
 		e.workers = 8
 	}

@@ -3,7 +3,9 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"mime"
 	"reflect"
 	"strings"
 
@@ -273,10 +275,22 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 		return suspend(work.KindText)
 	case provider.ActionShowError:
 		return failed("Agent step %q: agent %q reported an error: %s", step.Name, agent.Name, act.Text)
-	case provider.ActionCreateTask:
-		return outcome{next: next, output: map[string]any{"action": act.Type, "title": act.Title, "text": act.Text}}
-	case provider.ActionRespond, provider.ActionShowResult:
-		return outcome{next: next, output: map[string]any{"action": act.Type, "text": act.Text}}
+	case provider.ActionCreateTask, provider.ActionRespond, provider.ActionShowResult:
+		output := map[string]any{"action": act.Type, "text": act.Text}
+		if act.Type == provider.ActionCreateTask {
+			output["title"] = act.Title
+		}
+		if len(act.Deliverables) > 0 {
+			stored, err := e.storeDeliverables(ctx, act.Deliverables)
+			if err != nil {
+				if ctx.Err() != nil {
+					return outcome{retry: "interrupted"}
+				}
+				return failed("Agent step %q: agent %q declared deliverables that were not stored: %v", step.Name, agent.Name, err)
+			}
+			output["deliverables"] = stored
+		}
+		return outcome{next: next, output: output}
 	}
 	return failed("Agent step %q: agent %q answered with the unknown action %q", step.Name, agent.Name, act.Type)
 }
@@ -368,4 +382,44 @@ func evaluate(ctx context.Context, expr string, vars map[string]any) (any, error
 	}
 	var out any
 	return out, json.Unmarshal(b, &out)
+}
+
+// MaxDeliverables bounds the deliverables one answer declares.
+const MaxDeliverables = 10
+
+// StoredDeliverable is a deliverable whose bytes are in the artifact store: the step's output
+// carries it, and the Workplace makes it an artifact of the Task when the run completes.
+type StoredDeliverable struct {
+	Name       string `json:"name"`
+	MediaType  string `json:"mediaType"`
+	Length     int64  `json:"length"`
+	StorageKey string `json:"storageKey"`
+}
+
+// storeDeliverables stores the bytes of each deliverable before the step's output records them,
+// so the output never names missing bytes. A retried step stores them again under new keys; the
+// bytes of an attempt that never completed are not referenced by anything.
+func (e *Executor) storeDeliverables(ctx context.Context, deliverables []provider.Deliverable) ([]StoredDeliverable, error) {
+	if e.artifacts == nil {
+		return nil, errors.New("this platform has no artifact store")
+	}
+	if len(deliverables) > MaxDeliverables {
+		return nil, fmt.Errorf("%d deliverables, at most %d", len(deliverables), MaxDeliverables)
+	}
+	out := make([]StoredDeliverable, 0, len(deliverables))
+	for i, d := range deliverables {
+		name := strings.TrimSpace(d.Name)
+		if name == "" || len(name) > 255 || strings.ContainsAny(name, "/\\\x00") {
+			return nil, fmt.Errorf("deliverables[%d].name %q: a file name of 1 to 255 characters without a path", i, d.Name)
+		}
+		if _, _, err := mime.ParseMediaType(d.MediaType); err != nil || len(d.MediaType) > 255 {
+			return nil, fmt.Errorf("deliverables[%d].mediaType %q is not a media type", i, d.MediaType)
+		}
+		key, n, err := e.artifacts.Put(ctx, strings.NewReader(d.Content))
+		if err != nil {
+			return nil, fmt.Errorf("deliverables[%d]: %w", i, err)
+		}
+		out = append(out, StoredDeliverable{Name: name, MediaType: d.MediaType, Length: n, StorageKey: key})
+	}
+	return out, nil
 }

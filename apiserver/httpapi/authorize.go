@@ -14,6 +14,7 @@ import (
 
 	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/internal/config"
 	"platform.dev/platform/internal/resourcenamespace"
@@ -316,7 +317,7 @@ func (s *Server) IdentityContext(ctx context.Context, caller Caller, explicit, c
 // checkNamespace: a workspace whose namespace is gone or going is not found.
 func (s *Server) CheckNamespace(ctx context.Context, name string) error {
 	ns := &corev1.Namespace{}
-	if err := s.kube.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+	if err := s.reads.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
 			return huma.Error404NotFound("workspace " + Quote(name) + " not found")
 		}
@@ -363,6 +364,39 @@ func RunAuthorizer(cfg *config.Config, ids *identity.Service) (func(context.Cont
 			return executor.ErrNotPermitted
 		}
 		return nil
+	}, nil
+}
+
+// TriggerAccess is how the firing of a Trigger evaluates the authorization of the Principal it
+// fires as, at every firing: runs/execute in the workspace from the Principal's live roles, as
+// RunAuthorizer checks it again at execution. Refusals wrap triggers.ErrNotAuthorized.
+func TriggerAccess(cfg *config.Config, ids *identity.Service, kube client.Reader) (triggers.Access, error) {
+	mode, err := authenticationMode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, principalID, workspace string) (work.Context, error) {
+		if mode == ModeDevelopment && principalID == DevelopmentPrincipal {
+			ns := &corev1.Namespace{}
+			if err := kube.Get(ctx, client.ObjectKey{Name: workspace}, ns); err != nil {
+				return work.Context{}, err
+			}
+			return work.Context{WorkspaceID: resourcenamespace.WorkspaceIDOf(ns), PrincipalID: principalID}, nil
+		}
+		if ids == nil {
+			return work.Context{}, fmt.Errorf("the server has no identity store: %w", triggers.ErrNotAuthorized)
+		}
+		access, err := ids.Access(ctx, principalID, workspace)
+		if errors.Is(err, identity.ErrWorkspaceNotFound) {
+			return work.Context{}, fmt.Errorf("it is no longer a member of the workspace, or it, the workspace or its tenant is disabled: %w", triggers.ErrNotAuthorized)
+		}
+		if err != nil {
+			return work.Context{}, err
+		}
+		if !access.Permissions.Has(identity.PermRunsExecute) {
+			return work.Context{}, fmt.Errorf("its roles in the workspace do not grant runs/execute: %w", triggers.ErrNotAuthorized)
+		}
+		return work.Context{TenantID: access.Workspace.TenantID, WorkspaceID: access.Workspace.ID, PrincipalID: principalID}, nil
 	}, nil
 }
 

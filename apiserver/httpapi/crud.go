@@ -41,15 +41,14 @@ type KindRoutes[O client.Object, B body] struct {
 	// SetDefinition writes the definition of the body onto the object, for create and replace.
 	SetDefinition func(O, B)
 
-	// Protect refuses to replace or delete an object that this API does not own (optional).
-	Protect func(O) error
+	// The rules about what may be changed or deleted (a referenced Agent, a system-managed Flow,
+	// ...) are the kube API's admission, which the writes meet; they are not repeated here.
+
 	// Admit checks what only the rest of the workspace tells about an object about to be created
 	// or replaced (optional).
 	Admit func(context.Context, O) error
 	// NoDelete leaves the delete operation to the area, which needs options of its own.
 	NoDelete bool
-	// Referenced refuses to delete an object something still refers to (optional).
-	Referenced func(context.Context, O) error
 	// AfterDelete removes what the deleted object owned (optional).
 	AfterDelete func(context.Context, O) error
 
@@ -184,11 +183,6 @@ func (k KindRoutes[O, B]) Register(s *Server) {
 		if err != nil {
 			return nil, err
 		}
-		if k.Referenced != nil {
-			if err := k.Referenced(ctx, obj); err != nil {
-				return nil, err
-			}
-		}
 		uid, resourceVersion := obj.GetUID(), obj.GetResourceVersion()
 		if err := s.kube.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &resourceVersion}); err != nil {
 			return nil, Problem(err)
@@ -208,7 +202,7 @@ func (k KindRoutes[O, B]) admit(ctx context.Context, obj O) error {
 }
 
 // Current reads the object a write changes, after checking that the caller names the ETag it
-// last read (428 without, 412 when stale) and that the object may be changed through this API.
+// last read (428 without, 412 when stale).
 func (k KindRoutes[O, B]) Current(ctx context.Context, s *Server, in IfMatchInput, name string) (O, error) {
 	var none O
 	resourceVersion, err := in.RequiredResourceVersion()
@@ -221,11 +215,6 @@ func (k KindRoutes[O, B]) Current(ctx context.Context, s *Server, in IfMatchInpu
 	}
 	if obj.GetResourceVersion() != resourceVersion {
 		return none, StaleETag(k.Noun, name)
-	}
-	if k.Protect != nil {
-		if err := k.Protect(obj); err != nil {
-			return none, err
-		}
 	}
 	return obj, nil
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/work"
@@ -61,13 +62,34 @@ func Problem(err error) error {
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
 		return invalid(status)
 	case apierrors.IsForbidden(err):
+		// A write that the platform's admission rules refuse (a referenced Agent, a system-managed
+		// Flow, ...) conflicts with the state of the workspace: 409 with the rule's reason.
+		if reason, ok := ruleRefusal(status); ok {
+			return huma.Error409Conflict(reason)
+		}
 		return huma.Error403Forbidden(status.Message)
 	case apierrors.IsUnauthorized(err):
 		return huma.Error401Unauthorized("authentication required")
 	case apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), apierrors.IsTooManyRequests(err):
 		return huma.Error503ServiceUnavailable("the management store is busy; retry")
+	case apierrors.IsServiceUnavailable(err):
+		return huma.Error503ServiceUnavailable("the management store is not ready; retry")
 	}
 	return huma.Error500InternalServerError("internal error")
+}
+
+// ruleRefusal is the reason of a refusal by the platform's admission rules, which carries a cause
+// of type RuleRefusedCause.
+func ruleRefusal(status metav1.Status) (string, bool) {
+	if status.Details == nil {
+		return "", false
+	}
+	for _, cause := range status.Details.Causes {
+		if cause.Type == platformv1.RuleRefusedCause && cause.Message != "" {
+			return cause.Message, true
+		}
+	}
+	return "", false
 }
 
 // workProblem maps the Work store's errors; nil for any other error. Their messages are written

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/danielgtaylor/huma/v2"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -101,11 +100,6 @@ func BodyErrors(errs field.ErrorList) error {
 		return nil
 	}
 	return FieldErrors(errs)
-}
-
-// ReferencedBy is the 409 of a delete that dependency protection refuses.
-func ReferencedBy(kind, name, referrerKind, referrer string) error {
-	return huma.Error409Conflict(fmt.Sprintf("%s %q is referenced by %s %q", kind, name, referrerKind, referrer))
 }
 
 // FieldManager is the field manager of the service API's writes to the kube API.

@@ -22,6 +22,7 @@ import (
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/oidc"
 	"platform.dev/platform/apiserver/secrets"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
@@ -44,6 +45,10 @@ type Options struct {
 	// Entries, system-managed Direct Agent Flows), with the control plane's loopback identity.
 	// Optional: Kube when unset.
 	PlatformKube client.Client
+	// Reads answers the reads every request makes (its workspace's namespace; a Flow and its
+	// version at a submission) from informers first, so that the hot path does not ask the kube
+	// API each time. Optional: Kube when unset.
+	Reads client.Reader
 	// Ready reports whether the platform can serve requests (the kube API and its storage).
 	Ready func(context.Context) error
 	// Identity holds local accounts, sessions and tenancy. Optional: without it no caller signs in
@@ -69,6 +74,9 @@ type Options struct {
 	// Secrets writes Secret values into their Vaults and opens them for model provider calls.
 	// Optional: without it the value routes and the Local Vault initialization answer 503.
 	Secrets *secrets.Service
+	// Triggers fires Run now and reads the occurrence history of Triggers. Optional: without it
+	// those routes answer 503.
+	Triggers *triggers.Service
 }
 
 // Server is the service API.
@@ -77,6 +85,7 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 	kube    client.Client
+	reads   client.Reader
 	// platformKube writes what only the platform writes (see Options.PlatformKube).
 	platformKube client.Client
 	ready        func(context.Context) error
@@ -92,6 +101,7 @@ type Server struct {
 	executor  interface{ Wake() }
 	log       logr.Logger
 	secrets   *secrets.Service
+	triggers  *triggers.Service
 	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
 	// the shutdown up.
 	stopping     chan struct{}
@@ -134,9 +144,13 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
-		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets}
+		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets,
+		triggers: opts.Triggers}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
+	}
+	if s.reads = opts.Reads; s.reads == nil {
+		s.reads = opts.Kube
 	}
 	if s.log.GetSink() == nil {
 		s.log = logr.Discard()
@@ -169,8 +183,12 @@ func New(opts Options, areas ...Area) (*Server, error) {
 // Mux is the router, for the areas that serve plain net/http handlers (web pages).
 func (s *Server) Mux() *http.ServeMux { return s.mux }
 
-// Kube reads and writes Management objects with the control plane's loopback identity.
+// Kube reads and writes Management objects on behalf of callers, held to the kube API's
+// admission rules (see Options.Kube).
 func (s *Server) Kube() client.Client { return s.kube }
+
+// Reads answers hot reads from informers first (see Options.Reads).
+func (s *Server) Reads() client.Reader { return s.reads }
 
 // PlatformKube writes what only the platform itself writes: published Flow versions and Entries
 // and system-managed Direct Agent Flows.
@@ -213,6 +231,9 @@ func (s *Server) Executor() interface{ Wake() } { return s.executor }
 
 // Secrets is the service of Secret values and Vaults; nil when the server runs without one.
 func (s *Server) Secrets() *secrets.Service { return s.secrets }
+
+// Triggers fires Run now and reads the history of Triggers; nil when the server runs without it.
+func (s *Server) Triggers() *triggers.Service { return s.triggers }
 
 // Log records what the service API does (ids, never input or prompt text).
 func (s *Server) Log() logr.Logger { return s.log }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -69,9 +70,13 @@ func callerOf(u user.Info) (caller, bool) {
 }
 
 // Authorizer decides the requests of Principals: a namespace is the workspace of the same route
-// name, and the caller needs the permission the verb maps to in that workspace.
+// name, or a resource namespace of the workspace its label names (see StartNamespaces), and the
+// caller needs the permission the verb maps to in that workspace.
 type Authorizer struct {
 	Identity *identity.Service
+
+	// namespaces maps resource namespaces to their workspaces once StartNamespaces ran.
+	namespaces atomic.Pointer[namespaceWorkspaces]
 }
 
 var _ authorizer.Authorizer = (*Authorizer)(nil)
@@ -131,9 +136,13 @@ func (z *Authorizer) authorizeNamespace(ctx context.Context, c caller, a authori
 	return authorizer.DecisionNoOpinion, "", nil
 }
 
-// authorizeIn allows when the caller holds permission in the workspace named namespace.
+// authorizeIn allows when the caller holds permission in the workspace namespace belongs to.
 func (z *Authorizer) authorizeIn(ctx context.Context, c caller, namespace string, permission identity.Permission) (authorizer.Decision, string, error) {
-	permissions, err := z.permissions(ctx, c, namespace)
+	workspace, err := z.workspaceOf(ctx, namespace)
+	if err != nil {
+		return authorizer.DecisionNoOpinion, "", err
+	}
+	permissions, err := z.permissions(ctx, c, workspace)
 	if errors.Is(err, identity.ErrWorkspaceNotFound) {
 		return authorizer.DecisionDeny, fmt.Sprintf("namespace %q is not a workspace the caller may access", namespace), nil
 	}
@@ -141,7 +150,7 @@ func (z *Authorizer) authorizeIn(ctx context.Context, c caller, namespace string
 		return authorizer.DecisionNoOpinion, "", err
 	}
 	if !permissions.Has(permission) {
-		return authorizer.DecisionDeny, fmt.Sprintf("%s is required in workspace %q", permission, namespace), nil
+		return authorizer.DecisionDeny, fmt.Sprintf("%s is required in workspace %q", permission, workspace), nil
 	}
 	return authorizer.DecisionAllow, "", nil
 }
@@ -206,5 +215,13 @@ func (z *Authorizer) Visibility(ctx context.Context, u user.Info) (func(string) 
 			visible[ws.RouteName] = true
 		}
 	}
-	return func(name string) bool { return visible[name] || (scopes && ownerscope.IsReservedNamespace(name)) }, nil
+	// A resource namespace is visible with its workspace; the scope namespaces of Secrets and
+	// Vaults to those who see their scopes.
+	return func(name string) bool {
+		if scopes && ownerscope.IsReservedNamespace(name) {
+			return true
+		}
+		workspace, err := z.workspaceOf(ctx, name)
+		return err == nil && visible[workspace]
+	}, nil
 }

@@ -26,6 +26,8 @@ import (
 //	@option <value> [label]
 //	@transientFailures <n>        the first n attempts fail as a model endpoint 5xx would
 //	@latencyMs <n>                the answer takes n milliseconds, like a model call (at most 60000)
+//	@deliverable <name> [type]    the answer declares a deliverable file named name whose content
+//	                              is the answer's text (media type text/markdown by default)
 //
 // In texts and prompts, {{input}} stands for the message. Without a text, respond and
 // showResult answer "Deterministic response <digest>: <message>", where digest is the first 12
@@ -41,10 +43,11 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		return Action{}, err
 	}
 	var (
-		act       *Action
-		options   []Option
-		transient int
-		latency   time.Duration
+		act          *Action
+		options      []Option
+		deliverables []Deliverable
+		transient    int
+		latency      time.Duration
 	)
 	for _, line := range strings.Split(req.Agent.Instructions, "\n") {
 		line = strings.TrimSpace(line)
@@ -58,6 +61,14 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 			value, label, _ := strings.Cut(arg, " ")
 			if value != "" {
 				options = append(options, Option{Value: value, Label: strings.TrimSpace(label)})
+			}
+		case "deliverable":
+			name, mediaType, _ := strings.Cut(arg, " ")
+			if mediaType = strings.TrimSpace(mediaType); mediaType == "" {
+				mediaType = "text/markdown"
+			}
+			if name != "" {
+				deliverables = append(deliverables, Deliverable{Name: name, MediaType: mediaType})
 			}
 		case "transientFailures":
 			transient, _ = strconv.Atoi(arg)
@@ -96,6 +107,10 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		if act.Text == "" {
 			sum := sha256.Sum256([]byte(req.Agent.Instructions + "\x00" + req.Message))
 			act.Text = "Deterministic response " + hex.EncodeToString(sum[:])[:12] + ": " + req.Message
+		}
+		for _, d := range deliverables {
+			d.Content = act.Text
+			act.Deliverables = append(act.Deliverables, d)
 		}
 	case ActionRequestChoice:
 		if len(options) == 0 {

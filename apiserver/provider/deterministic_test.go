@@ -30,6 +30,12 @@ func TestTheDeterministicProviderChoosesItsActionFromDirectiveLines(t *testing.T
 			instructions: "@requestConfirmation Sure?\n@showError never",
 			want:         provider.Action{Type: provider.ActionRequestConfirmation, Prompt: "Sure?"},
 		},
+		"a deliverable is declared with the answer's text as its content": {
+			instructions: "@showResult Report for {{input}}\n@deliverable report.md\n@deliverable report.csv text/csv",
+			want: provider.Action{Type: provider.ActionShowResult, Text: "Report for hello", Deliverables: []provider.Deliverable{
+				{Name: "report.md", MediaType: "text/markdown", Content: "Report for hello"},
+				{Name: "report.csv", MediaType: "text/csv", Content: "Report for hello"}}},
+		},
 		"showError carries its message": {
 			instructions: "@showError out of paper",
 			want:         provider.Action{Type: provider.ActionShowError, Text: "out of paper"},

@@ -83,9 +83,19 @@ type Action struct {
 	Options []Option
 	// Title of createTask.
 	Title string
+	// Deliverables are the durable files a respond, showResult or createTask declares; they
+	// become the Task's artifacts (conversation text never does).
+	Deliverables []Deliverable
 	// ModelProvider and Model say where the answer came from, for run status.
 	ModelProvider string
 	Model         string
+}
+
+// Deliverable is a file a result declares: its name, media type and content.
+type Deliverable struct {
+	Name      string
+	MediaType string
+	Content   string
 }
 
 // Provider invokes agents.

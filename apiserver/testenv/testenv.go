@@ -26,8 +26,16 @@ const ExistingClusterEnv = "PLATFORM_TEST_KUBECONFIG"
 
 // Env is a running control plane and clients for it.
 type Env struct {
-	// Config reaches the API as its administrator over TLS, as kubectl does.
+	// Config reaches the API as its administrator over TLS, as kubectl does. The administrator is
+	// not the platform: the platform's admission rules apply to it.
 	Config *rest.Config
+	// Platform is the control plane's loopback identity, which the platform's controllers and its
+	// own writes (published Flow versions and Entries, system-managed Flows) use. It is Config
+	// for an existing cluster.
+	Platform *rest.Config
+	// ServiceAPI is the identity the service API writes with on its callers' behalf (see
+	// controlplane.ServiceAPIUser). It is Config for an existing cluster.
+	ServiceAPI *rest.Config
 	// Kubeconfig is the path of a kubeconfig file for Config (for kubectl).
 	Kubeconfig string
 	// Dir is the data directory (etcd data, certificates); empty for an existing cluster.
@@ -85,6 +93,8 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	env.Config = rest.CopyConfig(server.AdminConfig)
+	env.Platform = rest.CopyConfig(server.LoopbackConfig)
+	env.ServiceAPI = rest.CopyConfig(server.ServiceAPIConfig)
 	if err := env.clients(); err != nil {
 		env.Stop()
 		return nil, err
@@ -97,7 +107,7 @@ func existing(path string) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", ExistingClusterEnv, path, err)
 	}
-	env := &Env{Config: config, Kubeconfig: path}
+	env := &Env{Config: config, Platform: config, ServiceAPI: config, Kubeconfig: path}
 	return env, env.clients()
 }
 

@@ -521,42 +521,63 @@ func (s *Store) Resume(ctx context.Context, workspaceID, runID string) (FlowRun,
 
 // Cancel ends a run that is not terminal; its open PendingAction is cancelled with it.
 func (s *Store) Cancel(ctx context.Context, workspaceID, runID, reason string) (FlowRun, error) {
-	return s.change(ctx, workspaceID, runID, func(old FlowRun, next *FlowRun) ([]Event, error) {
+	return s.change(ctx, workspaceID, runID, cancel(reason))
+}
+
+// CancelTx is Cancel in a transaction of InTx, which announces the change once it committed: a
+// Trigger cancels the Work of earlier occurrences in the transaction that submits a new one.
+func (s *Store) CancelTx(ctx context.Context, tx *sql.Tx, workspaceID, runID, reason string) (FlowRun, error) {
+	run, err := s.changeTx(ctx, tx, workspaceID, runID, cancel(reason))
+	if err == nil {
+		s.announce(tx, runTopics(run, true)...)
+	}
+	return run, err
+}
+
+func cancel(reason string) func(old FlowRun, next *FlowRun) ([]Event, error) {
+	return func(old FlowRun, next *FlowRun) ([]Event, error) {
 		if Terminal(old.State) {
 			return nil, fmt.Errorf("the run is already %s: %w", old.State, ErrConflict)
 		}
 		next.State, next.PausedFrom, next.Reason = StateCancelled, "", reason
 		next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
 		return []Event{{Type: EventRunCancelled, Step: old.CurrentStep, Reason: reason}}, nil
-	})
+	}
 }
 
 // change applies a transition that a caller (not a worker) makes, in one transaction.
 func (s *Store) change(ctx context.Context, workspaceID, runID string, fn func(old FlowRun, next *FlowRun) ([]Event, error)) (FlowRun, error) {
 	var out FlowRun
 	err := s.inTxNotify(ctx, func() []string { return runTopics(out, true) }, func(tx *sql.Tx) error {
-		old, err := s.lockRun(ctx, tx, runID, workspaceID)
-		if err != nil {
-			return err
-		}
-		next := old
-		events, err := fn(old, &next)
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		if Terminal(next.State) {
-			if _, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, version = version + 1
-				WHERE run_id = ? AND status = ?`, ActionCancelled, runID, ActionCreated); err != nil {
-				return err
-			}
-		}
-		if out, err = s.saveRun(ctx, tx, old, next, now); err != nil {
-			return err
-		}
-		return s.appendEvents(ctx, tx, runID, next.State, now, events...)
+		var err error
+		out, err = s.changeTx(ctx, tx, workspaceID, runID, fn)
+		return err
 	})
 	return out, err
+}
+
+func (s *Store) changeTx(ctx context.Context, tx *sql.Tx, workspaceID, runID string, fn func(old FlowRun, next *FlowRun) ([]Event, error)) (FlowRun, error) {
+	old, err := s.lockRun(ctx, tx, runID, workspaceID)
+	if err != nil {
+		return FlowRun{}, err
+	}
+	next := old
+	events, err := fn(old, &next)
+	if err != nil {
+		return FlowRun{}, err
+	}
+	now := s.now()
+	if Terminal(next.State) {
+		if _, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, version = version + 1
+			WHERE run_id = ? AND status = ?`, ActionCancelled, runID, ActionCreated); err != nil {
+			return FlowRun{}, err
+		}
+	}
+	out, err := s.saveRun(ctx, tx, old, next, now)
+	if err != nil {
+		return FlowRun{}, err
+	}
+	return out, s.appendEvents(ctx, tx, runID, next.State, now, events...)
 }
 
 // Delete removes a terminal run with its history and PendingActions, atomically, when version is

@@ -307,6 +307,10 @@ func nullJSON(b json.RawMessage) sql.NullString {
 
 // Submission is a WorkItem to create with the FlowRun that executes it.
 type Submission struct {
+	// ID is the WorkItem's id; a fresh one when empty. A submitter that must never submit the
+	// same work twice (a Trigger's occurrence) derives it, so that the store's key refuses a
+	// second submission.
+	ID string
 	Context
 	InteractionID string
 	// WorkTaskID is the public Task the work continues; empty makes the WorkItem its own Task.
@@ -363,8 +367,12 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkI
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	token, hash := NewResumeToken()
+	id := sub.ID
+	if id == "" {
+		id = newID()
+	}
 	item := WorkItem{
-		ID: newID(), Context: sub.Context, InteractionID: sub.InteractionID, WorkTaskID: sub.WorkTaskID, Type: sub.Type, Title: sub.Title,
+		ID: id, Context: sub.Context, InteractionID: sub.InteractionID, WorkTaskID: sub.WorkTaskID, Type: sub.Type, Title: sub.Title,
 		Instruction: sub.Instruction, FlowName: sub.FlowName, FlowVersion: sub.FlowVersion, FlowDraft: sub.Draft != nil, Status: StatePending,
 		CreatedAt: now, UpdatedAt: now,
 	}

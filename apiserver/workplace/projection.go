@@ -240,13 +240,46 @@ func FunctionalAction(result json.RawMessage) (action, text, title string) {
 	return "respond", "", ""
 }
 
+// deliverablesOf reads the deliverables a completed run's result declares, and returns the
+// result as Tasks and conversations show it: the deliverables named without their storage keys
+// (the artifacts carry them; downloads go through the Task's artifact routes).
+func deliverablesOf(result json.RawMessage) ([]executor.StoredDeliverable, json.RawMessage) {
+	var out struct {
+		Output struct {
+			Deliverables []executor.StoredDeliverable `json:"deliverables"`
+		} `json:"output"`
+	}
+	if err := json.Unmarshal(result, &out); err != nil || len(out.Output.Deliverables) == 0 {
+		return nil, result
+	}
+	var shown map[string]any
+	if err := json.Unmarshal(result, &shown); err != nil {
+		return out.Output.Deliverables, result
+	}
+	if output, ok := shown["output"].(map[string]any); ok {
+		names := make([]map[string]any, 0, len(out.Output.Deliverables))
+		for _, d := range out.Output.Deliverables {
+			names = append(names, map[string]any{"name": d.Name, "mediaType": d.MediaType, "length": d.Length})
+		}
+		output["deliverables"] = names
+	}
+	payload, err := json.Marshal(shown)
+	if err != nil {
+		return out.Output.Deliverables, result
+	}
+	return out.Output.Deliverables, payload
+}
+
 // completed projects the end of a run that completed: its answer in the conversation (none for
 // createTask: Task creation adds no synthetic assistant message), its durable Result on the
 // Task, and the Task's end.
 func (s *Store) completed(ctx context.Context, tx *sql.Tx, c *conversation) error {
 	run := c.run
 	action, text, title := FunctionalAction(run.Result)
-	if action == "createTask" {
+	deliverables, payload := deliverablesOf(run.Result)
+	// A declared deliverable is durable: its Task holds it even when the work would otherwise
+	// have been an immediate reply.
+	if action == "createTask" || len(deliverables) > 0 {
 		if err := s.materializeTask(ctx, tx, c, title); err != nil {
 			return err
 		}
@@ -263,14 +296,24 @@ func (s *Store) completed(ctx context.Context, tx *sql.Tx, c *conversation) erro
 		}
 		resultID := newID()
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO task_results (id, task_id, run_id, seq, action, text, payload, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), resultID, c.task.ID, run.ID, seq, action, text, nullJSON(run.Result), ms(s.now())); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), resultID, c.task.ID, run.ID, seq, action, text, nullJSON(payload), ms(s.now())); err != nil {
 			return err
 		}
 		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventTaskResultAdded, map[string]any{"taskId": c.task.ID, "resultId": resultID}); err != nil {
 			return err
 		}
+		for _, d := range deliverables {
+			artifactID := newID()
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO task_artifacts (`+artifactColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+				artifactID, c.task.ID, run.WorkspaceID, resultID, d.Name, d.MediaType, d.Length, d.StorageKey, ms(s.now())); err != nil {
+				return err
+			}
+			if err := s.emit(ctx, tx, run.WorkspaceID, "", EventTaskArtifactAdded, map[string]any{"taskId": c.task.ID, "artifactId": artifactID}); err != nil {
+				return err
+			}
+		}
 		if c.interaction != nil && c.interaction.ResultsDisplay == string(platformv1.ResultsVisible) {
-			if err := s.say(ctx, tx, c, RolePlatform, MessageResult, text, run.Result); err != nil {
+			if err := s.say(ctx, tx, c, RolePlatform, MessageResult, text, payload); err != nil {
 				return err
 			}
 		}

@@ -81,11 +81,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // Entries, never drafts.
 func (r *Reconciler) reconcileEntries(ctx context.Context, s *scope) (ctrl.Result, error) {
 	for i, ref := range s.dashboard.Definition.Entries {
-		if problem := reconcileutil.UnresolvableNamespace(ref.Namespace); problem != "" {
+		ns, problem, err := reconcileutil.ResolveNamespace(ctx, r.Client, s.dashboard.Namespace, ref.Namespace)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if problem != "" {
 			s.missing = append(s.missing, missingEntry{i, problem})
 			continue
 		}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.dashboard.Namespace, Name: string(ref.Name)}, &platformv1.PublishedEntry{})
+		err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(ref.Name)}, &platformv1.PublishedEntry{})
 		switch {
 		case client.IgnoreNotFound(err) != nil:
 			return ctrl.Result{}, err
@@ -111,10 +115,9 @@ func (r *Reconciler) reconcileDefault(ctx context.Context, s *scope) (ctrl.Resul
 
 // dashboardsOfWorkspace maps an object to the Dashboards of its workspace.
 func (r *Reconciler) dashboardsOfWorkspace(ctx context.Context, obj client.Object) []reconcile.Request {
-	dashboards := &platformv1.DashboardList{}
-	if err := r.Client.List(ctx, dashboards, client.InNamespace(obj.GetNamespace())); err != nil {
+	requests, err := reconcileutil.WorkspaceRequests(ctx, r.Client, obj.GetNamespace(), func() client.ObjectList { return &platformv1.DashboardList{} })
+	if err != nil {
 		log.FromContext(ctx).Error(err, "listing dashboards of a workspace")
-		return nil
 	}
-	return reconcileutil.Requests(dashboards)
+	return requests
 }

@@ -172,12 +172,16 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope, b *platformv1.EntryB
 		}
 		return &platformv1.FlowVersionReference{Name: platformv1.ResourceName(direct), Version: publication.DirectAgentFlowVersion}, nil
 	case b.Flow != nil:
-		if problem := reconcileutil.UnresolvableNamespace(b.Flow.Namespace); problem != "" {
+		ns, problem, err := reconcileutil.ResolveNamespace(ctx, r.Client, ns, b.Flow.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		if problem != "" {
 			s.missing = append(s.missing, finding{platformv1.FlowNotFoundReason, path.Child("flow", "namespace").String() + ": " + problem})
 			return nil, nil
 		}
 		flow := &platformv1.Flow{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(b.Flow.Name)}, flow)
+		err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(b.Flow.Name)}, flow)
 		if client.IgnoreNotFound(err) != nil {
 			return nil, err
 		}
@@ -211,10 +215,9 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope, b *platformv1.EntryB
 
 // entriesOfWorkspace maps an object to the Entries of its workspace.
 func (r *Reconciler) entriesOfWorkspace(ctx context.Context, obj client.Object) []reconcile.Request {
-	entries := &platformv1.EntryList{}
-	if err := r.Client.List(ctx, entries, client.InNamespace(obj.GetNamespace())); err != nil {
+	requests, err := reconcileutil.WorkspaceRequests(ctx, r.Client, obj.GetNamespace(), func() client.ObjectList { return &platformv1.EntryList{} })
+	if err != nil {
 		log.FromContext(ctx).Error(err, "listing entries of a workspace")
-		return nil
 	}
-	return reconcileutil.Requests(entries)
+	return requests
 }

@@ -123,17 +123,21 @@ func (r *PublishedReconciler) reconcileTargets(ctx context.Context, s *published
 		refs = append(refs, pinnedTarget{path: "definition.continuationTarget", ref: *def.ContinuationTarget})
 	}
 	for _, t := range refs {
-		if t.unresolvable = reconcileutil.UnresolvableNamespace(t.ref.Namespace); t.unresolvable != "" {
+		ns, unresolvable, err := reconcileutil.ResolveNamespace(ctx, r.Client, s.entry.Namespace, t.ref.Namespace)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if t.unresolvable = unresolvable; t.unresolvable != "" {
 			s.targets = append(s.targets, t)
 			continue
 		}
-		fv, err := publication.FindFlowVersion(ctx, r.Client, s.entry.Namespace, string(t.ref.Name), t.ref.Version)
+		fv, err := publication.FindFlowVersion(ctx, r.Client, ns, string(t.ref.Name), t.ref.Version)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		t.version = fv
 		flow := &platformv1.Flow{}
-		err = r.Client.Get(ctx, client.ObjectKey{Namespace: s.entry.Namespace, Name: string(t.ref.Name)}, flow)
+		err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(t.ref.Name)}, flow)
 		switch {
 		case client.IgnoreNotFound(err) != nil:
 			return ctrl.Result{}, err
@@ -150,10 +154,9 @@ func (r *PublishedReconciler) reconcileTargets(ctx context.Context, s *published
 
 // publishedEntriesOfWorkspace maps an object to the PublishedEntries of its workspace.
 func (r *PublishedReconciler) publishedEntriesOfWorkspace(ctx context.Context, obj client.Object) []reconcile.Request {
-	entries := &platformv1.PublishedEntryList{}
-	if err := r.Client.List(ctx, entries, client.InNamespace(obj.GetNamespace())); err != nil {
+	requests, err := reconcileutil.WorkspaceRequests(ctx, r.Client, obj.GetNamespace(), func() client.ObjectList { return &platformv1.PublishedEntryList{} })
+	if err != nil {
 		log.FromContext(ctx).Error(err, "listing published entries of a workspace")
-		return nil
 	}
-	return reconcileutil.Requests(entries)
+	return requests
 }

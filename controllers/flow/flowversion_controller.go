@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,21 +19,27 @@ import (
 	"platform.dev/platform/controllers/internal/reconcileutil"
 )
 
-// +kubebuilder:rbac:groups=platform.dev,resources=flowversions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=platform.dev,resources=flowversions,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=platform.dev,resources=flowversions/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=platform.dev,resources=agents,verbs=get;list;watch
+// +kubebuilder:rbac:groups=platform.dev,resources=agents;flows,verbs=get;list;watch
 
 // VersionReconciler validates each published FlowVersion's snapshot with the same checks as a
-// Flow draft and reports it. It owns nothing outside the version's status.
+// Flow draft and reports it, and deletes a version whose Flow is gone: only the platform may
+// delete FlowVersions, and the embedded control plane runs no garbage collector that would follow
+// the version's owner reference, so without it `kubectl delete flow` would leave versions nobody
+// can remove. It owns nothing outside the version's status.
 type VersionReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Reader reads, uncached, whether a version's Flow is gone before the version is deleted (the
+	// manager's API reader): a Flow created a moment ago may not be in the cache yet.
+	Reader client.Reader
 }
 
 // SetupWithManager registers the reconciler, its field index and its watches with mgr.
 func (r *VersionReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.Recorder == nil {
-		return errors.New("flowversion reconciler: Client and Recorder are required")
+	if r.Client == nil || r.Recorder == nil || r.Reader == nil {
+		return errors.New("flowversion reconciler: Client, Recorder and Reader are required")
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &platformv1.FlowVersion{}, agentIndex, func(obj client.Object) []string {
 		var names []string
@@ -46,6 +54,7 @@ func (r *VersionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("flowversion").
 		For(&platformv1.FlowVersion{}).
 		Watches(&platformv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.versionsOfAgent)).
+		Watches(&platformv1.Flow{}, handler.EnqueueRequestsFromMapFunc(r.versionsOfFlow)).
 		Complete(r)
 }
 
@@ -69,6 +78,13 @@ func (r *VersionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 	if !version.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if gone, err := r.flowGone(ctx, version); err != nil || gone {
+		if err == nil {
+			uid := version.UID
+			err = client.IgnoreNotFound(r.Client.Delete(ctx, version, client.Preconditions{UID: &uid}))
+		}
+		return ctrl.Result{}, err
 	}
 	base := version.DeepCopy()
 	s := &versionScope{version: version}
@@ -94,6 +110,41 @@ func (r *VersionReconciler) reconcileAgents(ctx context.Context, s *versionScope
 	var err error
 	s.missingAgents, err = missingAgents(ctx, r.Client, s.version.Namespace, &s.version.Definition.Snapshot, snapshotPath)
 	return ctrl.Result{}, err
+}
+
+// flowGone says whether the Flow that controls version (its owner reference, set at publication)
+// no longer exists: deleted, or deleted and created again (another uid). A version without such
+// a reference is kept.
+func (r *VersionReconciler) flowGone(ctx context.Context, version *platformv1.FlowVersion) (bool, error) {
+	owner := metav1.GetControllerOf(version)
+	if owner == nil || owner.Kind != "Flow" || owner.APIVersion != platformv1.GroupVersion.String() {
+		return false, nil
+	}
+	flow := &platformv1.Flow{}
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: version.Namespace, Name: owner.Name}, flow)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return flow.UID != owner.UID, nil
+}
+
+// versionsOfFlow maps a Flow to its published versions, so that they go when it goes.
+func (r *VersionReconciler) versionsOfFlow(ctx context.Context, obj client.Object) []reconcile.Request {
+	versions := &platformv1.FlowVersionList{}
+	if err := r.Client.List(ctx, versions, client.InNamespace(obj.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "listing flow versions of a flow", "flow", obj.GetName())
+		return nil
+	}
+	var requests []reconcile.Request
+	for i := range versions.Items {
+		if string(versions.Items[i].Definition.FlowName) == obj.GetName() {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&versions.Items[i])})
+		}
+	}
+	return requests
 }
 
 // versionsOfAgent maps an Agent to the versions that name it.

@@ -97,7 +97,15 @@ func (r *ProviderReconciler) reconcileSecrets(ctx context.Context, s *providerSc
 			s.missingSecrets = append(s.missingSecrets, field.Invalid(ref.path, ref.ref.Name, problem))
 			continue
 		}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.provider.Namespace, Name: string(ref.ref.Name)}, &platformv1.Secret{})
+		ns, problem, err := reconcileutil.ResolveNamespace(ctx, r.Client, s.provider.Namespace, ref.ref.Namespace)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if problem != "" {
+			s.missingSecrets = append(s.missingSecrets, field.Invalid(ref.path.Child("namespace"), ref.ref.Namespace, problem))
+			continue
+		}
+		err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(ref.ref.Name)}, &platformv1.Secret{})
 		switch {
 		case client.IgnoreNotFound(err) != nil:
 			return ctrl.Result{}, err
@@ -111,10 +119,11 @@ func (r *ProviderReconciler) reconcileSecrets(ctx context.Context, s *providerSc
 
 // providersOfSecret maps a Secret to the providers that refer to it.
 func (r *ProviderReconciler) providersOfSecret(ctx context.Context, obj client.Object) []reconcile.Request {
-	providers := &platformv1.ToolProviderList{}
-	if err := r.Client.List(ctx, providers, client.InNamespace(obj.GetNamespace()), client.MatchingFields{secretIndex: obj.GetName()}); err != nil {
+	// A provider may name a Secret of another resource namespace of its workspace.
+	requests, err := reconcileutil.WorkspaceRequests(ctx, r.Client, obj.GetNamespace(), func() client.ObjectList { return &platformv1.ToolProviderList{} },
+		client.MatchingFields{secretIndex: obj.GetName()})
+	if err != nil {
 		log.FromContext(ctx).Error(err, "listing tool providers of a secret", "secret", obj.GetName())
-		return nil
 	}
-	return reconcileutil.Requests(providers)
+	return requests
 }

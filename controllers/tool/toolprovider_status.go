@@ -34,14 +34,15 @@ func secretReferences(def *platformv1.ToolProviderDefinition) []secretReference 
 	return refs
 }
 
-// unresolvable says why a Secret reference cannot be resolved in the provider's workspace
-// namespace, or "" when it can: Secrets of another scope or of a Pack's resource namespace live
-// where the scope tree puts them, which is not built yet.
+// unresolvable says why a Secret reference cannot be resolved from the provider's workspace
+// namespace, or "" when it can: Secrets of another scope live where the scope tree puts them,
+// which is not built yet. A Pack's resource namespace of the workspace resolves (see
+// reconcileSecrets).
 func unresolvable(ref *platformv1.SecretReference, namespace string) string {
 	if ref.ScopeRef != "" && ref.ScopeRef != platformv1.ScopeRef("/workspaces/"+namespace) {
 		return fmt.Sprintf("Secrets of scope %s cannot be resolved yet; use a Secret of the provider's workspace", ref.ScopeRef)
 	}
-	return reconcileutil.UnresolvableNamespace(ref.Namespace)
+	return ""
 }
 
 // validateDefinition checks what the provider needs to be started or reached at all: a STDIO

@@ -1,7 +1,5 @@
-// Package trigger reconciles Triggers with a static check: the time zone is a valid IANA name,
-// the schedule parses and the target Flow exists. It reports the next fire time; it schedules
-// nothing.
+// Package trigger is the Trigger scheduler: it keeps one schedule registration per enabled
+// Trigger (a timer of an injectable clock at its next firing), rebuilt from the Trigger resources
+// after every restart, and at each firing decides the due instants with the misfire policy and
+// fires them through the Work store, which lets each scheduled instant submit at most once.
 package trigger
-
-// The zone database is embedded so that time zones resolve on machines without tzdata.
-import _ "time/tzdata"

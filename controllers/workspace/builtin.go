@@ -7,6 +7,7 @@ import (
 	"platform.dev/platform/apis/platform/manifest"
 	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 // systemNamespaces belong to the cluster, not to anyone's work: they are never workspaces.
@@ -17,10 +18,11 @@ var systemNamespaces = map[string]bool{
 }
 
 // IsWorkspace says whether a namespace is an active workspace: any namespace but the cluster's
-// own (kube-system, kube-public, kube-node-lease) and the instance's and tenants' own (which hold
-// only their Secrets and Vaults), `default` included, while it is not being deleted.
+// own (kube-system, kube-public, kube-node-lease), a workspace's other resource namespaces (a
+// Pack's) and the instance's and tenants' own (which hold only their Secrets and Vaults),
+// `default` included, while it is not being deleted.
 func IsWorkspace(ns *corev1.Namespace) bool {
-	return !systemNamespaces[ns.Name] && !ownerscope.IsReservedNamespace(ns.Name) &&
+	return !systemNamespaces[ns.Name] && !resourcenamespace.IsResourceNamespace(ns) && !ownerscope.IsReservedNamespace(ns.Name) &&
 		ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"platform.dev/platform/apis/platform/manifest"
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 func TestIsWorkspace(t *testing.T) {
@@ -40,6 +41,10 @@ func TestIsWorkspace(t *testing.T) {
 		},
 		"a namespace being deleted is no longer an active workspace": {
 			ns: corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "support", DeletionTimestamp: &now}},
+		},
+		"a Pack's resource namespace belongs to a workspace and is none itself": {
+			ns: corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "support-contoso-reports-0123456789",
+				Labels: map[string]string{resourcenamespace.WorkspaceLabel: "support"}}},
 		},
 		"a terminating namespace is no longer an active workspace": {
 			ns: corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "support"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}},

@@ -30,7 +30,7 @@ const (
 // FieldOwner is the field manager of what the reconciler writes.
 const FieldOwner = "platform-workspace-controller"
 
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=platform.dev,resources=runtimeprofiles,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=platform.dev,resources=dashboards,verbs=get;list;watch;create
 
@@ -73,7 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !IsWorkspace(ns) {
-		return ctrl.Result{}, nil
+		return r.reconcileResourceNamespaces(ctx, ns)
 	}
 	return reconcileutil.RunPhases(ctx, &scope{namespace: ns}, r.reconcileRuntimeProfile, r.reconcileHomeDashboard)
 }

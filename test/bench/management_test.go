@@ -30,7 +30,8 @@ func BenchmarkAgentCreates1000(b *testing.B) {
 	env := startEnv(b)
 
 	b.Run("api", func(b *testing.B) {
-		kube, err := client.New(env.Config, client.Options{Scheme: platformscheme.Scheme})
+		// The service API writes as in `platform serve`: a privileged user held to admission.
+		kube, err := client.New(env.ServiceAPI, client.Options{Scheme: platformscheme.Scheme})
 		if err != nil {
 			b.Fatal(err)
 		}

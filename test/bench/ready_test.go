@@ -23,7 +23,8 @@ func BenchmarkAgentCreateToReady(b *testing.B) {
 	env := startEnv(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mgr, err := controllers.NewManager(env.Config, controllers.Options{})
+	// The controllers run as the platform, as in `platform serve`.
+	mgr, err := controllers.NewManager(env.Platform, controllers.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

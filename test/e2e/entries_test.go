@@ -118,7 +118,7 @@ definition:
 		g.Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600)).To(Succeed())
 	}
 	t.Cleanup(func() {
-		s.kubectl("delete", "-n", "default", "entries,flows,agents", "gitops-by-flow", "gitops-by-agent", "gitops-write", "gitops-writer", "--ignore-not-found")
+		s.deleteEntriesThen(t, "default", []string{"gitops-by-flow", "gitops-by-agent"}, "flows,agents", "gitops-write", "gitops-writer")
 	})
 	applied := platform(kubectlTimeout, "apply", "-f", dir, "-n", "default", "--kubeconfig", s.Kubeconfig())
 	g.Expect(applied.ExitCode).To(Equal(0), applied.String())

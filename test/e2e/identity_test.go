@@ -94,6 +94,44 @@ func tokenKubeconfig(t *testing.T, s *server, name, token string) string {
 
 const e2ePassword = "Correct-Horse-9!"
 
+// bootstrapAlphaAndBeta creates the first administrator, admin, with the workspace alpha, then
+// the workspace beta, and returns the administrator's session.
+func bootstrapAlphaAndBeta(t *testing.T, base string) *api {
+	t.Helper()
+	admin := &api{t: t, base: base}
+	admin.must(http.StatusCreated, http.MethodPost, "/api/auth/bootstrap", "", map[string]any{
+		"username": "admin", "password": e2ePassword, "displayName": "Admin", "tenantName": "Acme", "workspaceName": "alpha"})
+	admin.must(http.StatusCreated, http.MethodPost, "/api/identity/workspaces", "alpha", map[string]any{"name": "beta", "displayName": "Beta"})
+	return admin
+}
+
+// personalAccessToken signs username in and creates a PAT for workspace that allows reading,
+// writing and deleting resources (within the caller's roles); it returns a kubeconfig that
+// presents the token, and the token's id.
+func personalAccessToken(t *testing.T, s *server, base, username, workspace string) (kubeconfig, tokenID string) {
+	t.Helper()
+	user := &api{t: t, base: base}
+	user.must(http.StatusOK, http.MethodPost, "/api/auth/local/login", "", map[string]any{"username": username, "password": e2ePassword})
+	out := user.must(http.StatusCreated, http.MethodPost, "/api/identity/pat", "", map[string]any{
+		"name": "kubectl", "workspace": workspace, "expiresInDays": 7,
+		"permissions": []string{"workspaces/read", "resources/read", "resources/write", "resources/delete"}})
+	token, _ := out["token"].(string)
+	if !strings.HasPrefix(token, "platform_pat_") {
+		t.Fatalf("create PAT: no token in %v", out)
+	}
+	id, _ := out["id"].(string)
+	return tokenKubeconfig(t, s, username, token), id
+}
+
+// expectKubectl runs kubectl with kubeconfig and checks whether it succeeds and prints wantText.
+func expectKubectl(t *testing.T, kubeconfig string, wantOK bool, wantText string, args ...string) {
+	t.Helper()
+	r := kubectlWith(kubeconfig, "", args...)
+	if (r.ExitCode == 0) != wantOK || !strings.Contains(r.Stdout+r.Stderr, wantText) {
+		t.Errorf("kubectl %s: want success=%v with %q, got: %s", strings.Join(args, " "), wantOK, wantText, r)
+	}
+}
+
 // TestPersonalAccessTokensGiveKubectlTheirWorkspaceAndNothingElse: a Viewer's PAT reads agents
 // of its workspace but cannot apply or delete them; a Member's PAT cannot write however wide its
 // allow-list; a PAT reaches one workspace only; `kubectl get ns` lists only the caller's
@@ -103,10 +141,7 @@ func TestPersonalAccessTokensGiveKubectlTheirWorkspaceAndNothingElse(t *testing.
 	s := mustStartServer(t, t.TempDir())
 	base := s.ServiceURL(t)
 
-	admin := &api{t: t, base: base}
-	admin.must(http.StatusCreated, http.MethodPost, "/api/auth/bootstrap", "", map[string]any{
-		"username": "admin", "password": e2ePassword, "displayName": "Admin", "tenantName": "Acme", "workspaceName": "alpha"})
-	admin.must(http.StatusCreated, http.MethodPost, "/api/identity/workspaces", "alpha", map[string]any{"name": "beta", "displayName": "Beta"})
+	admin := bootstrapAlphaAndBeta(t, base)
 	for _, user := range []struct{ name, role string }{{"viewer", "Viewer"}, {"member", "Member"}} {
 		admin.must(http.StatusCreated, http.MethodPost, "/api/identity/accounts/", "", map[string]any{
 			"username": user.name, "password": e2ePassword, "workspace": "alpha", "role": user.role})
@@ -115,29 +150,13 @@ func TestPersonalAccessTokensGiveKubectlTheirWorkspaceAndNothingElse(t *testing.
 		s.mustKubectl(t, "apply", "-f", writeManifest(t, sampleAgent(t, "agent-"+ns, ns)))
 	}
 
-	readWrite := []string{"workspaces/read", "resources/read", "resources/write", "resources/delete"}
-	pat := func(username, workspace string) (kubeconfig, tokenID string) {
-		user := &api{t: t, base: base}
-		user.must(http.StatusOK, http.MethodPost, "/api/auth/local/login", "", map[string]any{"username": username, "password": e2ePassword})
-		out := user.must(http.StatusCreated, http.MethodPost, "/api/identity/pat", "", map[string]any{
-			"name": "kubectl", "workspace": workspace, "permissions": readWrite, "expiresInDays": 7})
-		token, _ := out["token"].(string)
-		if !strings.HasPrefix(token, "platform_pat_") {
-			t.Fatalf("create PAT: no token in %v", out)
-		}
-		id, _ := out["id"].(string)
-		return tokenKubeconfig(t, s, username, token), id
-	}
-	viewer, viewerTokenID := pat("viewer", "alpha")
-	member, _ := pat("member", "alpha")
-	adminBeta, _ := pat("admin", "beta")
+	viewer, viewerTokenID := personalAccessToken(t, s, base, "viewer", "alpha")
+	member, _ := personalAccessToken(t, s, base, "member", "alpha")
+	adminBeta, _ := personalAccessToken(t, s, base, "admin", "beta")
 
 	expect := func(kubeconfig string, wantOK bool, wantText string, args ...string) {
 		t.Helper()
-		r := kubectlWith(kubeconfig, "", args...)
-		if (r.ExitCode == 0) != wantOK || !strings.Contains(r.Stdout+r.Stderr, wantText) {
-			t.Errorf("kubectl %s: want success=%v with %q, got: %s", strings.Join(args, " "), wantOK, wantText, r)
-		}
+		expectKubectl(t, kubeconfig, wantOK, wantText, args...)
 	}
 	agentAlpha := writeManifest(t, sampleAgent(t, "new-agent", "alpha"))
 	agentBeta := writeManifest(t, sampleAgent(t, "new-agent", "beta"))

@@ -21,6 +21,21 @@ func (s *server) kubectl(args ...string) runResult {
 	return kubectlWith(s.Kubeconfig(), "", args...)
 }
 
+// deleteEntriesThen deletes the Entries of namespace, waits until their PublishedEntries are gone
+// (the Entry controller removes them), then deletes what the rest of the arguments name: the kube
+// API refuses to delete an Agent or a Flow that a PublishedEntry pins. The test fails when a step
+// does, since the tests after it on the shared server expect a clean namespace.
+func (s *server) deleteEntriesThen(t *testing.T, namespace string, entries []string, others ...string) {
+	t.Helper()
+	s.mustKubectl(t, append([]string{"delete", "-n", namespace, "entries", "--ignore-not-found"}, entries...)...)
+	wait := []string{"wait", "-n", namespace, "--for=delete", "--timeout=30s"}
+	for _, entry := range entries {
+		wait = append(wait, "publishedentry/"+entry)
+	}
+	s.mustKubectl(t, wait...)
+	s.mustKubectl(t, append([]string{"delete", "-n", namespace, "--ignore-not-found"}, others...)...)
+}
+
 // kubectlStdin runs kubectl with stdin, for `-f -`.
 func (s *server) kubectlStdin(stdin string, args ...string) runResult {
 	return kubectlWith(s.Kubeconfig(), stdin, args...)

@@ -17,7 +17,9 @@ func TestAppliedSamplesMakeEveryAgentReady(t *testing.T) {
 	g := NewWithT(t)
 	// The other tests of the shared server apply the sample Agent into default themselves and
 	// expect to create it: remove every sample again, and wait for it.
-	t.Cleanup(func() { s.kubectl("delete", "-n", "default", "-f", samplesDir, "--ignore-not-found", "--wait=true") })
+	t.Cleanup(func() {
+		s.deleteEntriesThen(t, "default", []string{"support-request"}, "-f", samplesDir, "--wait=true")
+	})
 
 	r := s.kubectl("apply", "-n", "default", "-f", samplesDir)
 	g.Expect(r.ExitCode).To(Equal(0), r.String())

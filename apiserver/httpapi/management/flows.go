@@ -180,28 +180,24 @@ func (s *routes) registerFlows() {
 		NewList:       func() client.ObjectList { return &platformv1.FlowList{} },
 		ToBody:        flowFrom,
 		SetDefinition: func(f *platformv1.Flow, in Flow) { f.Definition = in.definition() },
-		Protect:       refuseSystemManaged,
-		Referenced:    s.flowReferenced,
-		AfterDelete: func(ctx context.Context, f *platformv1.Flow) error {
-			return httpapi.DeleteOwned(ctx, s.Server, f.Namespace, &platformv1.FlowVersionList{}, func(v *platformv1.FlowVersion) bool {
-				return string(v.Definition.FlowName) == f.Name
-			})
-		},
+		AfterDelete:   s.deleteVersionsOf,
 		CreateDescription: "The body is the spec's create body: name, description, kind, version, enabled and definition " +
 			"(flowKind and, for a Direct Flow, target {kind: Agent, id}); kind and definition.flowKind are the same " +
 			"value and either may be omitted. The label " + manifest.SystemManagedLabel + " is reserved.",
 		ReplaceDescription: "A system-managed Direct Agent Flow is refused with 409.",
 		DeleteDescription: "Refused with 409 while a published Entry pins a version of the Flow (as its target or its " +
-			"continuation target), naming the Entry, and for a system-managed Direct Agent Flow. The Flow's published " +
-			"versions are deleted with it.",
+			"continuation target), naming the Entry, and for a system-managed Direct Agent Flow. These rules are the kube " +
+			"API's admission, so kubectl meets them too. The Flow's published versions are deleted with it.",
 	}.Register(s.Server)
 
 	huma.Register(s.API(), httpapi.Secured(huma.Operation{
 		OperationID: "publish-flow-version", Method: http.MethodPost, Path: "/api/flows/{name}/versions", Tags: []string{tagFlows},
 		Summary: "Publish the Flow's current definition as an immutable version", DefaultStatus: http.StatusCreated,
-		Description: "Writes a FlowVersion holding a snapshot of the Flow's definition (201). Published versions are immutable: " +
+		Description: "Writes a FlowVersion holding a snapshot of the Flow's definition (201); FlowVersions are written only by the " +
+			"platform, through this operation. Published versions are immutable: " +
 			"publishing an existing version again answers 200 with it when the snapshot is the same, and 409 when it differs. " +
 			"activate makes the version the Flow's active version (status.activeVersion). version must be a strict semantic version (422). " +
+			"A system-managed Direct Agent Flow is refused with 409: the platform publishes it with its Agent-bound Entry. " +
 			"An If-Match header is optional here: with one, a Flow changed since that ETag is refused with 412.",
 	}, httpapi.PolicyResourcesWrite), func(ctx context.Context, in *struct {
 		httpapi.WorkspaceInput
@@ -224,6 +220,11 @@ func (s *routes) registerFlows() {
 			if resourceVersion != flow.ResourceVersion {
 				return nil, httpapi.StaleETag("flow", flow.Name)
 			}
+		}
+		// The version is written with the platform's identity, which the admission rules exempt:
+		// a caller publishes user Flows only.
+		if publication.IsSystemManaged(flow) {
+			return nil, huma.Error409Conflict(fmt.Sprintf("Flow %q is system-managed: the platform publishes its versions with its Agent-bound Entry", flow.Name))
 		}
 		return s.publishFlowVersion(ctx, flow, platformv1.SemanticVersion(in.Body.Version), in.Body.Activate)
 	})
@@ -290,16 +291,21 @@ func (s *routes) publisher() *publication.Publisher {
 	return &publication.Publisher{Client: s.PlatformKube()}
 }
 
-func refuseSystemManaged(f *platformv1.Flow) error {
-	if publication.IsSystemManaged(f) {
-		return huma.Error409Conflict(fmt.Sprintf("Flow %q is system-managed: it follows the publication of its Agent-bound Entry and cannot be changed or deleted through this operation", f.Name))
+// deleteVersionsOf deletes the published versions of a deleted Flow: the embedded control plane
+// runs no garbage collector that would follow their owner references, and FlowVersions are the
+// platform's to delete.
+func (s *routes) deleteVersionsOf(ctx context.Context, f *platformv1.Flow) error {
+	versions := &platformv1.FlowVersionList{}
+	if err := s.PlatformKube().List(ctx, versions, client.InNamespace(f.Namespace)); err != nil {
+		return httpapi.Problem(err)
+	}
+	for i := range versions.Items {
+		if string(versions.Items[i].Definition.FlowName) != f.Name {
+			continue
+		}
+		if err := s.PlatformKube().Delete(ctx, &versions.Items[i]); err != nil && !apierrors.IsNotFound(err) {
+			return httpapi.Problem(err)
+		}
 	}
 	return nil
-}
-
-// flowReferenced refuses the deletion of a Flow while a published Entry pins one of its versions.
-func (s *routes) flowReferenced(ctx context.Context, f *platformv1.Flow) error {
-	return s.refusePublishedReference(ctx, f.Namespace, "Flow", f.Name, func(target platformv1.FlowVersionReference) bool {
-		return string(target.Name) == f.Name
-	})
 }

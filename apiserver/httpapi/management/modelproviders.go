@@ -49,9 +49,9 @@ func (s *routes) registerModelProviders() {
 		NewList:       func() client.ObjectList { return &platformv1.ModelProviderList{} },
 		ToBody:        modelProviderFrom,
 		SetDefinition: func(p *platformv1.ModelProvider, in ModelProvider) { p.Definition = in.Definition },
-		Referenced:    s.modelProviderReferenced,
 		AfterDelete:   s.deleteModelsOf,
-		DeleteDescription: "Refused with 409 while a model profile refers to the provider; the Problem detail names the profile. " +
+		DeleteDescription: "Refused with 409 while a model profile refers to the provider; the Problem detail names the profile " +
+			"(the rule is the kube API's admission, so kubectl meets it too). " +
 			"The Models discovered at the provider are deleted with it.",
 	}.Register(s.Server)
 
@@ -106,14 +106,6 @@ func (s *routes) profilesOf(ctx context.Context, provider *platformv1.ModelProvi
 		}
 	}
 	return out, nil
-}
-
-func (s *routes) modelProviderReferenced(ctx context.Context, provider *platformv1.ModelProvider) error {
-	profiles, err := s.profilesOf(ctx, provider)
-	if err != nil || len(profiles) == 0 {
-		return err
-	}
-	return httpapi.ReferencedBy("Model provider", provider.Name, "model profile", profiles[0].Name)
 }
 
 // deleteModelsOf deletes the Models a deleted provider owned.

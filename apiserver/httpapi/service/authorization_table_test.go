@@ -122,6 +122,7 @@ func newTableFixture(t *testing.T, db *store.Store) *tableFixture {
 		{"/api/modelprofiles", profileBody("table-profile", "table-provider", "small-1")},
 		{"/api/entries", entryBody("table-entry", "Table", `{"agent":{"name":"table-agent"}}`)},
 		{"/api/dashboards", dashboardBody("table-dashboard")},
+		{"/api/triggers", tableTriggerBody("table-trigger")},
 	} {
 		r := f.as(platformAdmin, http.MethodPost, c.path, c.body)
 		if r.status != http.StatusCreated {
@@ -371,6 +372,7 @@ func routeRoleTable() map[string]tableRow {
 	workRows(rows)
 	workplaceRows(rows)
 	secretRows(rows)
+	triggerRows(rows)
 	return rows
 }
 

@@ -219,12 +219,13 @@ func TestDiscoveryAnswersPublishedEntriesOfTheCallersWorkspacesWithTheirOwnerAnd
 	}
 	g.Expect(in(http.MethodPost, "/api/entries/report/publish", "").status).To(Equal(http.StatusOK))
 	g.Expect(in(http.MethodPost, "/api/entries/fallback/publish", "").status).To(Equal(http.StatusOK))
-	// No controller runs here: the target state is what the PublishedEntry reconciler would report.
+	// No controller runs here: the target state is what the PublishedEntry reconciler would
+	// report, written with the platform's identity as the reconciler does.
 	for _, name := range []string{"report", "fallback"} {
 		published := &platformv1.PublishedEntry{}
-		g.Expect(kube.Get(context.Background(), client.ObjectKey{Namespace: ws, Name: name}, published)).To(Succeed())
+		g.Expect(platformKube.Get(context.Background(), client.ObjectKey{Namespace: ws, Name: name}, published)).To(Succeed())
 		published.Status.TargetState = platformv1.TargetExecutable
-		g.Expect(kube.Status().Update(context.Background(), published)).To(Succeed())
+		g.Expect(platformKube.Status().Update(context.Background(), published)).To(Succeed())
 	}
 
 	workplace := call(t, server, http.MethodGet, "/api/entries?surface=Workplace&workspace="+ws, "")

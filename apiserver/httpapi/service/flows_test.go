@@ -34,10 +34,11 @@ func publishEntry(t *testing.T, name, flow, version string) {
 			ResolvedTarget:   platformv1.FlowVersionReference{Name: platformv1.ResourceName(flow), Version: platformv1.SemanticVersion(version)},
 		},
 	}
-	if err := kube.Create(context.Background(), entry); err != nil {
+	// Only the platform writes PublishedEntries.
+	if err := platformKube.Create(context.Background(), entry); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.Delete(context.Background(), entry) })
+	t.Cleanup(func() { _ = platformKube.Delete(context.Background(), entry) })
 }
 
 func TestFlowWritesNeedTheCurrentETag(t *testing.T) {
@@ -189,7 +190,7 @@ func TestFlowsAndAgentsReferencedByAPublishedEntryCannotBeDeleted(t *testing.T) 
 		})
 	}
 
-	g.Expect(kube.Delete(context.Background(), &platformv1.PublishedEntry{ObjectMeta: metav1.ObjectMeta{Namespace: httpapi.DevelopmentWorkspace, Name: "pinned-entry"}})).To(Succeed())
+	g.Expect(platformKube.Delete(context.Background(), &platformv1.PublishedEntry{ObjectMeta: metav1.ObjectMeta{Namespace: httpapi.DevelopmentWorkspace, Name: "pinned-entry"}})).To(Succeed())
 	for _, path := range []string{"/api/flows/pinned-flow", "/api/agents/pinned-agent"} {
 		current := call(t, server, http.MethodGet, path, "")
 		g.Expect(call(t, server, http.MethodDelete, path, "", "If-Match", current.header.Get("ETag")).status).To(Equal(http.StatusNoContent), path)
@@ -206,8 +207,9 @@ func TestSystemManagedFlowsCannotBeChangedOrDeletedThroughTheAPI(t *testing.T) {
 		Definition: platformv1.FlowDefinition{FlowKind: platformv1.DirectFlow, Enabled: &enabled,
 			Target: &platformv1.FlowTarget{Kind: platformv1.AgentFlowTarget, ID: "helper"}},
 	}
-	g.Expect(kube.Create(context.Background(), flow)).To(Succeed())
-	t.Cleanup(func() { _ = kube.Delete(context.Background(), flow) })
+	// Only the platform writes system-managed Flows.
+	g.Expect(platformKube.Create(context.Background(), flow)).To(Succeed())
+	t.Cleanup(func() { _ = platformKube.Delete(context.Background(), flow) })
 
 	read := call(t, server, http.MethodGet, "/api/flows/entry-direct-agent", "")
 	g.Expect(read.body).To(HaveKeyWithValue("systemManaged", true))

@@ -23,26 +23,38 @@ import (
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/apiserver/testenv"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/internal/config"
 )
 
 var (
-	env  *testenv.Env
+	env *testenv.Env
+	// kube is the service API's own client: a privileged user that the kube API's admission
+	// rules apply to, as in `platform serve`. Tests set objects up with it.
 	kube client.Client
+	// platformKube is the platform's loopback identity, for what only the platform writes
+	// (published Flow versions and Entries, system-managed Flows).
+	platformKube client.Client
 )
 
 func TestMain(m *testing.M) {
 	var err error
 	// Admission applies the rules of scopes with the identity store of the test that runs (see
-	// newIdentityEnv), as platform serve's does with its own.
+	// newIdentityEnv), as platform serve's does with its own; the Trigger rules read the target
+	// Flows through the platform's client once it exists.
+	triggerRules := triggers.NewAdmission()
 	if env, err = testenv.Start(context.Background(), testenv.Options{Tune: func(o *controlplane.Options) {
-		o.Admission = append(o.Admission, followingAdmission{secrets.NewAdmission(nil)})
+		o.Admission = append(o.Admission, followingAdmission{secrets.NewAdmission(nil)}, triggerRules)
 	}}); err != nil {
 		panic(err)
 	}
-	if kube, err = client.New(env.Config, client.Options{Scheme: platformscheme.Scheme}); err != nil {
+	if kube, err = client.New(env.ServiceAPI, client.Options{Scheme: platformscheme.Scheme}); err != nil {
 		panic(err)
 	}
+	if platformKube, err = client.New(env.Platform, client.Options{Scheme: platformscheme.Scheme}); err != nil {
+		panic(err)
+	}
+	triggerRules.SetReader(platformKube)
 	// Run also stops the PostgreSQL server of the tests that run on both dialects.
 	code := storetest.Run(m)
 	env.Stop()
@@ -64,9 +76,10 @@ func (a followingAdmission) Validate(ctx context.Context, attrs admission.Attrib
 func newServer(t *testing.T, environment string, settings map[string]string) *httptest.Server {
 	t.Helper()
 	api, err := service.New(httpapi.Options{
-		Config: config.FromMap(environment, settings),
-		Kube:   kube,
-		Ready:  func(ctx context.Context) error { return env.Server().Ready(ctx) },
+		Config:       config.FromMap(environment, settings),
+		Kube:         kube,
+		PlatformKube: platformKube,
+		Ready:        func(ctx context.Context) error { return env.Server().Ready(ctx) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +97,8 @@ type response struct {
 	status int
 	header http.Header
 	body   map[string]any
+	// raw is the body as it came.
+	raw string
 }
 
 func call(t *testing.T, server *httptest.Server, method, path, body string, headers ...string) response {
@@ -104,7 +119,7 @@ func call(t *testing.T, server *httptest.Server, method, path, body string, head
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	out := response{status: resp.StatusCode, header: resp.Header}
+	out := response{status: resp.StatusCode, header: resp.Header, raw: string(data)}
 	// Only JSON is decoded: a stream of server-sent events or an artifact's bytes is read to its end.
 	if len(data) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		if err := json.Unmarshal(data, &out.body); err != nil {

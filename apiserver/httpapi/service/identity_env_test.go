@@ -19,6 +19,7 @@ import (
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
@@ -57,7 +58,7 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	authorize, err := httpapi.RunAuthorizer(cfg, svc)
 	g.Expect(err).NotTo(HaveOccurred())
 	exec, err := executor.New(executor.Options{Work: workStore, Resolver: executor.KubeResolver{Client: kube},
-		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond})
+		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond, Artifacts: places.Blobs})
 	g.Expect(err).NotTo(HaveOccurred())
 	execCtx, stopExec := context.WithCancel(context.Background())
 	execDone := make(chan struct{})
@@ -66,18 +67,22 @@ func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
 	vault := &secrets.LocalVault{Store: db, MasterKey: secrets.MasterKeySource{File: filepath.Join(t.TempDir(), secrets.KeyFileName)}}
 	_, err = vault.Initialize()
 	g.Expect(err).NotTo(HaveOccurred())
+	access, err := httpapi.TriggerAccess(cfg, svc, kube)
+	g.Expect(err).NotTo(HaveOccurred())
 	values := &secrets.Service{Resolver: &secrets.Resolver{Reader: kube, Tree: secrets.IdentityTree{Identity: svc, Namespaces: secrets.KubeNamespaces(kube)}}, Vault: vault}
 	api, err := service.New(httpapi.Options{
-		Config:  cfg,
-		Kube:    kube,
-		Secrets: values,
-		Ready:   func(ctx context.Context) error { return env.Server().Ready(ctx) },
+		Config:       cfg,
+		Kube:         kube,
+		PlatformKube: platformKube,
+		Secrets:      values,
+		Ready:        func(ctx context.Context) error { return env.Server().Ready(ctx) },
 		// Identity and ProvisionWorkspace switch on local accounts (the default mode is Local).
 		Identity:           svc,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
 		Work:               workStore,
 		Workplace:          places,
 		Executor:           exec,
+		Triggers:           &triggers.Service{DB: db, Work: workStore, Kube: platformKube, Access: access},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewServer(api.Handler())

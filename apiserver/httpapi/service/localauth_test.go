@@ -61,9 +61,10 @@ func localHandlerOn(t *testing.T, opts store.Options, provision func(context.Con
 	svc := identity.New(db)
 	namespaces := httpapi.NamespaceProvisioner(kube)
 	api, err := service.New(httpapi.Options{
-		Config: config.FromMap(config.Production, nil),
-		Kube:   kube,
-		Ready:  func(ctx context.Context) error { return env.Server().Ready(ctx) },
+		Config:       config.FromMap(config.Production, nil),
+		Kube:         kube,
+		PlatformKube: platformKube,
+		Ready:        func(ctx context.Context) error { return env.Server().Ready(ctx) },
 		// Identity and ProvisionWorkspace switch on local accounts (the default mode is Local).
 		Identity: svc,
 		ProvisionWorkspace: func(ctx context.Context, ws identity.Workspace) error {

@@ -71,6 +71,7 @@ func startOIDCEnv(t *testing.T) *oidcEnv {
 			"Platform:Authentication:Oidc:RequireHttpsMetadata": "false",
 		}),
 		Kube:               kube,
+		PlatformKube:       platformKube,
 		Ready:              func(ctx context.Context) error { return nil },
 		Identity:           env.svc,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
@@ -421,7 +422,7 @@ func TestLocalSignInAndItsPagesAreOffInModeOidc(t *testing.T) {
 			"Platform:Authentication:Mode": httpapi.ModeOidc, oidc.KeyAuthority: "https://login.example.test",
 			oidc.KeyAudience: platformAudience, oidc.KeyClientID: clientID,
 		}),
-		Kube: kube, Ready: func(context.Context) error { return nil },
+		Kube: kube, PlatformKube: platformKube, Ready: func(context.Context) error { return nil },
 		Identity: svc, ProvisionWorkspace: httpapi.NamespaceProvisioner(kube),
 	})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -8,13 +8,14 @@ import (
 	"platform.dev/platform/apiserver/httpapi/identity"
 	"platform.dev/platform/apiserver/httpapi/management"
 	"platform.dev/platform/apiserver/httpapi/secrets"
+	"platform.dev/platform/apiserver/httpapi/triggers"
 	"platform.dev/platform/apiserver/httpapi/work"
 	"platform.dev/platform/apiserver/httpapi/workplace"
 )
 
 // Areas are the functional areas of the service API, in the order their routes and tags appear
 // in the OpenAPI document.
-var Areas = []httpapi.Area{identity.Routes, management.Routes, work.Routes, workplace.Routes, secrets.Routes, console.Routes}
+var Areas = []httpapi.Area{identity.Routes, management.Routes, work.Routes, workplace.Routes, secrets.Routes, triggers.Routes, console.Routes}
 
 // New builds the service API with every area.
 func New(opts httpapi.Options) (*httpapi.Server, error) {

@@ -24,6 +24,7 @@ import (
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
+	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/config"
@@ -60,7 +61,7 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 		t.Fatal(err)
 	}
 	exec, err := executor.New(executor.Options{Work: store, Resolver: executor.KubeResolver{Client: resolve},
-		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond})
+		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond, Artifacts: places.Blobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +69,13 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 	done := make(chan struct{})
 	go func() { defer close(done); exec.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, Work: store, Workplace: places, Executor: exec,
-		Ready: func(ctx context.Context) error { return env.Server().Ready(ctx) }})
+	access, err := httpapi.TriggerAccess(cfg, nil, platformKube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: platformKube, Reads: resolve, Work: store, Workplace: places, Executor: exec,
+		Triggers: &triggers.Service{DB: s, Work: store, Kube: platformKube, Access: access},
+		Ready:    func(ctx context.Context) error { return env.Server().Ready(ctx) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -28,23 +29,24 @@ func demoWorkspace(t testing.TB) string {
 	return ws
 }
 
-// publishDemo seeds the demo into workspace namespace ws and publishes it, as bootstrap and the
-// controllers would (no controller runs in these tests: publication is done here).
+// publishDemo seeds the demo into workspace namespace ws and publishes it with the platform's
+// identity, as bootstrap and the controllers would (no controller runs in these tests:
+// publication is done here).
 func publishDemo(t testing.TB, ws string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := demo.Seed(ctx, kube, ws); err != nil {
+	if err := demo.Seed(ctx, platformKube, ws); err != nil {
 		t.Fatal(err)
 	}
 	objects, err := demo.Objects()
 	if err != nil {
 		t.Fatal(err)
 	}
-	publisher := &publication.Publisher{Client: kube}
+	publisher := &publication.Publisher{Client: platformKube}
 	for _, obj := range objects {
 		if flow, ok := obj.(*platformv1.Flow); ok {
 			current := &platformv1.Flow{}
-			if err := kube.Get(ctx, keyIn(ws, flow.Name), current); err != nil {
+			if err := platformKube.Get(ctx, keyIn(ws, flow.Name), current); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := publisher.PublishFlowVersion(ctx, current, current.Definition.Version, true); err != nil {
@@ -55,7 +57,7 @@ func publishDemo(t testing.TB, ws string) {
 	for _, obj := range objects {
 		if entry, ok := obj.(*platformv1.Entry); ok {
 			current := &platformv1.Entry{}
-			if err := kube.Get(ctx, keyIn(ws, entry.Name), current); err != nil {
+			if err := platformKube.Get(ctx, keyIn(ws, entry.Name), current); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := publisher.PublishEntry(ctx, current, "test"); err != nil {
@@ -442,4 +444,49 @@ func TestEveryWorkplaceChangeIsAnOutboxEventNumberedInOrderWithIdsAndNoToken(t *
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(last).To(Equal(int64(len(events))))
 	})
+}
+
+func TestOnlyADeliverableTheResultDeclaresBecomesAnArtifactOfItsTask(t *testing.T) {
+	g := NewWithT(t)
+	server := workServer(t, storeFor(t))
+	ws, in := entryWorkspace(t, server)
+	writer := `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"writer"},"definition":{"displayName":"Writer",` +
+		`"instructions":"@showResult # Q3 report: North 12\n@deliverable q3-report.md text/markdown"}}`
+	chatty := `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"chatty"},"definition":{"displayName":"Chatty",` +
+		`"instructions":"@respond # Q3 report: North 12"}}`
+	for _, c := range []struct{ path, body string }{
+		{"/api/agents", writer},
+		{"/api/agents", chatty},
+		{"/api/entries", entryBody("write", "Write", `{"agent":{"name":"writer"}}`)},
+		{"/api/entries", entryBody("chat", "Chat", `{"agent":{"name":"chatty"}}`)},
+	} {
+		r := in(http.MethodPost, c.path, c.body)
+		g.Expect(r.status).To(Equal(http.StatusCreated), "%s: %v", c.path, r.body)
+	}
+	for _, entry := range []string{"write", "chat"} {
+		g.Expect(in(http.MethodPost, "/api/entries/"+entry+"/publish", "").status).To(Equal(http.StatusOK))
+	}
+	c := workplaceClient{t: t, server: server, ws: ws}
+
+	chat := c.must(http.StatusCreated, http.MethodPost, "/entries/chat/interactions?waitSeconds=10", `{"input":{"request":"Q3"}}`)
+	g.Expect(field(chat, "interaction", "state")).To(Equal("Idle"), "%v", chat)
+	g.Expect(chat["task"]).To(BeNil(), "conversation text is never turned into a file, nor into a Task")
+
+	opened := c.must(http.StatusCreated, http.MethodPost, "/entries/write/interactions?waitSeconds=10", `{"input":{"request":"Q3"}}`)
+	taskID, _ := field(opened, "task", "id").(string)
+	g.Expect(taskID).NotTo(BeEmpty(), "a declared deliverable is durable: its work is a Task: %v", opened)
+	artifacts := c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/artifacts", "")["items"].([]any)
+	g.Expect(artifacts).To(ConsistOf(And(HaveKeyWithValue("name", "q3-report.md"), HaveKeyWithValue("mediaType", "text/markdown"),
+		HaveKeyWithValue("length", BeNumerically("==", len("# Q3 report: North 12"))))))
+	download := c.call(http.MethodGet, "/tasks/"+taskID+"/artifacts/"+artifacts[0].(map[string]any)["id"].(string)+"/content", "")
+	g.Expect(download.status).To(Equal(http.StatusOK))
+	g.Expect(download.raw).To(Equal("# Q3 report: North 12"))
+	results := c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/results", "")
+	g.Expect(results["items"]).To(ConsistOf(HaveKeyWithValue("action", "showResult")))
+	g.Expect(fmt.Sprint(results)).To(ContainSubstring("q3-report.md"))
+	g.Expect(fmt.Sprint(results)).NotTo(ContainSubstring("storageKey"), "storage keys stay inside")
+
+	task := c.call(http.MethodGet, "/tasks/"+taskID, "")
+	g.Expect(c.call(http.MethodDelete, "/tasks/"+taskID, "", "If-Match", task.header.Get("ETag")).status).To(Equal(http.StatusNoContent))
+	expectProblem(g, c.call(http.MethodGet, "/tasks/"+taskID+"/artifacts/"+artifacts[0].(map[string]any)["id"].(string)+"/content", ""), http.StatusNotFound)
 }
