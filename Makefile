@@ -101,6 +101,24 @@ swagger-ui: ## Refresh the embedded API browser assets from the npm package swag
 
 FUZZ_TIME ?= 3s
 
+# The web apps (Workplace UI and Console): sources, locked npm packages and the committed build
+# output that the binary embeds (workplace/web/dist).
+WEB_DIR := workplace/web
+
+$(WEB_DIR)/node_modules: $(WEB_DIR)/package-lock.json
+	cd $(WEB_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
+.PHONY: web
+web: $(WEB_DIR)/node_modules ## Type-check and rebuild the Workplace and Console apps into workplace/web/dist (commit the result).
+	cd $(WEB_DIR) && npm run --silent build
+
+.PHONY: verify-web
+verify-web: web ## Rebuild the web apps and fail if the committed build output differs from the sources.
+	git diff --exit-code -- $(WEB_DIR)/dist || { echo 'workplace/web/dist is out of date: run `make web` and commit it' >&2; exit 1; }
+	untracked=$$(git ls-files --others --exclude-standard -- $(WEB_DIR)/dist); \
+	if [ -n "$$untracked" ]; then echo "untracked build output (run \`make web\` and git add it):" >&2; echo "$$untracked" >&2; exit 1; fi
+
 ##@ Build
 
 .PHONY: build
@@ -108,10 +126,14 @@ build: ## Build the platform binary into bin/platform.
 	go build -o bin/platform .
 
 .PHONY: run
-run: ## Build bin/platform and run `platform serve` with its data in DATA_DIR (default .data): Local accounts; open /bootstrap once to create the first administrator.
+run: ## Build bin/platform, then run `platform serve` (API and Console on :5100) and `platform workplace` (Workplace on :5180) with data in DATA_DIR (default .data); open the Workplace to create the first administrator.
 	@echo "building bin/platform (the first build compiles the whole platform: about a minute on 2 cores)..."
 	go build -o bin/platform .
-	PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development} bin/platform serve --data-dir $(DATA_DIR)
+	@export PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development}; \
+	bin/platform serve --data-dir $(DATA_DIR) & serve=$$!; \
+	bin/platform workplace & workplace=$$!; \
+	trap 'kill $$serve $$workplace 2>/dev/null; wait' EXIT INT TERM; \
+	wait -n $$serve $$workplace
 
 ##@ Test
 
@@ -120,8 +142,17 @@ run: ## Build bin/platform and run `platform serve` with its data in DATA_DIR (d
 SUITE_LOCK := $(shell command -v flock >/dev/null 2>&1 && echo "flock $${TMPDIR:-/tmp}/platform-make-test.lock")
 
 .PHONY: test
-test: verify-gen vet ## Verify generated files, vet and run every test (tune with GO_TEST_FLAGS); fuzz targets run their seed corpora as ordinary tests.
+test: verify-gen vet verify-web test-web ## Verify generated files and the web build, vet, run the web unit tests and every Go test (tune with GO_TEST_FLAGS; fuzz targets run their seed corpora), then the browser tests.
 	$(SUITE_LOCK) go test $(GO_TEST_FLAGS) $(GO_PACKAGES)
+	$(MAKE) test-browser
+
+.PHONY: test-web
+test-web: $(WEB_DIR)/node_modules ## Unit tests of the web apps (Vitest).
+	cd $(WEB_DIR) && npx vitest run
+
+.PHONY: test-browser
+test-browser: build $(WEB_DIR)/node_modules ## Browser tests: bin/platform driven through Debian's chromium with playwright-core; screenshots and logs in workplace/web/browser-tests/output/.
+	cd $(WEB_DIR) && PLATFORM_BINARY=$(CURDIR)/bin/platform $(SUITE_LOCK) node --test --test-concurrency=1 browser-tests/
 
 .PHONY: fuzz
 fuzz: ## Fuzz every fuzz target for FUZZ_TIME (default 3s) each; each builds an instrumented test binary, so this takes minutes.

@@ -1,6 +1,7 @@
 // Command platform is the whole product in one binary: `serve` runs the control plane and the
 // controllers, `controllers` runs only the controllers against an existing cluster, `kubeconfig`
-// prints the administrator's kubeconfig, `version` prints the version.
+// prints the administrator's kubeconfig, `workplace` serves the Workplace UI, `version` prints the
+// version.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"platform.dev/platform/controllers"
 	"platform.dev/platform/internal/apply"
 	"platform.dev/platform/internal/version"
+	"platform.dev/platform/workplace"
 )
 
 func main() {
@@ -22,7 +24,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(apiserver.NewServeCommand(), controllers.NewCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), &cobra.Command{
+	root.AddCommand(apiserver.NewServeCommand(), controllers.NewCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), workplace.NewCommand(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,

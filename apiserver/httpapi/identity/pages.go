@@ -170,11 +170,12 @@ func (p *pages) bootstrapForm(w http.ResponseWriter, r *http.Request) {
 		p.internalError(w, r)
 		return
 	}
+	returnURL := localReturnURL(r.URL.Query().Get("returnUrl"), accountHome)
 	if done {
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		http.Redirect(w, r, "/login?returnUrl="+url.QueryEscape(returnURL), http.StatusSeeOther)
 		return
 	}
-	p.render(w, r, http.StatusOK, "bootstrap.html", pageData{Title: "Create the first administrator"})
+	p.render(w, r, http.StatusOK, "bootstrap.html", pageData{Title: "Create the first administrator", ReturnURL: returnURL})
 }
 
 func (p *pages) bootstrap(w http.ResponseWriter, r *http.Request) {
@@ -185,9 +186,11 @@ func (p *pages) bootstrap(w http.ResponseWriter, r *http.Request) {
 		Username: r.PostFormValue("username"), Password: r.PostFormValue("password"), DisplayName: r.PostFormValue("displayName"),
 		TenantName: r.PostFormValue("tenantName"), WorkspaceName: r.PostFormValue("workspaceName"),
 	}
+	// Where the new administrator goes once created (the Workplace, through /workplace/...).
+	returnURL := localReturnURL(r.PostFormValue("returnUrl"), accountHome)
 	values := map[string]string{"username": in.Username, "displayName": in.DisplayName, "tenantName": in.TenantName, "workspaceName": in.WorkspaceName}
 	if r.PostFormValue("password") != r.PostFormValue("confirmPassword") {
-		p.render(w, r, http.StatusUnprocessableEntity, "bootstrap.html", pageData{Title: "Create the first administrator", Values: values, Problems: []string{"The passwords do not match."}})
+		p.render(w, r, http.StatusUnprocessableEntity, "bootstrap.html", pageData{Title: "Create the first administrator", Values: values, ReturnURL: returnURL, Problems: []string{"The passwords do not match."}})
 		return
 	}
 	sess, _, _, err := p.s.Identity().Bootstrap(r.Context(), in, p.s.ProvisionFirst)
@@ -196,11 +199,11 @@ func (p *pages) bootstrap(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		p.render(w, r, problemStatus(bootstrapProblem(err)), "bootstrap.html", pageData{Title: "Create the first administrator", Values: values, Problems: problemMessages(bootstrapProblem(err))})
+		p.render(w, r, problemStatus(bootstrapProblem(err)), "bootstrap.html", pageData{Title: "Create the first administrator", Values: values, ReturnURL: returnURL, Problems: problemMessages(bootstrapProblem(err))})
 		return
 	}
 	setSession(w, r, sess)
-	http.Redirect(w, r, accountHome, http.StatusSeeOther)
+	http.Redirect(w, r, returnURL, http.StatusSeeOther)
 }
 
 func (p *pages) loginForm(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,66 @@
+package service_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+var consoleAsset = regexp.MustCompile(`src="(/console/assets/[^"]+\.js)"`)
+
+func TestConsolePagesNeedASignInAndComeBackToThePageAskedFor(t *testing.T) {
+	g := NewWithT(t)
+	server, _, _ := localServer(t, nil)
+	b := newBrowser(t, server.URL)
+	ws := uniqueWorkspace("console")
+
+	// The first administrator is sent on to the Workplace (through /workplace/...) when asked.
+	form := b.get("/bootstrap?returnUrl=%2Fworkplace%2F")
+	g.Expect(form.html).To(ContainSubstring(`name="returnUrl" value="/workplace/"`))
+	noFollow := &http.Client{Jar: b.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	fields := url.Values{"username": {adminUser}, "displayName": {"Grace"}, "password": {adminPassword}, "confirmPassword": {adminPassword},
+		"tenantName": {"Navy"}, "workspaceName": {ws}, "returnUrl": {"/workplace/"}, "_antiforgery": {antiforgeryToken.FindStringSubmatch(form.html)[1]}}
+	req, _ := http.NewRequest(http.MethodPost, server.URL+"/bootstrap", strings.NewReader(fields.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", server.URL)
+	resp, err := noFollow.Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusSeeOther))
+	g.Expect(resp.Header.Get("Location")).To(Equal("/workplace/"))
+
+	for path, want := range map[string]string{
+		"/workplace/w/" + ws + "/d/home?c=1": "http://127.0.0.1:5180/w/" + ws + "/d/home?c=1",
+		"/workplace/":                        "http://127.0.0.1:5180/",
+		"/workplace/%2F%2Fevil.example/x":    "http://127.0.0.1:5180/",
+	} {
+		resp, err := noFollow.Get(server.URL + path)
+		g.Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusSeeOther), path)
+		g.Expect(resp.Header.Get("Location")).To(Equal(want), "only the configured Workplace origin is a target: %s", path)
+	}
+
+	// Signed in, every Console page is the Console app; its assets are served under /console/.
+	for _, path := range []string{"/", "/tasks", "/cleanup", "/runs/abc", "/entries/quick-answer", "/settings/profile",
+		"/settings/organization/workspaces", "/settings/organization/members", "/settings/organization/members/p1",
+		"/settings/organization/access", "/settings/organization/security-audit"} {
+		p := b.get(path)
+		g.Expect(p.status).To(Equal(http.StatusOK), path)
+		g.Expect(p.html).To(MatchRegexp(consoleAsset.String()), path)
+	}
+	asset := consoleAsset.FindStringSubmatch(b.get("/tasks").html)[1]
+	g.Expect(b.get(asset).status).To(Equal(http.StatusOK))
+	g.Expect(b.get("/console/index.html").status).To(Equal(http.StatusNotFound))
+
+	// Another browser, not signed in, is sent to sign in first and back to the page.
+	resp, err = (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(server.URL + "/cleanup")
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusSeeOther))
+	g.Expect(resp.Header.Get("Location")).To(Equal("/login?returnUrl=%2Fcleanup"))
+}

@@ -1,0 +1,97 @@
+package workplace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"platform.dev/platform/internal/config"
+)
+
+// Settings of the host, under Platform:Workplace in the YAML file or the environment
+// (Platform__Workplace__ApiBaseUrl, ...); flags win.
+const (
+	settingAddress        = "Platform:Workplace:Address"
+	settingAPIBaseURL     = "Platform:Workplace:ApiBaseUrl"
+	settingHubURL         = "Platform:Workplace:HubUrl"
+	settingAuthentication = "Platform:Workplace:Authentication"
+)
+
+// NewCommand is `platform workplace`: the Workplace UI host.
+func NewCommand() *cobra.Command {
+	var addr, apiBase, hubURL, auth, configFile string
+	cmd := &cobra.Command{
+		Use:   "workplace",
+		Short: "Serve the Workplace UI (default 127.0.0.1:5180), relaying its API and hub calls to the platform's API",
+		Long: "Serves the Workplace app. Its only knowledge of the server is the API base URL and the hub URL (by default " +
+			HubPath + " under the API base URL). With --authentication session (the local topology) the browser signs in " +
+			"on the server and the relay forwards only the session cookie chunks and the workspace-selection cookie, to the " +
+			"exact API origin, never following redirects; with --authentication bearer (an independently deployed Workplace) " +
+			"the app sends a bearer token and no cookie is relayed.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(configFile, os.Environ())
+			if err != nil {
+				return err
+			}
+			pick := func(flag, key, value string) string {
+				if cmd.Flags().Changed(flag) {
+					return value
+				}
+				return cfg.GetOr(key, value)
+			}
+			opts := Options{
+				APIBaseURL:     pick("api-base-url", settingAPIBaseURL, apiBase),
+				HubURL:         pick("hub-url", settingHubURL, hubURL),
+				Authentication: pick("authentication", settingAuthentication, auth),
+				Log:            log.New(cmd.ErrOrStderr(), "workplace: ", log.LstdFlags),
+			}
+			host, err := New(opts)
+			if err != nil {
+				return err
+			}
+			listener, err := net.Listen("tcp", pick("addr", settingAddress, addr))
+			if err != nil {
+				return fmt.Errorf("workplace: %w", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			fmt.Fprintf(cmd.OutOrStdout(), "Workplace ready at http://%s (API %s, hub %s, %s authentication)\n",
+				listener.Addr(), host.APIBaseURL(), host.HubURL(), opts.Authentication)
+			return Serve(ctx, host.Handler(), listener)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", DefaultAddr, "host:port to listen on ("+settingAddress+")")
+	cmd.Flags().StringVar(&apiBase, "api-base-url", DefaultAPIBaseURL, "the platform's API base URL ("+settingAPIBaseURL+")")
+	cmd.Flags().StringVar(&hubURL, "hub-url", "", "the real-time hub's URL; default "+HubPath+" under the API base URL ("+settingHubURL+")")
+	cmd.Flags().StringVar(&auth, "authentication", AuthSession, "session (relay the session cookie, local topology) or bearer (independent deployment) ("+settingAuthentication+")")
+	cmd.Flags().StringVar(&configFile, "config", "", "YAML file of settings (Platform:Workplace:...); environment variables such as Platform__Workplace__ApiBaseUrl override it")
+	return cmd
+}
+
+// Serve answers on listener until ctx ends, then drains requests for up to 5 s.
+func Serve(ctx context.Context, handler http.Handler, listener net.Listener) error {
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- server.Serve(listener) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := server.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}

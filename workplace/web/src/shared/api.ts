@@ -1,0 +1,98 @@
+// The HTTP client of both apps: JSON in and out, Problem Details turned into ApiError, and the
+// difference between "the API refused" and "the API is not there" kept, since the UI shows them
+// as different states.
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly detail: string;
+  readonly fields: { location?: string; message: string }[];
+  constructor(status: number, title: string, detail: string, fields: { location?: string; message: string }[] = []) {
+    super(detail || title);
+    this.status = status;
+    this.detail = detail || title;
+    this.fields = fields;
+  }
+  /** The API (or the relay in front of it) could not be reached. */
+  get unavailable(): boolean {
+    return this.status === 0 || this.status === 502 || this.status === 503 || this.status === 504;
+  }
+  get unauthenticated(): boolean {
+    return this.status === 401;
+  }
+  /** A human sentence with the field problems, if any. */
+  get message(): string {
+    const extra = this.fields.map((f) => f.message).filter(Boolean);
+    return extra.length ? `${this.detail}: ${extra.join("; ")}` : this.detail;
+  }
+}
+
+export interface RequestOptions {
+  method?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+type AuthHeader = () => string | undefined;
+let authorization: AuthHeader = () => undefined;
+
+/** setAuthorization makes every call carry a bearer token (independently deployed Workplace). */
+export function setAuthorization(get: AuthHeader) {
+  authorization = get;
+}
+
+export async function request<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
+  const auth = authorization();
+  if (auth) headers.Authorization = auth;
+  let body: BodyInit | undefined;
+  if (opts.body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    body = JSON.stringify(opts.body);
+  }
+  let resp: Response;
+  try {
+    resp = await fetch(path, { method: opts.method ?? "GET", headers, body, credentials: "same-origin", redirect: "error", signal: opts.signal });
+  } catch (e) {
+    if ((e as Error).name === "AbortError") throw e;
+    throw new ApiError(0, "API unavailable", "The platform API cannot be reached.");
+  }
+  if (resp.status === 204) return undefined as T;
+  const text = await resp.text();
+  let data: unknown = undefined;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = undefined;
+    }
+  }
+  if (!resp.ok) {
+    const p = (data ?? {}) as { title?: string; detail?: string; errors?: { location?: string; message: string }[] };
+    throw new ApiError(resp.status, p.title ?? resp.statusText, p.detail ?? "", p.errors ?? []);
+  }
+  return data as T;
+}
+
+/** requestWithETag returns the body and the ETag header (for a later If-Match). */
+export async function requestWithETag<T>(path: string, headers: Record<string, string> = {}): Promise<{ body: T; etag: string }> {
+  const h: Record<string, string> = { Accept: "application/json", ...headers };
+  const auth = authorization();
+  if (auth) h.Authorization = auth;
+  let resp: Response;
+  try {
+    resp = await fetch(path, { headers: h, credentials: "same-origin", redirect: "error" });
+  } catch {
+    throw new ApiError(0, "API unavailable", "The platform API cannot be reached.");
+  }
+  const data = await resp.json().catch(() => ({}));
+  if (!resp.ok) throw new ApiError(resp.status, data.title ?? resp.statusText, data.detail ?? "", data.errors ?? []);
+  return { body: data as T, etag: resp.headers.get("ETag") ?? "" };
+}
+
+export const get = <T>(path: string, headers?: Record<string, string>) => request<T>(path, { headers });
+export const post = <T>(path: string, body?: unknown, headers?: Record<string, string>) => request<T>(path, { method: "POST", body: body ?? {}, headers });
+export const put = <T>(path: string, body?: unknown, headers?: Record<string, string>) => request<T>(path, { method: "PUT", body, headers });
+export const del = (path: string, headers?: Record<string, string>) => request<void>(path, { method: "DELETE", headers });
+
+export const enc = encodeURIComponent;

@@ -1,0 +1,37 @@
+// Formatting for people: dates, sizes and the functional names of states.
+import type { TaskState } from "./types";
+
+export function when(iso: string | undefined, now = new Date()): string {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  const seconds = Math.round((now.getTime() - d.getTime()) / 1000);
+  if (seconds < 45) return "just now";
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
+  if (seconds < 86400 && d.getDate() === now.getDate()) return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return d.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+}
+
+export function size(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+const taskStates: Record<TaskState, string> = {
+  pending: "Waiting to start",
+  running: "In progress",
+  paused: "Paused",
+  "action-required": "Needs your answer",
+  completed: "Completed",
+  failed: "Failed",
+  cancelled: "Cancelled",
+};
+
+export function taskStateLabel(state: TaskState): string {
+  return taskStates[state] ?? state;
+}
+
+export function isTerminal(state: TaskState): boolean {
+  return state === "completed" || state === "failed" || state === "cancelled";
+}

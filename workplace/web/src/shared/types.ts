@@ -1,0 +1,204 @@
+// The shapes of the service API that the apps read (see /openapi/v1.json for the whole contract).
+
+export interface Items<T> {
+  items: T[];
+}
+
+export interface IdentityContext {
+  principal: { id: string; displayName: string; kind: string };
+  tenant?: { id: string; name: string };
+  workspace: { id: string; name: string; displayName: string };
+  permissions: string[];
+  platformAdministrator: boolean;
+  credential: string;
+}
+
+export type Theme = "System" | "Light" | "Dark";
+
+export interface Preferences {
+  principalId: string;
+  theme: Theme;
+}
+
+export interface Choice {
+  value: string;
+  label?: string;
+}
+
+export interface EntryField {
+  name: string;
+  label?: string;
+  description?: string;
+  type?: "Text" | "MultilineText" | "Choice" | "Number" | "Boolean";
+  role?: "PrimaryInput" | "Parameter";
+  required?: boolean;
+  default?: string;
+  placeholder?: string;
+  choices?: Choice[];
+}
+
+export interface EntryPresentation {
+  displayName?: string;
+  description?: string;
+  type?: "Prompt" | "Form";
+  fields?: EntryField[];
+  suggestions?: string[];
+  task?: { display?: string };
+  participants?: { visibility?: string };
+  results?: { display?: string };
+}
+
+export interface PublishedEntry {
+  name: string;
+  namespace: string;
+  workspace: string;
+  ownerWorkspaceId: string;
+  presentation: EntryPresentation;
+  targetState?: string;
+}
+
+export type DashboardRole = "Primary" | "Featured" | "Standard";
+
+export interface DashboardViewEntry {
+  namespace: string;
+  name: string;
+  role: DashboardRole;
+  order: number;
+  state: string;
+  entry?: PublishedEntry;
+}
+
+export interface DashboardView {
+  name: string;
+  displayName?: string;
+  isDefault: boolean;
+  entries: DashboardViewEntry[];
+}
+
+export interface Dashboard {
+  metadata: { name: string };
+  definition: { displayName?: string; isDefault?: boolean };
+}
+
+export interface Interaction {
+  id: string;
+  entry: { namespace: string; name: string };
+  title: string;
+  state: "Active" | "Idle" | "Closed";
+  taskId?: string;
+  blocked: boolean;
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Question {
+  pendingActionId: string;
+  kind: PendingKind;
+  options?: Choice[];
+}
+
+export interface Message {
+  id: string;
+  seq: number;
+  role: "User" | "Platform" | "System";
+  kind: "text" | "answer" | "reply" | "question" | "error" | "cancelled" | "result";
+  text: string;
+  question?: Question;
+  pending?: boolean;
+  createdAt: string;
+}
+
+export type PendingKind = "text" | "choice" | "confirmation" | "file" | "approval";
+
+export interface PendingAction {
+  id: string;
+  kind: PendingKind;
+  prompt: string;
+  options?: Choice[];
+  status: "created" | "completed" | "expired" | "cancelled";
+  expiresAt: string;
+}
+
+export type ActionType =
+  | "respond"
+  | "requestInput"
+  | "requestConfirmation"
+  | "requestChoice"
+  | "createTask"
+  | "showResult"
+  | "showError"
+  | "working";
+
+export interface Action {
+  type: ActionType;
+  text?: string;
+  pendingAction?: PendingAction;
+}
+
+export type TaskState = "pending" | "running" | "paused" | "action-required" | "completed" | "failed" | "cancelled";
+
+export interface Task {
+  id: string;
+  title: string;
+  state: TaskState;
+  reason?: string;
+  interactionId?: string;
+  visible: boolean;
+  actions: { pause: boolean; resume: boolean; cancel: boolean; delete: boolean };
+  version: string;
+  createdAt: string;
+  updatedAt: string;
+  endedAt?: string;
+}
+
+export interface Exchange {
+  interaction: Interaction;
+  message?: Message;
+  action?: Action;
+  task?: Task;
+  answered?: PendingAction;
+  resumeToken?: string;
+}
+
+export interface Activity {
+  seq: number;
+  kind: "turn" | "question" | "run";
+  phase: "started" | "completed" | "waiting" | "answered" | "failed" | "cancelled" | "paused" | "resumed";
+  label: string;
+  participant?: string;
+  createdAt: string;
+}
+
+export interface TaskResult {
+  id: string;
+  seq: number;
+  action: string;
+  text?: string;
+  output?: unknown;
+  createdAt: string;
+}
+
+export interface Artifact {
+  id: string;
+  name: string;
+  mediaType: string;
+  length: number;
+  createdAt: string;
+}
+
+export interface Notification {
+  id: string;
+  kind: "question" | "task-completed" | "task-failed";
+  attention: boolean;
+  title: string;
+  taskId?: string;
+  interactionId?: string;
+  read: boolean;
+  createdAt: string;
+}
+
+export interface NotificationList {
+  items: Notification[];
+  unreadCount: number;
+}

@@ -1,0 +1,100 @@
+import { describe, expect, it } from "vitest";
+import type { Activity, DashboardView, Interaction } from "../shared/types";
+import { bytesToBase64, composerState, dashboardLayout, foldSteps, sendShortcut, submission } from "./presentation";
+
+const entry = (name: string, role: "Primary" | "Featured" | "Standard", order = 0) => ({
+  namespace: "default",
+  name,
+  role,
+  order,
+  state: "available",
+  entry: { name, namespace: "default", workspace: "w", ownerWorkspaceId: "id", presentation: {} },
+});
+
+describe("rule 4: the Dashboard order", () => {
+  it("puts the one Primary Entry first, then Featured, then Standard, each by order", () => {
+    const view: DashboardView = {
+      name: "home",
+      isDefault: true,
+      entries: [entry("s2", "Standard", 2), entry("f", "Featured"), entry("s1", "Standard", 1), entry("p", "Primary")],
+    };
+    const layout = dashboardLayout(view);
+    expect(layout.primary?.name).toBe("p");
+    expect(layout.featured.map((e) => e.name)).toEqual(["f"]);
+    expect(layout.standard.map((e) => e.name)).toEqual(["s1", "s2"]);
+  });
+  it("has no Primary when none is referenced, and leaves out references without a published Entry", () => {
+    const missing = { ...entry("gone", "Featured"), entry: undefined, state: "unavailable" };
+    const layout = dashboardLayout({ name: "d", isDefault: false, entries: [missing, entry("s", "Standard")] });
+    expect(layout.primary).toBeUndefined();
+    expect(layout.featured).toEqual([]);
+    expect(layout.standard.map((e) => e.name)).toEqual(["s"]);
+  });
+});
+
+describe("rule 16: the generic renderer's submission", () => {
+  const fields = [
+    { name: "request", role: "PrimaryInput" as const, type: "MultilineText" as const, label: "Request" },
+    { name: "level", type: "Choice" as const, choices: [{ value: "a" }, { value: "b" }], default: "a" },
+    { name: "count", type: "Number" as const },
+    { name: "urgent", type: "Boolean" as const },
+  ];
+  it("types each field's value as the Entry declares it", () => {
+    const s = submission(fields, { request: "Sales\nby region", level: "b", count: "3", urgent: "true" });
+    expect(s.errors).toEqual({});
+    expect(s.input).toEqual({ request: "Sales\nby region", level: "b", count: 3, urgent: true });
+  });
+  it("refuses an empty primary input and a number that is not one, naming the field", () => {
+    const s = submission(fields, { request: "  ", count: "many" });
+    expect(s.errors.request).toBe("Request is required");
+    expect(s.errors.count).toBe("count must be a number");
+  });
+  it("sends with Ctrl or Command + Enter, never with Enter alone", () => {
+    expect(sendShortcut({ key: "Enter", ctrlKey: true, metaKey: false })).toBe(true);
+    expect(sendShortcut({ key: "Enter", ctrlKey: false, metaKey: true })).toBe(true);
+    expect(sendShortcut({ key: "Enter", ctrlKey: false, metaKey: false })).toBe(false);
+  });
+});
+
+describe("rule 9: a blocking question disables the composer with an explanation", () => {
+  const i = (over: Partial<Interaction>): Interaction => ({
+    id: "i", entry: { namespace: "default", name: "e" }, title: "t", state: "Active", blocked: false, version: 1, createdAt: "", updatedAt: "", ...over,
+  });
+  it("explains a blocked conversation and a closed one, and leaves a working one open", () => {
+    expect(composerState(i({ blocked: true }), false)).toEqual({ disabled: true, reason: expect.stringContaining("Answer the question") });
+    expect(composerState(i({ state: "Closed" }), false).disabled).toBe(true);
+    expect(composerState(i({ state: "Active" }), false)).toEqual({ disabled: false });
+    expect(composerState(i({ state: "Idle" }), false)).toEqual({ disabled: false });
+  });
+});
+
+describe("rule 15: Task detail folds finished steps and keeps the current one", () => {
+  const a = (seq: number, kind: Activity["kind"], phase: Activity["phase"], label: string): Activity => ({ seq, kind, phase, label, createdAt: "" });
+  it("folds start/end pairs, leaves out run markers and shows the unresolved step as current", () => {
+    const { finished, current } = foldSteps([
+      a(1, "question", "waiting", "Which format?"),
+      a(2, "question", "answered", "Which format?"),
+      a(3, "run", "resumed", "resumed"),
+      a(4, "turn", "started", "Planning the report"),
+      a(5, "turn", "completed", "Prepared"),
+      a(6, "turn", "started", "Creating the Task"),
+    ]);
+    expect(finished.map((s) => [s.label, s.state])).toEqual([
+      ["Which format?", "finished"],
+      ["Planning the report", "finished"],
+    ]);
+    expect(current).toMatchObject({ label: "Creating the Task", state: "current" });
+  });
+  it("has no current step once everything ended, and marks a failed run's open step failed", () => {
+    expect(foldSteps([a(1, "turn", "started", "x"), a(2, "turn", "completed", "y"), a(3, "run", "completed", "Completed")]).current).toBeUndefined();
+    const failed = foldSteps([a(1, "turn", "started", "x"), a(2, "run", "failed", "Failed")]);
+    expect(failed.current).toBeUndefined();
+    expect(failed.finished[0].state).toBe("failed");
+  });
+});
+
+describe("file answers", () => {
+  it("encode bytes in standard Base64", () => {
+    expect(bytesToBase64(new TextEncoder().encode("a,b\n1,2\n"))).toBe("YSxiCjEsMgo=");
+  });
+});

@@ -1,0 +1,160 @@
+// The Workplace's presentation rules as pure functions, so that they are tested without a browser.
+import type { Activity, DashboardView, DashboardViewEntry, EntryField, Interaction, Message, PublishedEntry } from "../shared/types";
+
+export interface DashboardLayout {
+  primary?: DashboardViewEntry;
+  featured: DashboardViewEntry[];
+  standard: DashboardViewEntry[];
+}
+
+const byOrder = (a: DashboardViewEntry, b: DashboardViewEntry) => a.order - b.order || a.name.localeCompare(b.name);
+
+/** Rule 4: the optional emphasized Primary Entry, then Featured, then Standard, each in order. */
+export function dashboardLayout(view: DashboardView): DashboardLayout {
+  const shown = view.entries.filter((e) => e.entry);
+  const primary = shown.filter((e) => e.role === "Primary").sort(byOrder);
+  return {
+    primary: primary[0],
+    // A second Primary reference is shown as Featured: one Entry only is emphasized.
+    featured: [...primary.slice(1), ...shown.filter((e) => e.role === "Featured")].sort(byOrder),
+    standard: shown.filter((e) => e.role === "Standard").sort(byOrder),
+  };
+}
+
+export function entryTitle(e: PublishedEntry): string {
+  return e.presentation.displayName || e.name;
+}
+
+export function primaryField(fields: EntryField[] | undefined): EntryField | undefined {
+  return (fields ?? []).find((f) => f.role === "PrimaryInput");
+}
+
+export function initialValues(fields: EntryField[] | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const f of fields ?? []) out[f.name] = f.default ?? (f.type === "Boolean" ? "false" : "");
+  return out;
+}
+
+export interface Submission {
+  input: Record<string, unknown>;
+  errors: Record<string, string>;
+}
+
+/** submission turns the form's texts into the Entry's typed input, or says what is missing. */
+export function submission(fields: EntryField[] | undefined, values: Record<string, string>): Submission {
+  const input: Record<string, unknown> = {};
+  const errors: Record<string, string> = {};
+  for (const f of fields ?? []) {
+    const raw = (values[f.name] ?? "").trim();
+    const label = f.label || f.name;
+    if (raw === "") {
+      if (f.required || f.role === "PrimaryInput") errors[f.name] = `${label} is required`;
+      continue;
+    }
+    switch (f.type) {
+      case "Number": {
+        const n = Number(raw);
+        if (!Number.isFinite(n)) errors[f.name] = `${label} must be a number`;
+        else input[f.name] = n;
+        break;
+      }
+      case "Boolean":
+        input[f.name] = raw === "true";
+        break;
+      case "Choice":
+        if (f.choices && !f.choices.some((c) => c.value === raw)) errors[f.name] = `${label} must be one of the choices`;
+        else input[f.name] = raw;
+        break;
+      default:
+        input[f.name] = values[f.name];
+    }
+  }
+  return { input, errors };
+}
+
+/** sendShortcut: Ctrl or Command + Enter sends; Enter alone is a new line. */
+export function sendShortcut(e: { key: string; ctrlKey: boolean; metaKey: boolean }): boolean {
+  return e.key === "Enter" && (e.ctrlKey || e.metaKey);
+}
+
+export interface ComposerState {
+  disabled: boolean;
+  reason?: string;
+}
+
+/** Rule 9 and 5: the composer stays, disabled only by an open question, a closed conversation or a send in flight. */
+export function composerState(i: Interaction | undefined, sending: boolean): ComposerState {
+  if (sending) return { disabled: true, reason: "Sending…" };
+  if (!i) return { disabled: false };
+  if (i.state === "Closed") return { disabled: true, reason: "This conversation was closed. Start a new request to continue." };
+  if (i.blocked) return { disabled: true, reason: "Answer the question above to continue: the work waits for it." };
+  return { disabled: false };
+}
+
+export interface Step {
+  label: string;
+  state: "finished" | "current" | "waiting" | "failed" | "cancelled";
+  participant?: string;
+  at: string;
+}
+
+/**
+ * Rule 15: completed start/end pairs fold into finished steps, unresolved work is the current
+ * step, questions show as waiting until answered; the run's own lifecycle markers are left out.
+ */
+export function foldSteps(activities: Activity[]): { finished: Step[]; current?: Step } {
+  const steps: Step[] = [];
+  const open: Step[] = [];
+  const openQuestions = new Map<string, Step>();
+  for (const a of [...activities].sort((x, y) => x.seq - y.seq)) {
+    if (a.kind === "turn") {
+      if (a.phase === "started") {
+        const s: Step = { label: a.label, state: "current", participant: a.participant, at: a.createdAt };
+        open.push(s);
+        steps.push(s);
+      } else if (a.phase === "completed" || a.phase === "failed" || a.phase === "cancelled") {
+        const s = open.pop();
+        if (s) s.state = a.phase === "completed" ? "finished" : a.phase;
+        else steps.push({ label: a.label, state: a.phase === "completed" ? "finished" : a.phase, participant: a.participant, at: a.createdAt });
+      }
+    } else if (a.kind === "question") {
+      if (a.phase === "waiting") {
+        const s: Step = { label: a.label, state: "waiting", at: a.createdAt };
+        openQuestions.set(a.label, s);
+        steps.push(s);
+      } else if (a.phase === "answered") {
+        const s = openQuestions.get(a.label);
+        if (s) {
+          s.state = "finished";
+          openQuestions.delete(a.label);
+        }
+      }
+    } else if (a.kind === "run" && (a.phase === "failed" || a.phase === "cancelled")) {
+      for (const s of open) s.state = a.phase;
+      for (const s of openQuestions.values()) s.state = a.phase;
+      open.length = 0;
+      openQuestions.clear();
+    }
+  }
+  const unresolved = steps.filter((s) => s.state === "current" || s.state === "waiting");
+  const current = unresolved[unresolved.length - 1];
+  return { finished: steps.filter((s) => s !== current), current };
+}
+
+/** The open question of a conversation: the last question message whose action is still open. */
+export function openQuestionId(messages: Message[], blocked: boolean): string | undefined {
+  if (!blocked) return undefined;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m.kind === "question" && m.question) return m.question.pendingActionId;
+    if (m.kind === "answer") return undefined;
+  }
+  return undefined;
+}
+
+/** fileToBase64 encodes bytes in the standard alphabet the API expects. */
+export function bytesToBase64(bytes: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}

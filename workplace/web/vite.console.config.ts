@@ -1,0 +1,4 @@
+import { defineConfig } from "vite";
+import { appConfig } from "./vite.shared";
+
+export default defineConfig(appConfig("console", "/console/"));
