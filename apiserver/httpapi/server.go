@@ -47,8 +47,8 @@ type Options struct {
 	// Entries, system-managed Direct Agent Flows), with the control plane's loopback identity.
 	// Optional: Kube when unset.
 	PlatformKube client.Client
-	// Reads answers the reads every request makes (its workspace's namespace; a Flow and its
-	// version at a submission) from informers first, so that the hot path does not ask the kube
+	// Reads answers the reads every request makes (its workspace's namespace; the published
+	// version a submission pins) from informers first, so that the hot path does not ask the kube
 	// API each time. Optional: Kube when unset.
 	Reads client.Reader
 	// Ready reports whether the platform can serve requests (the kube API and its storage).

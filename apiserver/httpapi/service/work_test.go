@@ -16,8 +16,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	platformscheme "platform.dev/platform/apis/platform/scheme"
 	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/httpapi/service"
@@ -401,4 +403,35 @@ func TestMetricsCountRunsAndStepsInPrometheusFormat(t *testing.T) {
 		))
 		g.Expect(string(data)).NotTo(ContainSubstring(runID), "metrics never name runs")
 	})
+}
+
+func TestASubmissionRightAfterActivationPinsTheVersionJustActivatedEvenWhenReadsComeFromInformers(t *testing.T) {
+	if env.Server() == nil {
+		t.Skip("against an existing cluster there is no loopback identity for informers")
+	}
+	g := NewWithT(t)
+	informers, err := cache.New(env.Server().LoopbackConfig, cache.Options{Scheme: platformscheme.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = informers.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	server := workServerOn(t, storeFor(t), kube, executor.CacheFirst{Cache: informers, Live: kube}, nil, nil)
+	for i, version := range []string{"1.0.0", "2.0.0"} {
+		if i == 0 {
+			for _, c := range []struct{ path, body string }{
+				{"/api/agents", `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"fresh"},"definition":{"instructions":"@respond done"}}`},
+				{"/api/flows", directFlowBody("fresh", "fresh", "Fresh")},
+			} {
+				r := call(t, server, http.MethodPost, c.path, c.body)
+				g.Expect(r.status).To(Equal(http.StatusCreated), "%s: %v", c.path, r.body)
+			}
+		}
+		r := call(t, server, http.MethodPost, "/api/flows/fresh/versions", `{"version":"`+version+`","activate":true}`)
+		g.Expect(r.status).To(Equal(http.StatusCreated), "%v", r.body)
+		submitted := call(t, server, http.MethodPost, "/api/work/workitems?waitSeconds=10",
+			`{"type":"t","title":"t","instruction":"i","flowReference":{"name":"fresh"}}`)
+		g.Expect(submitted.status).To(Equal(http.StatusAccepted), "%v", submitted.body)
+		g.Expect(field(submitted.body, "flowRun", "flow", "version")).To(Equal(version), "%v", submitted.body)
+	}
 }
