@@ -66,6 +66,37 @@ func reportLatencies(b *testing.B, unit string, latencies []time.Duration) {
 	b.ReportMetric(at(0.99), "p99-ms")
 }
 
+// measureClients runs once b.N times from the given number of concurrent clients and reports the
+// throughput and latencies in unit; a client stops at its first failed call.
+func measureClients(b *testing.B, clients int, unit string, once func() bool) {
+	var (
+		next      atomic.Int64
+		mu        sync.Mutex
+		latencies = make([]time.Duration, 0, b.N)
+		wg        sync.WaitGroup
+	)
+	b.ResetTimer()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				began := time.Now()
+				if !once() {
+					return
+				}
+				mu.Lock()
+				latencies = append(latencies, time.Since(began))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(latencies) > 0 {
+		reportLatencies(b, unit, latencies)
+	}
+}
+
 var benchFlows atomic.Int64
 
 // benchServer is workServer as `platform serve` runs it: the executor and the service API read
@@ -103,34 +134,14 @@ func BenchmarkWorkItemsEndToEnd(b *testing.B) {
 				flow := fmt.Sprintf("bench-%d", benchFlows.Add(1))
 				benchFlow(b, server, flow, "@respond done")
 				body := `{"type":"bench","title":"t","instruction":"i","flowReference":{"name":"` + flow + `"}}`
-				var (
-					next      atomic.Int64
-					mu        sync.Mutex
-					latencies = make([]time.Duration, 0, b.N)
-					wg        sync.WaitGroup
-				)
-				b.ResetTimer()
-				for range clients {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for next.Add(1) <= int64(b.N) {
-							began := time.Now()
-							status, out := benchCall(b, server, http.MethodPost, "/api/work/workitems?waitSeconds=30", body)
-							if status != http.StatusAccepted || field(out, "flowRun", "state") != "Completed" {
-								b.Errorf("submit: %d %v", status, out)
-								return
-							}
-							mu.Lock()
-							latencies = append(latencies, time.Since(began))
-							mu.Unlock()
-						}
-					}()
-				}
-				wg.Wait()
-				if len(latencies) > 0 {
-					reportLatencies(b, "items/s", latencies)
-				}
+				measureClients(b, clients, "items/s", func() bool {
+					status, out := benchCall(b, server, http.MethodPost, "/api/work/workitems?waitSeconds=30", body)
+					if status != http.StatusAccepted || field(out, "flowRun", "state") != "Completed" {
+						b.Errorf("submit: %d %v", status, out)
+						return false
+					}
+					return true
+				})
 			})
 		}
 	})
