@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -37,7 +38,7 @@ type Options struct {
 	// Authorize revalidates that the Principal that submitted a run still holds runs/execute in
 	// its workspace (ErrNotPermitted otherwise); it is checked each time a worker takes the run.
 	Authorize func(ctx context.Context, c work.Context) error
-	// Workers is how many runs execute at once; 8 when zero.
+	// Workers is how many runs execute at once; 64 when zero (runs mostly wait on agent calls).
 	Workers int
 	// WorkspaceShare is how many of them may execute runs of one workspace at once (FlowRuns and
 	// Runtime Runs together), so that slow runs of one workspace never hold every worker while
@@ -120,6 +121,16 @@ type Executor struct {
 	busyMu   sync.Mutex
 	// busy counts the runs executing per workspace.
 	busy map[string]int
+	// slots holds a token per run executing, claimed or reserved, so that no more than workers
+	// execute at once.
+	slots chan struct{}
+
+	// lifecycle guards running and reserved: a reservation is taken only while Run runs, and Run
+	// returns after every reservation ended.
+	lifecycle sync.Mutex
+	running   context.Context
+	reserved  sync.WaitGroup
+	reserveN  atomic.Int64
 }
 
 // New checks opts and builds an Executor.
@@ -134,7 +145,7 @@ func New(opts Options) (*Executor, error) {
 		e.maxToolCalls = DefaultMaxToolCallsPerStep
 	}
 	if e.workers <= 0 {
-		e.workers = 8
+		e.workers = 64
 	}
 	e.share = opts.WorkspaceShare
 	if e.share <= 0 {
@@ -157,6 +168,7 @@ func New(opts Options) (*Executor, error) {
 	// the lease of its dead predecessor for its own.
 	e.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(suffix))
 	e.wake = make(chan struct{}, e.workers)
+	e.slots = make(chan struct{}, e.workers)
 	return e, nil
 }
 
@@ -174,6 +186,15 @@ func (e *Executor) Wake() {
 // worker has stopped. A run a worker was executing keeps its persisted state and is taken over
 // after its lease.
 func (e *Executor) Run(ctx context.Context) {
+	e.lifecycle.Lock()
+	e.running = ctx
+	e.lifecycle.Unlock()
+	defer func() {
+		e.lifecycle.Lock()
+		e.running = nil
+		e.lifecycle.Unlock()
+		e.reserved.Wait()
+	}()
 	var wg sync.WaitGroup
 	// A run made runnable here or by another replica wakes the workers at once; the poll only
 	// finds the runs whose lease expired with a dead process.
@@ -204,6 +225,22 @@ func (e *Executor) Run(ctx context.Context) {
 			e.worker(ctx, fmt.Sprintf("%s/%d", e.owner, i))
 		}()
 	}
+	// The poll finds the runs whose lease expired with a dead process: one idle worker looks at
+	// each interval (and finding one wakes the next), so an idle executor reads the store once
+	// per interval, not once per worker.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ticker := time.NewTicker(e.poll)
+		defer ticker.Stop()
+		for e.Wake(); ; e.Wake() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -225,23 +262,27 @@ func (e *Executor) Run(ctx context.Context) {
 	wg.Wait()
 }
 
+// worker executes runs each time it is woken, until it finds none.
 func (e *Executor) worker(ctx context.Context, owner string) {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
 		case <-e.wake:
 		}
 		for ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case e.slots <- struct{}{}:
+			}
 			worked, err := e.RunOnce(ctx, owner)
 			if err == nil {
 				var ran bool
 				ran, err = e.RunRuntimeOnce(ctx, owner)
 				worked = worked || ran
 			}
+			<-e.slots
 			if err != nil && ctx.Err() == nil {
 				// A failing store or kube API: wait for the next poll instead of spinning.
 				e.log.Error(err, "executing a flow run")
@@ -251,7 +292,6 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 				break
 			}
 		}
-		timer.Reset(e.poll)
 	}
 }
 
@@ -272,6 +312,11 @@ func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
 	}
 	defer e.done(workspace)
 	runsClaimed.Inc()
+	return true, e.executeRun(ctx, run, owner)
+}
+
+// executeRun runs a run this process owns until it suspends, ends, or is taken away.
+func (e *Executor) executeRun(ctx context.Context, run *work.FlowRun, owner string) error {
 	// The correlation chain, InteractionId -> WorkTaskId -> WorkExecutionId -> FlowRunId, is on
 	// every line of the run; Agent steps add their runtime execution id.
 	log := e.log.WithValues("workspaceId", run.WorkspaceID, "workTaskId", run.WorkTaskID, "workExecutionId", run.WorkExecutionID(),
@@ -284,18 +329,87 @@ func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
 	runCtx, release := e.keepLease(ctx, func(ctx context.Context) (bool, error) {
 		return e.work.RenewLease(ctx, run.ID, owner, e.lease)
 	})
-	err = e.drive(logr.NewContext(runCtx, log), run, owner)
+	err := e.drive(logr.NewContext(runCtx, log), run, owner)
 	release()
 	if errors.Is(err, work.ErrLeaseLost) {
 		log.V(1).Info("flow run taken away from this worker")
-		return true, nil
+		return nil
 	}
 	if err != nil {
 		// The run is given back at once; its persisted state is where the next worker starts.
 		_ = e.work.ReleaseLease(context.WithoutCancel(ctx), run.ID, owner)
-		return true, fmt.Errorf("flow run %s: %w", run.ID, err)
+		return fmt.Errorf("flow run %s: %w", run.ID, err)
 	}
-	return true, nil
+	return nil
+}
+
+// Reserve takes a free worker of this process for a run of workspace about to be submitted: the
+// submission commits the run already leased to it and Start begins its execution at once,
+// which saves the commit of a claim and the wait for a worker to wake. It reports false when
+// every worker is busy, the workspace holds its whole share, a claim is under way (it counts
+// toward the share before its workspace is known), or the executor is not running; the run is
+// then submitted for any worker to claim.
+func (e *Executor) Reserve(workspace string) (work.Reservation, bool) {
+	e.lifecycle.Lock()
+	defer e.lifecycle.Unlock()
+	if e.running == nil || e.running.Err() != nil {
+		return nil, false
+	}
+	select {
+	case e.slots <- struct{}{}:
+	default:
+		return nil, false
+	}
+	if !e.claiming.TryLock() {
+		<-e.slots
+		return nil, false
+	}
+	defer e.claiming.Unlock()
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	if e.busy[workspace] >= e.share {
+		<-e.slots
+		return nil, false
+	}
+	e.busy[workspace]++
+	e.reserved.Add(1)
+	return &reservation{e: e, ctx: e.running, workspace: workspace,
+		lease: work.Lease{Owner: fmt.Sprintf("%s/reserved/%d", e.owner, e.reserveN.Add(1)), Until: time.Now().Add(e.lease)}}, true
+}
+
+// reservation is a worker taken by Reserve.
+type reservation struct {
+	e         *Executor
+	ctx       context.Context
+	workspace string
+	lease     work.Lease
+}
+
+func (r *reservation) Lease() work.Lease { return r.lease }
+
+// Start executes the submitted run under the reservation's lease, as a claimed run would be.
+func (r *reservation) Start(submitted work.FlowRun) {
+	go func() {
+		defer r.Cancel()
+		runsClaimed.Inc()
+		// The run as the store reads it, as a claim would have it.
+		run, err := r.e.work.RunByID(r.ctx, submitted.ID)
+		if err == nil {
+			err = r.e.executeRun(r.ctx, &run, r.lease.Owner)
+		}
+		if err != nil && r.ctx.Err() == nil {
+			r.e.log.Error(err, "executing a flow run")
+			// Whatever stopped it, any worker may take the run over now rather than after the lease.
+			_ = r.e.work.ReleaseLease(context.WithoutCancel(r.ctx), submitted.ID, r.lease.Owner)
+		}
+	}()
+}
+
+// Cancel gives the reserved worker back.
+func (r *reservation) Cancel() {
+	r.e.done(r.workspace)
+	<-r.e.slots
+	r.e.reserved.Done()
 }
 
 // claim runs take with the workspaces that hold their whole share excluded, and counts the

@@ -518,3 +518,67 @@ func TestSlowRunsOfOneWorkspaceHoldOnlyItsShareOfTheWorkers(t *testing.T) {
 		}
 	})
 }
+
+// A submission given a reserved worker (as the Work API submits) starts at once without a claim,
+// and counts toward its workspace's share like a claimed run: once a workspace holds its share no
+// worker is reserved for it, while another workspace still gets one and its run completes; a
+// reservation given back (a submission that failed) frees its worker.
+func TestAReservedWorkerCountsTowardItsWorkspaceShare(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		w := work.New(s)
+		flows := map[string]platformv1.FlowDefinition{
+			"slow@1.0.0": orchestration([]platformv1.FlowStep{input, agentStep("ask", "slow"), output}, edge("in", "ask"), edge("ask", "out")),
+			"fast@1.0.0": orchestration([]platformv1.FlowStep{input, agentStep("ask", "fast"), output}, edge("in", "ask"), edge("ask", "out")),
+		}
+		agents := map[string]provider.Agent{
+			"slow": {Name: "slow", Revision: "1", Instructions: "@latencyMs 3000\n@respond late"},
+			"fast": {Name: "fast", Revision: "1", Instructions: "@respond now"},
+		}
+		// A poll far beyond the test: only a reservation can start a run in time.
+		exec, err := executor.New(executor.Options{Work: w, Resolver: &resolver{flows: flows, agents: agents},
+			Provider: provider.DeterministicProvider{}, Workers: 2, WorkspaceShare: 1, Lease: time.Minute, Poll: time.Hour,
+			Authorize: func(context.Context, work.Context) error { return nil }})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, ok := exec.Reserve(ctxA.WorkspaceID)
+		g.Expect(ok).To(BeFalse(), "a worker was reserved before the executor runs")
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); exec.Run(ctx) }()
+		defer func() { cancel(); <-stopped }()
+
+		submitReserved := func(c work.Context, flow string) string {
+			var r work.Reservation
+			g.Eventually(func() bool { r, ok = exec.Reserve(c.WorkspaceID); return ok }).Should(BeTrue(), "no worker reserved for %s", c.WorkspaceID)
+			lease := r.Lease()
+			_, run, _, err := w.Submit(ctx, work.Submission{Context: c, Type: "t", Title: "t", Instruction: "i", FlowName: flow,
+				FlowVersion: "1.0.0", Input: map[string]any{"title": "t"}, Lease: &lease})
+			g.Expect(err).NotTo(HaveOccurred())
+			r.Start(run)
+			return run.ID
+		}
+		state := func(c work.Context, id string) func() string {
+			return func() string {
+				run, err := w.Run(ctx, c.WorkspaceID, id)
+				g.Expect(err).NotTo(HaveOccurred())
+				return run.State
+			}
+		}
+		ctxB := work.Context{TenantID: "t1", WorkspaceID: "ws-b", Namespace: "b", PrincipalID: "p2"}
+
+		slow := submitReserved(ctxA, "slow")
+		g.Eventually(state(ctxA, slow)).Should(Equal(work.StateRunning))
+		_, ok = exec.Reserve(ctxA.WorkspaceID)
+		g.Expect(ok).To(BeFalse(), "a second worker was reserved for a workspace that holds its share")
+
+		// A reservation given back frees its worker for the next.
+		r, ok := exec.Reserve(ctxB.WorkspaceID)
+		g.Expect(ok).To(BeTrue())
+		r.Cancel()
+		began := time.Now()
+		fast := submitReserved(ctxB, "fast")
+		g.Eventually(state(ctxB, fast)).WithTimeout(10 * time.Second).Should(Equal(work.StateCompleted))
+		g.Expect(time.Since(began)).To(BeNumerically("<", 2*time.Second), "the other workspace's run waited for the slow call")
+		g.Expect(state(ctxA, slow)()).To(Equal(work.StateRunning), "the slow run is still executing")
+	})
+}

@@ -67,9 +67,9 @@ type Options struct {
 	// Workplace is the Workplace plane's store (conversations, Tasks, notifications). Optional:
 	// without it the Workplace routes are not served.
 	Workplace *workplace.Store
-	// Executor is woken when a run becomes runnable, so it starts without waiting for a poll.
-	// Optional.
-	Executor interface{ Wake() }
+	// Executor is woken when a run becomes runnable, so it starts without waiting for a poll,
+	// and reserves a worker for a submission that it starts at once. Optional.
+	Executor Executor
 	// Tools reaches tool providers (discovery, connectivity tests, calls at /mcp). Optional:
 	// without it those routes answer 503.
 	Tools *tools.Manager
@@ -103,7 +103,7 @@ type Server struct {
 	seedFirst func(context.Context, identity.Workspace) error
 	work      *work.Store
 	workplace *workplace.Store
-	executor  interface{ Wake() }
+	executor  Executor
 	tools     *tools.Manager
 	log       logr.Logger
 	secrets   *secrets.Service
@@ -251,8 +251,14 @@ func (s *Server) Work() *work.Store { return s.work }
 // Workplace is the Workplace plane's store; nil when the server runs without one.
 func (s *Server) Workplace() *workplace.Store { return s.workplace }
 
-// Executor is woken when a run becomes runnable; nil when there is none.
-func (s *Server) Executor() interface{ Wake() } { return s.executor }
+// Executor is this process's flow executor; nil when there is none.
+func (s *Server) Executor() Executor { return s.executor }
+
+// Executor is what the API asks of the flow executor of its process.
+type Executor interface {
+	Wake()
+	Reserve(workspace string) (work.Reservation, bool)
+}
 
 // Tools reaches tool providers; nil when the server runs without it.
 func (s *Server) Tools() *tools.Manager { return s.tools }

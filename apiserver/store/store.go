@@ -14,13 +14,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"github.com/ncruces/go-sqlite3"
-	_ "github.com/ncruces/go-sqlite3/driver" // registers the "sqlite3" database/sql driver (its SQLite build comes with it)
+	sqlitedriver "github.com/ncruces/go-sqlite3/driver" // its SQLite build comes with it
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 )
@@ -64,8 +63,6 @@ type Store struct {
 	dialect string
 	// group queues the transactions of GroupInTx for their shared commit.
 	group group
-	// statements holds the statements of Prepared, by query.
-	statements sync.Map
 }
 
 // Instance is the identity of this platform installation, created at first start.
@@ -115,10 +112,11 @@ func openSQLite(ctx context.Context, dataDir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	db, err := sql.Open("sqlite3", sqliteDSN(path))
+	connector, err := (&sqlitedriver.SQLite{}).OpenConnector(sqliteDSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
+	db := sql.OpenDB(statementCache{connector})
 	// A connection is costly to open (a SQLite instance and its pragmas): keep the ones that
 	// concurrent requests opened instead of the pool's default two.
 	db.SetMaxIdleConns(maxIdleConns)
@@ -267,14 +265,8 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Dialect is SQLite or Postgres.
 func (s *Store) Dialect() string { return s.dialect }
 
-// Close closes the prepared statements and the connection pool.
-func (s *Store) Close() error {
-	s.statements.Range(func(_, stmt any) bool {
-		stmt.(*sql.Stmt).Close()
-		return true
-	})
-	return s.db.Close()
-}
+// Close closes the connection pool.
+func (s *Store) Close() error { return s.db.Close() }
 
 // Rebind turns the `?` placeholders of query into the dialect's: unchanged for SQLite, $1, $2, ...
 // for PostgreSQL. Question marks inside string literals, quoted identifiers and comments are left
@@ -372,22 +364,4 @@ func (s *Store) retryable(err error) bool {
 		return pgErr.Code == "40001" || pgErr.Code == "40P01"
 	}
 	return false
-}
-
-// Prepared returns the statement of query (rebound to the dialect), prepared once for the pool
-// and reused: SQLite otherwise parses every statement again at each execution. Inside a
-// transaction use tx.StmtContext on it.
-func (s *Store) Prepared(ctx context.Context, query string) (*sql.Stmt, error) {
-	if stmt, ok := s.statements.Load(query); ok {
-		return stmt.(*sql.Stmt), nil
-	}
-	stmt, err := s.db.PrepareContext(ctx, s.Rebind(query))
-	if err != nil {
-		return nil, err
-	}
-	if prior, loaded := s.statements.LoadOrStore(query, stmt); loaded {
-		stmt.Close()
-		return prior.(*sql.Stmt), nil
-	}
-	return stmt, nil
 }

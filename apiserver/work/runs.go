@@ -36,8 +36,16 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, ex
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
 	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
+	// Most claims find nothing (every commit that makes a run runnable wakes a worker): a read
+	// answers those without taking SQLite's one write lock.
+	var claimable int
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+` LIMIT 1) AS claimable`,
+		append([]any{ms(now)}, excluded...)...).Scan(&claimable)
+	if err != nil || claimable == 0 {
+		return nil, err
+	}
 	var id string
-	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
 		err := s.txQueryRow(ctx, tx, `UPDATE flow_runs SET lease_owner = ?, lease_expires_at = ?
 			WHERE id = (SELECT id FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+`
 				ORDER BY updated_at LIMIT 1`+lock+`)

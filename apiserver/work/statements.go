@@ -5,35 +5,19 @@ import (
 	"database/sql"
 )
 
-// txExec, txQueryRow and queryRow run the store's statements prepared once (store.Prepared), so
-// that SQLite does not parse them again at every execution.
+// txExec, txQueryRow and queryRow run the store's statements rebound to the dialect; the SQLite
+// connections keep them prepared (store's statement cache), PostgreSQL's driver does the same.
 func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	stmt, err := s.db.Prepared(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	return tx.ExecContext(ctx, s.db.Rebind(query), args...)
 }
 
 func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) rowScanner {
-	stmt, err := s.db.Prepared(ctx, query)
-	if err != nil {
-		return errRow{err}
-	}
-	return tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
+	return tx.QueryRowContext(ctx, s.db.Rebind(query), args...)
 }
 
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) rowScanner {
-	stmt, err := s.db.Prepared(ctx, query)
-	if err != nil {
-		return errRow{err}
-	}
-	return stmt.QueryRowContext(ctx, args...)
+	return s.db.DB().QueryRowContext(ctx, s.db.Rebind(query), args...)
 }
 
-// rowScanner is what *sql.Row offers, so that a failed preparation reads as a failed row.
+// rowScanner is what *sql.Row offers.
 type rowScanner interface{ Scan(...any) error }
-
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }

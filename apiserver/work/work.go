@@ -328,6 +328,24 @@ type Submission struct {
 	Draft *DraftFlow
 	// Input is the run's submitted input.
 	Input any
+	// Lease, when set, commits the run already leased to a worker of this process that starts it
+	// at once (Reservation), instead of leaving it for any worker to claim.
+	Lease *Lease
+}
+
+// Lease is who owns a run's execution and until when.
+type Lease struct {
+	Owner string
+	Until time.Time
+}
+
+// Reservation is an executor's worker taken for a run about to be submitted with its Lease:
+// Start hands the worker the committed run, Cancel gives the worker back when the submission
+// failed. Each reservation ends with one of them.
+type Reservation interface {
+	Lease() Lease
+	Start(run FlowRun)
+	Cancel()
 }
 
 // DraftFlow is the exact draft revision a Draft Run keeps.
@@ -392,6 +410,9 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkI
 		run.FlowDraft, run.FlowRevision, run.FlowGeneration, run.FlowDigest, run.Snapshot = true, d.Revision, d.Generation, d.Digest, d.Snapshot
 	}
 	item.FlowRunID, run.TriggerMessageID = run.ID, sub.TriggerMessageID
+	if sub.Lease != nil {
+		run.LeaseOwner, run.LeaseExpiresAt = sub.Lease.Owner, sub.Lease.Until.UTC().Truncate(time.Millisecond)
+	}
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id,
 		interaction_id, work_task_id, type, title, instruction, flow_name, flow_version, flow_draft, flow_run_id, status, trigger_message_id,
 		created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -402,18 +423,22 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkI
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_runs (id, work_item_id, tenant_id, workspace_id, namespace,
 		principal_id, interaction_id, work_task_id, parent_flow_run_id, flow_name, flow_version, flow_draft, flow_revision,
-		flow_generation, flow_digest, flow_snapshot, state, data, resume_token_hash, trigger_message_id, version, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		flow_generation, flow_digest, flow_snapshot, state, data, resume_token_hash, trigger_message_id, version, lease_owner,
+		lease_expires_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		run.ID, run.WorkItemID, run.TenantID, run.WorkspaceID, run.Namespace, run.PrincipalID, nullString(run.InteractionID),
 		run.WorkTaskID, nullString(run.ParentFlowRunID), run.FlowName, run.FlowVersion, boolInt(run.FlowDraft), run.FlowRevision,
 		run.FlowGeneration, run.FlowDigest, nullJSON(run.Snapshot), run.State, string(run.Data), hash, run.TriggerMessageID, run.Version,
-		ms(now), ms(now)); err != nil {
+		run.LeaseOwner, ms(run.LeaseExpiresAt), ms(now), ms(now)); err != nil {
 		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
 	}
 	if err := s.appendEvents(ctx, tx, run.ID, run.State, now, Event{Type: EventRunCreated}); err != nil {
 		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
 	}
-	s.announce(tx, RunTopic(run.ID), WorkspaceTopic(run.WorkspaceID), RunnableTopic)
+	s.announce(tx, RunTopic(run.ID), WorkspaceTopic(run.WorkspaceID))
+	if sub.Lease == nil {
+		s.announce(tx, RunnableTopic) // a leased run is started by its owner, nobody claims it
+	}
 	return item, run, token, nil
 }
 

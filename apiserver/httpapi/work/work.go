@@ -439,13 +439,30 @@ func (s *routes) submitDraft(ctx context.Context, rc domain.Context, body WorkIt
 // submitWork creates the WorkItem and its FlowRun, wakes the executor and answers with both.
 func (s *routes) submitWork(ctx context.Context, sub domain.Submission, wait int) (*workItemSubmitted, error) {
 	sub.Input = map[string]any{"type": sub.Type, "title": sub.Title, "instruction": sub.Instruction}
+	// A worker of this process, when one is free, gets the run with its submission and starts
+	// it at once; otherwise any worker claims it.
+	var reserved domain.Reservation
+	if s.Executor() != nil {
+		if r, ok := s.Executor().Reserve(sub.WorkspaceID); ok {
+			reserved = r
+			lease := r.Lease()
+			sub.Lease = &lease
+		}
+	}
 	item, run, token, err := s.Work().Submit(ctx, sub)
 	if err != nil {
+		if reserved != nil {
+			reserved.Cancel()
+		}
 		return nil, httpapi.Problem(err)
 	}
 	s.Log().Info("work item submitted", "workspaceId", item.WorkspaceID, "workTaskId", item.WorkTaskID, "workExecutionId", item.ID,
 		"flowRunId", run.ID, "flow", item.FlowName, "draft", item.FlowDraft)
-	s.wakeExecutor()
+	if reserved != nil {
+		reserved.Start(run)
+	} else {
+		s.wakeExecutor()
+	}
 	run, err = s.waitForRun(ctx, sub.WorkspaceID, run, wait)
 	if err != nil {
 		return nil, err
