@@ -147,6 +147,7 @@ describe("the Console's Triggers", () => {
     await h.waitFor(async () => (await page.locator('[data-field="next"]').innerText()) === "none", { message: "no next instant once disabled" });
     await page.goto(`${platform.apiUrl}/triggers`);
     await page.locator('tr[data-trigger="half-hourly-report"]').getByText("Disabled").waitFor();
+    assert.match(await page.locator('tr[data-trigger="half-hourly-report"] [data-column="last"]').innerText(), /Submitted/, "LAST in the list is the Run now");
     await page.context().close();
   });
 
