@@ -99,6 +99,8 @@ func TestRunNowSubmitsAnAutonomousTaskWhoseQuestionIsAnsweredOnTheTask(t *testin
 	g.Expect(ran.body).To(HaveKeyWithValue("principalId", "development"))
 	g.Expect(field(ran.body, "flow", "version")).To(Equal("1.0.0"))
 	taskID := ran.body["taskId"].(string)
+	g.Expect(field(call(t, server, http.MethodGet, "/api/triggers/"+name, "").body, "status", "lastOccurrence", "id")).To(Equal(ran.body["id"]),
+		"the status shows a Run now at once (LAST), not at the scheduler's next reconcile")
 	retried := call(t, server, http.MethodPost, "/api/triggers/"+name+"/run", "", "Idempotency-Key", "run-1-"+name)
 	g.Expect(retried.status).To(Equal(http.StatusAccepted))
 	g.Expect(retried.body["id"]).To(Equal(ran.body["id"]), "a retried Run now submits once")

@@ -242,11 +242,24 @@ func (r *routes) run(ctx context.Context, p item, opts RunOptions) (*occurrenceO
 		if r.Executor() != nil && o.WorkItemID != "" {
 			r.Executor().Wake()
 		}
+		r.showLast(ctx, t, o)
 	}
 	if o.Outcome != platformv1.OccurrenceSubmitted {
 		return nil, huma.Error409Conflict(fmt.Sprintf("the occurrence %s could not submit (%s): %s", o.ID, o.Reason, o.Message))
 	}
 	return &occurrenceOutput{Status: http.StatusAccepted, Body: occurrenceFrom(o)}, nil
+}
+
+// showLast puts a Run now in the Trigger's status at once (kubectl's LAST, the Console's list):
+// the scheduler writes the latest occurrence when it reconciles, for a cron Trigger perhaps days
+// later. The write also wakes the scheduler, which writes the status again from the store. Best
+// effort: the occurrence is recorded in the store either way.
+func (r *routes) showLast(ctx context.Context, t *platformv1.Trigger, o domain.Occurrence) {
+	before := t.DeepCopy()
+	t.Status.LastOccurrence = o.Status()
+	if err := r.Kube().Status().Patch(ctx, t, client.MergeFrom(before)); err != nil {
+		r.Log().Info("trigger run now: the status does not show it yet", "trigger", t.Name, "namespace", t.Namespace, "error", err.Error())
+	}
 }
 
 func (r *routes) occurrences(ctx context.Context, p item, opts HistoryOptions) (*httpapi.ListOutput[Occurrence], error) {

@@ -9,6 +9,7 @@ import { Home } from "./Home";
 import { RunDetail } from "./RunDetail";
 import { Access, AuditLog, MemberDetail, Members, Profile, Workspaces } from "./Settings";
 import { Tasks } from "./Tasks";
+import { TriggerDetail, TriggerEditor, Triggers } from "./Triggers";
 
 export interface ConsoleEnv {
   context: IdentityContext;
@@ -25,6 +26,7 @@ interface Workspace {
 
 const nav: [string, string][] = [
   ["/tasks", "Tasks"],
+  ["/triggers", "Triggers"],
   ["/cleanup", "Cleanup"],
   ["/entries", "Entries"],
   ["/settings/profile", "Profile"],
@@ -88,6 +90,11 @@ export function App() {
   const p = loc.path.replace(/\/+$/, "") || "/";
   if (p === "/") page = <Home env={env} />;
   else if (p === "/tasks") page = <Tasks env={env} />;
+  else if (p === "/triggers") page = <Triggers env={env} />;
+  // "-" is no Trigger name, so the editor's path never shadows a Trigger's.
+  else if (p === "/triggers/-/new") page = <TriggerEditor env={env} />;
+  else if ((m = match("/triggers/:name/edit", p))) page = <TriggerEditor key={m.name} env={env} name={m.name} />;
+  else if ((m = match("/triggers/:name", p))) page = <TriggerDetail key={m.name} env={env} name={m.name} />;
   else if (p === "/cleanup") page = <Cleanup env={env} />;
   else if (p === "/entries") page = <Entries env={env} />;
   else if ((m = match("/entries/:name", p))) page = <EntryDetail env={env} name={m.name} namespace={loc.query.get("namespace") ?? undefined} />;

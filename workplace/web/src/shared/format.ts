@@ -6,6 +6,9 @@ export function when(iso: string | undefined, now = new Date()): string {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return "";
   const seconds = Math.round((now.getTime() - d.getTime()) / 1000);
+  // A future instant (a Trigger's next one) reads forward; a few seconds ahead is clock skew.
+  if (seconds < -45 && seconds > -3600) return `in ${Math.round(-seconds / 60)} min`;
+  if (seconds < -45) return d.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
   if (seconds < 45) return "just now";
   if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
   if (seconds < 86400 && d.getDate() === now.getDate()) return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
@@ -34,4 +37,16 @@ export function taskStateLabel(state: TaskState): string {
 
 export function isTerminal(state: TaskState): boolean {
   return state === "completed" || state === "failed" || state === "cancelled";
+}
+
+/** at is an instant as a date and time in a zone (the viewer's when none), with the zone's abbreviation. */
+export function at(iso: string | undefined, timeZone?: string): string {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  try {
+    return d.toLocaleString([], { dateStyle: "medium", timeStyle: "long", timeZone });
+  } catch {
+    return d.toLocaleString([], { dateStyle: "medium", timeStyle: "long" });
+  }
 }

@@ -1,0 +1,14 @@
+import { describe, expect, it } from "vitest";
+import { when } from "./format";
+
+describe("when reads an instant relative to now", () => {
+  const now = new Date("2026-05-01T12:00:00Z");
+  it("reads a past instant backward and a few seconds of clock skew as now", () => {
+    expect(when("2026-05-01T11:50:00Z", now)).toBe("10 min ago");
+    expect(when("2026-05-01T12:00:10Z", now)).toBe("just now");
+  });
+  it("reads a future instant (a Trigger's next) forward, never as just now", () => {
+    expect(when("2026-05-01T12:05:00Z", now)).toBe("in 5 min");
+    expect(when("2026-05-03T12:00:00Z", now)).not.toMatch(/just now|ago/);
+  });
+});
