@@ -50,10 +50,46 @@ func (s *Store) Announce(tx *sql.Tx, topics ...string) { s.announce(tx, topics..
 
 // announce records topics to announce when the transaction tx, run by announcing, commits.
 func (s *Store) announce(tx *sql.Tx, topics ...string) {
-	if pending, ok := s.announced.Load(tx); ok {
-		list := pending.(*[]string)
-		*list = append(*list, topics...)
+	if r, ok := s.announced.Load(tx); ok {
+		r.(*txRecord).topics = append(r.(*txRecord).topics, topics...)
 	}
+}
+
+// Flusher is a write another plane defers to the end of a transaction (Deferred).
+type Flusher interface {
+	Flush(ctx context.Context, tx *sql.Tx) error
+}
+
+// Deferred returns the Flusher that tx keeps under key, made by create at the key's first use in
+// tx, and flushed when the transaction's work is done, right before it commits (or its savepoint
+// is released): a write that locks a row every transaction of a workspace updates (the
+// Workplace outbox's counter) then holds the lock for the shortest time. ok is false when tx is
+// not one of the store's transactions.
+func (s *Store) Deferred(tx *sql.Tx, key any, create func() Flusher) (Flusher, bool) {
+	r, ok := s.announced.Load(tx)
+	if !ok {
+		return nil, false
+	}
+	record := r.(*txRecord)
+	for _, d := range record.deferred {
+		if d.key == key {
+			return d.flusher, true
+		}
+	}
+	f := create()
+	record.deferred = append(record.deferred, deferredWrite{key: key, flusher: f})
+	return f, true
+}
+
+// txRecord is what one transaction attempt of announcing collects.
+type txRecord struct {
+	topics   []string
+	deferred []deferredWrite
+}
+
+type deferredWrite struct {
+	key     any
+	flusher Flusher
 }
 
 // announcing runs fn in a transaction of inTx and announces, once it committed, the topics that
@@ -63,14 +99,19 @@ func (s *Store) announce(tx *sql.Tx, topics ...string) {
 func (s *Store) announcing(ctx context.Context, inTx func(context.Context, func(*sql.Tx) error) error, fn func(*sql.Tx) error) error {
 	var topics []string
 	err := inTx(ctx, func(tx *sql.Tx) error {
-		pending := &[]string{}
-		s.announced.Store(tx, pending)
+		record := &txRecord{}
+		s.announced.Store(tx, record)
 		defer s.announced.Delete(tx)
 		if err := fn(tx); err != nil {
 			return err
 		}
+		for _, d := range record.deferred {
+			if err := d.flusher.Flush(ctx, tx); err != nil {
+				return err
+			}
+		}
 		// A transaction that writes many outbox rows announces their workspace's topic once.
-		topics = slices.Compact(slices.Sorted(slices.Values(*pending)))
+		topics = slices.Compact(slices.Sorted(slices.Values(record.topics)))
 		return s.changes.Stage(ctx, tx, s.db.Dialect(), topics...)
 	})
 	if err == nil {

@@ -247,7 +247,8 @@ type Store struct {
 	Clock func() time.Time
 
 	changes *notify.Hub
-	// announced holds, per transaction of announcing, the topics to announce once it commits.
+	// announced holds, per transaction of announcing, the topics to announce once it commits and
+	// the writes deferred to its end.
 	announced sync.Map
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"platform.dev/platform/apiserver/work"
 )
 
 // The names of the Workplace's real-time events, exactly as the hub sends them.
@@ -51,23 +53,71 @@ type announcer interface {
 
 // emit appends an event to the outbox in the transaction of the change it describes. The
 // workspace's counter row is locked until commit, so that the numbers of one workspace's events
-// follow the order in which their transactions commit.
+// follow the order in which their transactions commit; in a transaction of the Work store the
+// events are written when the transaction's work is done, right before its commit, so that the
+// lock, which every transaction of the workspace needs, is held for the shortest time.
 func (s *Store) emit(ctx context.Context, tx *sql.Tx, workspaceID, principalID, name string, payload map[string]any) error {
 	data, err := json.Marshal(payload)
 	if err != nil {
 		return err
 	}
-	var seq int64
-	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO workplace_event_seqs (workspace_id, seq) VALUES (?, 1)
-		ON CONFLICT (workspace_id) DO UPDATE SET seq = workplace_event_seqs.seq + 1 RETURNING seq`), workspaceID).Scan(&seq); err != nil {
-		return err
+	e := Event{WorkspaceID: workspaceID, Name: name, PrincipalID: principalID, Payload: data, CreatedAt: s.now()}
+	if d, ok := s.Work.(deferrer); ok {
+		if f, ok := d.Deferred(tx, outboxKey{}, func() work.Flusher { return &outboxWrite{s: s} }); ok {
+			f.(*outboxWrite).events = append(f.(*outboxWrite).events, e)
+			return nil
+		}
 	}
-	if _, err = tx.ExecContext(ctx, s.q(`INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`), workspaceID, seq, name, principalID, string(data), ms(s.now())); err != nil {
-		return err
+	return s.writeOutbox(ctx, tx, []Event{e})
+}
+
+// deferrer is the Work store's Deferred.
+type deferrer interface {
+	Deferred(tx *sql.Tx, key any, create func() work.Flusher) (work.Flusher, bool)
+}
+
+type outboxKey struct{}
+
+// outboxWrite is the events one transaction emitted, written at its end.
+type outboxWrite struct {
+	s      *Store
+	events []Event
+}
+
+func (o *outboxWrite) Flush(ctx context.Context, tx *sql.Tx) error {
+	return o.s.writeOutbox(ctx, tx, o.events)
+}
+
+// writeOutbox numbers events after their workspace's last, in the order given, and appends them.
+func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event) error {
+	count := map[string]int64{}
+	var workspaces []string
+	for _, e := range events {
+		if count[e.WorkspaceID] == 0 {
+			workspaces = append(workspaces, e.WorkspaceID)
+		}
+		count[e.WorkspaceID]++
+	}
+	next := map[string]int64{}
+	for _, ws := range workspaces {
+		var last int64
+		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO workplace_event_seqs (workspace_id, seq) VALUES (?, ?)
+			ON CONFLICT (workspace_id) DO UPDATE SET seq = workplace_event_seqs.seq + ? RETURNING seq`), ws, count[ws], count[ws]).Scan(&last); err != nil {
+			return err
+		}
+		next[ws] = last - count[ws] + 1
+	}
+	for _, e := range events {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)`), e.WorkspaceID, next[e.WorkspaceID], e.Name, e.PrincipalID, string(e.Payload), ms(e.CreatedAt)); err != nil {
+			return err
+		}
+		next[e.WorkspaceID]++
 	}
 	if a, ok := s.Work.(announcer); ok {
-		a.Announce(tx, Topic(workspaceID))
+		for _, ws := range workspaces {
+			a.Announce(tx, Topic(ws))
+		}
 	}
 	return nil
 }
