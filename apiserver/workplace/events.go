@@ -1,10 +1,13 @@
 package workplace
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"platform.dev/platform/apiserver/work"
@@ -62,13 +65,63 @@ func (s *Store) emit(ctx context.Context, tx *sql.Tx, workspaceID, principalID, 
 		return err
 	}
 	e := Event{WorkspaceID: workspaceID, Name: name, PrincipalID: principalID, Payload: data, CreatedAt: s.now()}
-	if d, ok := s.Work.(deferrer); ok {
-		if f, ok := d.Deferred(tx, outboxKey{}, func() work.Flusher { return &outboxWrite{s: s} }); ok {
-			f.(*outboxWrite).events = append(f.(*outboxWrite).events, e)
-			return nil
-		}
+	if o, ok := s.outboxOf(tx); ok {
+		o.events = append(o.events, e)
+		return nil
 	}
 	return s.writeOutbox(ctx, tx, []Event{e})
+}
+
+// unreadChanged adds delta to the count of a Principal's unread notifications and tells it
+// (UnreadNotificationCountChanged); in a transaction of the Work store both happen at its end, once
+// per Principal, where its outbox events are written.
+func (s *Store) unreadChanged(ctx context.Context, tx *sql.Tx, workspaceID, principalID string, delta int64) error {
+	if o, ok := s.outboxOf(tx); ok {
+		k := recipient{workspaceID, principalID}
+		if _, told := o.unread[k]; !told {
+			if o.unread == nil {
+				o.unread = map[recipient]unreadChange{}
+			}
+			o.unread[k] = unreadChange{event: len(o.events)}
+			o.events = append(o.events, Event{WorkspaceID: workspaceID, Name: EventUnreadNotificationCountChanged, PrincipalID: principalID,
+				CreatedAt: s.now()})
+		}
+		c := o.unread[k]
+		c.delta += delta
+		o.unread[k] = c
+		return nil
+	}
+	e, err := s.countUnread(ctx, tx, workspaceID, principalID, delta)
+	if err != nil {
+		return err
+	}
+	e.CreatedAt = s.now()
+	return s.writeOutbox(ctx, tx, []Event{e})
+}
+
+// countUnread applies delta to a Principal's unread count and returns the event that tells it.
+func (s *Store) countUnread(ctx context.Context, tx *sql.Tx, workspaceID, principalID string, delta int64) (Event, error) {
+	var unread int64
+	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO notification_counts (workspace_id, principal_id, unread) VALUES (?, ?, ?)
+		ON CONFLICT (workspace_id, principal_id) DO UPDATE SET unread = notification_counts.unread + ? RETURNING unread`),
+		workspaceID, principalID, delta, delta).Scan(&unread); err != nil {
+		return Event{}, err
+	}
+	data, err := json.Marshal(map[string]any{"unreadCount": unread})
+	return Event{WorkspaceID: workspaceID, Name: EventUnreadNotificationCountChanged, PrincipalID: principalID, Payload: data}, err
+}
+
+// outboxOf is the deferred outbox write of tx, when tx is a transaction of the Work store.
+func (s *Store) outboxOf(tx *sql.Tx) (*outboxWrite, bool) {
+	d, ok := s.Work.(deferrer)
+	if !ok {
+		return nil, false
+	}
+	f, ok := d.Deferred(tx, outboxKey{}, func() work.Flusher { return &outboxWrite{s: s} })
+	if !ok {
+		return nil, false
+	}
+	return f.(*outboxWrite), true
 }
 
 // deferrer is the Work store's Deferred.
@@ -78,13 +131,33 @@ type deferrer interface {
 
 type outboxKey struct{}
 
-// outboxWrite is the events one transaction emitted, written at its end.
+// outboxWrite is what one transaction emitted, written at its end: its events, and the changes
+// of unread counts whose events hold a place among them.
 type outboxWrite struct {
 	s      *Store
 	events []Event
+	unread map[recipient]unreadChange
+}
+
+type recipient struct{ workspaceID, principalID string }
+
+type unreadChange struct {
+	event int
+	delta int64
 }
 
 func (o *outboxWrite) Flush(ctx context.Context, tx *sql.Tx) error {
+	// In one order, so that two transactions never wait for each other's count rows.
+	for _, k := range slices.SortedFunc(maps.Keys(o.unread), func(a, b recipient) int {
+		return cmp.Or(cmp.Compare(a.workspaceID, b.workspaceID), cmp.Compare(a.principalID, b.principalID))
+	}) {
+		c := o.unread[k]
+		e, err := o.s.countUnread(ctx, tx, k.workspaceID, k.principalID, c.delta)
+		if err != nil {
+			return err
+		}
+		o.events[c.event].Payload = e.Payload
+	}
 	return o.s.writeOutbox(ctx, tx, o.events)
 }
 
@@ -136,16 +209,6 @@ func (s *Store) emitInteraction(ctx context.Context, tx *sql.Tx, interactionID s
 		return err
 	}
 	return s.emit(ctx, tx, workspace, "", EventInteractionUpdated, map[string]any{"interactionId": interactionID, "state": state, "version": version})
-}
-
-// emitUnread tells a Principal how many of its notifications are unread now.
-func (s *Store) emitUnread(ctx context.Context, tx *sql.Tx, workspaceID, principalID string) error {
-	var unread int
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM notifications WHERE workspace_id = ? AND principal_id = ? AND read_at = 0`),
-		workspaceID, principalID).Scan(&unread); err != nil {
-		return err
-	}
-	return s.emit(ctx, tx, workspaceID, principalID, EventUnreadNotificationCountChanged, map[string]any{"unreadCount": unread})
 }
 
 // Events lists a workspace's events after seq, oldest first, at most take: what the hub

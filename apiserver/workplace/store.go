@@ -644,8 +644,11 @@ func (s *Store) Notifications(ctx context.Context, workspaceID, principalID stri
 // UnreadCount is how many of a Principal's notifications in the workspace are unread.
 func (s *Store) UnreadCount(ctx context.Context, workspaceID, principalID string) (int, error) {
 	var n int
-	err := s.db.DB().QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM notifications WHERE workspace_id = ? AND principal_id = ? AND read_at = 0`),
+	err := s.db.DB().QueryRowContext(ctx, s.q(`SELECT unread FROM notification_counts WHERE workspace_id = ? AND principal_id = ?`),
 		workspaceID, principalID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
 	return n, err
 }
 
@@ -669,7 +672,7 @@ func (s *Store) MarkRead(ctx context.Context, workspaceID, principalID, id strin
 		if err := s.emit(ctx, tx, workspaceID, principalID, EventNotificationUpdated, map[string]any{"notificationId": id, "read": true, "version": n.Version}); err != nil {
 			return err
 		}
-		return s.emitUnread(ctx, tx, workspaceID, principalID)
+		return s.unreadChanged(ctx, tx, workspaceID, principalID, -1)
 	})
 	return n, err
 }
@@ -699,7 +702,7 @@ func (s *Store) MarkAllRead(ctx context.Context, workspaceID, principalID string
 		if err := s.emit(ctx, tx, workspaceID, principalID, EventNotificationUpdated, map[string]any{"all": true, "read": true}); err != nil {
 			return err
 		}
-		return s.emitUnread(ctx, tx, workspaceID, principalID)
+		return s.unreadChanged(ctx, tx, workspaceID, principalID, -marked)
 	})
 	return marked, err
 }
@@ -715,7 +718,7 @@ func (s *Store) notify(ctx context.Context, tx *sql.Tx, n Notification) error {
 		"attention": n.Attention, "taskId": n.TaskID, "interactionId": n.InteractionID}); err != nil {
 		return err
 	}
-	return s.emitUnread(ctx, tx, n.WorkspaceID, n.PrincipalID)
+	return s.unreadChanged(ctx, tx, n.WorkspaceID, n.PrincipalID, 1)
 }
 
 // PendingActionOf reads a pending action of the workspace by its id, with the run it suspends,

@@ -82,6 +82,26 @@ func (s *Store) DeleteTask(ctx context.Context, workspaceID, id string, version 
 			keys = append(keys, k)
 		}
 		rows.Close()
+		// The unread notifications going with the Task leave their recipients' counts.
+		type unreadOf struct {
+			principalID string
+			count       int64
+		}
+		var unread []unreadOf
+		rows, err = tx.QueryContext(ctx, s.q(`SELECT principal_id, COUNT(*) FROM notifications WHERE task_id = ? AND workspace_id = ? AND read_at = 0
+			GROUP BY principal_id ORDER BY principal_id`), id, workspaceID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var u unreadOf
+			if err := rows.Scan(&u.principalID, &u.count); err != nil {
+				rows.Close()
+				return err
+			}
+			unread = append(unread, u)
+		}
+		rows.Close()
 		var detached []string
 		rows, err = tx.QueryContext(ctx, s.q(`SELECT id FROM interactions WHERE last_task_id = ?`), id)
 		if err != nil {
@@ -118,7 +138,12 @@ func (s *Store) DeleteTask(ctx context.Context, workspaceID, id string, version 
 		if err := s.emit(ctx, tx, workspaceID, "", EventTaskStatusChanged, map[string]any{"taskId": id, "deleted": true}); err != nil {
 			return err
 		}
-		return s.emitUnread(ctx, tx, workspaceID, t.PrincipalID)
+		for _, u := range unread {
+			if err := s.unreadChanged(ctx, tx, workspaceID, u.principalID, -u.count); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return err

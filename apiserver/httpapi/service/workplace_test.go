@@ -158,9 +158,37 @@ func TestPrepareReportAsksAChoiceThenAConfirmationAndCreatesATaskWithNoArtifact(
 		g.Expect(notifications["unreadCount"]).To(BeNumerically("==", 3), "two questions and the completion")
 		g.Expect(field(notifications, "items")).To(HaveLen(3))
 		g.Expect(notifications["items"].([]any)[0]).To(HaveKeyWithValue("attention", true), "attention first")
+		// The count follows each change: one read (twice), then all, then the Task deleted with its
+		// notifications, read or not.
+		first := field(notifications, "items").([]any)[0].(map[string]any)["id"].(string)
+		for range 2 {
+			c.must(http.StatusOK, http.MethodPost, "/notifications/"+first+"/read", "")
+			g.Expect(c.must(http.StatusOK, http.MethodGet, "/notifications", "")["unreadCount"]).To(BeNumerically("==", 2))
+		}
 		read := c.must(http.StatusOK, http.MethodPost, "/notifications/read-all", "")
-		g.Expect(read["marked"]).To(BeNumerically("==", 3))
+		g.Expect(read["marked"]).To(BeNumerically("==", 2))
 		g.Expect(c.must(http.StatusOK, http.MethodGet, "/notifications", "")["unreadCount"]).To(BeNumerically("==", 0))
+	})
+}
+
+// Deleting a Task takes its unread notifications out of the unread count, and only those.
+func TestDeletingATaskTakesItsUnreadNotificationsOutOfTheCount(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		c := workplaceClient{t: t, server: workServer(t, s), ws: demoWorkspace(t)}
+		opened := c.must(http.StatusCreated, http.MethodPost, "/entries/prepare-report/interactions?waitSeconds=10", `{"input":{"request":"Q3 sales"}}`)
+		done := c.answer(c.answer(opened, `"value":"table"`), `"confirmed":true`)
+		taskID := field(done, "task", "id").(string)
+		notifications := c.must(http.StatusOK, http.MethodGet, "/notifications", "")
+		g.Expect(notifications["unreadCount"]).To(BeNumerically("==", 3))
+		first := field(notifications, "items").([]any)[0].(map[string]any)["id"].(string)
+		c.must(http.StatusOK, http.MethodPost, "/notifications/"+first+"/read", "")
+
+		task := c.call(http.MethodGet, "/tasks/"+taskID, "")
+		g.Expect(c.call(http.MethodDelete, "/tasks/"+taskID, "", "If-Match", task.header.Get("ETag")).status).To(Equal(http.StatusNoContent))
+		after := c.must(http.StatusOK, http.MethodGet, "/notifications", "")
+		g.Expect(after["items"]).To(BeEmpty())
+		g.Expect(after["unreadCount"]).To(BeNumerically("==", 0), "the two unread went, the read one counted for nothing")
 	})
 }
 
