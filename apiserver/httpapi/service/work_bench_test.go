@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,7 +68,9 @@ func reportLatencies(b *testing.B, unit string, latencies []time.Duration) {
 }
 
 // measureClients runs once b.N times from the given number of concurrent clients and reports the
-// throughput and latencies in unit; a client stops at its first failed call.
+// throughput and latencies in unit, and the process's CPU time per call (cpu-ms/op) with the
+// cores it kept busy: on this machine the CPU, not the store, bounds the rate, which these show.
+// A client stops at its first failed call.
 func measureClients(b *testing.B, clients int, unit string, once func() bool) {
 	var (
 		next      atomic.Int64
@@ -75,6 +78,7 @@ func measureClients(b *testing.B, clients int, unit string, once func() bool) {
 		latencies = make([]time.Duration, 0, b.N)
 		wg        sync.WaitGroup
 	)
+	cpuBefore := processCPU(b)
 	b.ResetTimer()
 	for range clients {
 		wg.Add(1)
@@ -94,7 +98,19 @@ func measureClients(b *testing.B, clients int, unit string, once func() bool) {
 	wg.Wait()
 	if len(latencies) > 0 {
 		reportLatencies(b, unit, latencies)
+		cpu := processCPU(b) - cpuBefore
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(latencies)), "cpu-ms/op")
+		b.ReportMetric(cpu.Seconds()/b.Elapsed().Seconds(), "cores")
 	}
+}
+
+// processCPU is the CPU time (user and system) the process has used so far.
+func processCPU(b *testing.B) time.Duration {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }
 
 var benchFlows atomic.Int64
