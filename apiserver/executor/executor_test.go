@@ -469,21 +469,27 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
+// slowAndFast resolves the flows "slow" (an agent call of 3 s) and "fast" (an immediate answer).
+func slowAndFast() *resolver {
+	return &resolver{
+		flows: map[string]platformv1.FlowDefinition{
+			"slow@1.0.0": orchestration([]platformv1.FlowStep{input, agentStep("ask", "slow"), output}, edge("in", "ask"), edge("ask", "out")),
+			"fast@1.0.0": orchestration([]platformv1.FlowStep{input, agentStep("ask", "fast"), output}, edge("in", "ask"), edge("ask", "out")),
+		},
+		agents: map[string]provider.Agent{
+			"slow": {Name: "slow", Revision: "1", Instructions: "@latencyMs 3000\n@respond late"},
+			"fast": {Name: "fast", Revision: "1", Instructions: "@respond now"},
+		},
+	}
+}
+
 // A workspace's slow agent calls hold at most its share of the workers: another workspace's run,
 // submitted after them, completes while they are still executing.
 func TestSlowRunsOfOneWorkspaceHoldOnlyItsShareOfTheWorkers(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
 		w := work.New(s)
-		flows := map[string]platformv1.FlowDefinition{
-			"slow@1.0.0": orchestration([]platformv1.FlowStep{input, agentStep("ask", "slow"), output}, edge("in", "ask"), edge("ask", "out")),
-			"fast@1.0.0": orchestration([]platformv1.FlowStep{input, agentStep("ask", "fast"), output}, edge("in", "ask"), edge("ask", "out")),
-		}
-		agents := map[string]provider.Agent{
-			"slow": {Name: "slow", Revision: "1", Instructions: "@latencyMs 3000\n@respond late"},
-			"fast": {Name: "fast", Revision: "1", Instructions: "@respond now"},
-		}
-		exec, err := executor.New(executor.Options{Work: w, Resolver: &resolver{flows: flows, agents: agents},
+		exec, err := executor.New(executor.Options{Work: w, Resolver: slowAndFast(),
 			Provider: provider.DeterministicProvider{}, Workers: 2, WorkspaceShare: 1, Lease: time.Minute, Poll: 20 * time.Millisecond,
 			Authorize: func(context.Context, work.Context) error { return nil }})
 		g.Expect(err).NotTo(HaveOccurred())
@@ -527,16 +533,8 @@ func TestAReservedWorkerCountsTowardItsWorkspaceShare(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
 		w := work.New(s)
-		flows := map[string]platformv1.FlowDefinition{
-			"slow@1.0.0": orchestration([]platformv1.FlowStep{input, agentStep("ask", "slow"), output}, edge("in", "ask"), edge("ask", "out")),
-			"fast@1.0.0": orchestration([]platformv1.FlowStep{input, agentStep("ask", "fast"), output}, edge("in", "ask"), edge("ask", "out")),
-		}
-		agents := map[string]provider.Agent{
-			"slow": {Name: "slow", Revision: "1", Instructions: "@latencyMs 3000\n@respond late"},
-			"fast": {Name: "fast", Revision: "1", Instructions: "@respond now"},
-		}
 		// A poll far beyond the test: only a reservation can start a run in time.
-		exec, err := executor.New(executor.Options{Work: w, Resolver: &resolver{flows: flows, agents: agents},
+		exec, err := executor.New(executor.Options{Work: w, Resolver: slowAndFast(),
 			Provider: provider.DeterministicProvider{}, Workers: 2, WorkspaceShare: 1, Lease: time.Minute, Poll: time.Hour,
 			Authorize: func(context.Context, work.Context) error { return nil }})
 		g.Expect(err).NotTo(HaveOccurred())
