@@ -394,13 +394,14 @@ func (r *reservation) Start(submitted work.FlowRun) {
 		runsClaimed.Inc()
 		// The run as the store reads it, as a claim would have it.
 		run, err := r.e.work.RunByID(r.ctx, submitted.ID)
-		if err == nil {
-			err = r.e.executeRun(r.ctx, &run, r.lease.Owner)
+		if err != nil {
+			// Any worker may take the run over now rather than after the lease.
+			_ = r.e.work.ReleaseLease(context.WithoutCancel(r.ctx), submitted.ID, r.lease.Owner)
+		} else {
+			err = r.e.executeRun(r.ctx, &run, r.lease.Owner) // gives the run back itself when it fails
 		}
 		if err != nil && r.ctx.Err() == nil {
 			r.e.log.Error(err, "executing a flow run")
-			// Whatever stopped it, any worker may take the run over now rather than after the lease.
-			_ = r.e.work.ReleaseLease(context.WithoutCancel(r.ctx), submitted.ID, r.lease.Owner)
 		}
 	}()
 }

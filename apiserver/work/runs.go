@@ -36,16 +36,11 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, ex
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
 	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
-	// Most claims find nothing (every commit that makes a run runnable wakes a worker): a read
-	// answers those without taking SQLite's one write lock.
-	var claimable int
-	err := s.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+` LIMIT 1) AS claimable`,
-		append([]any{ms(now)}, excluded...)...).Scan(&claimable)
-	if err != nil || claimable == 0 {
+	if ok, err := s.anyClaimable(ctx, `flow_runs`, `state`, now, exclude, excluded); err != nil || !ok {
 		return nil, err
 	}
 	var id string
-	err = s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
 		err := s.txQueryRow(ctx, tx, `UPDATE flow_runs SET lease_owner = ?, lease_expires_at = ?
 			WHERE id = (SELECT id FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+`
 				ORDER BY updated_at LIMIT 1`+lock+`)
@@ -64,6 +59,17 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, ex
 		return nil, err
 	}
 	return &run, nil
+}
+
+// anyClaimable reports whether table holds a runnable run (its stateColumn Pending or Running)
+// whose lease expired, outside the excluded workspaces. Most claims find nothing (every commit
+// that makes a run runnable wakes a worker): this read answers those without taking SQLite's
+// one write lock.
+func (s *Store) anyClaimable(ctx context.Context, table, stateColumn string, now time.Time, exclude string, excluded []any) (bool, error) {
+	var n int
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM `+table+` WHERE `+stateColumn+` IN ('Pending', 'Running')
+		AND lease_expires_at < ?`+exclude+` LIMIT 1) AS claimable`, append([]any{ms(now)}, excluded...)...).Scan(&n)
+	return n > 0, err
 }
 
 // RenewLease extends owner's lease on a run; false when the run is no longer runnable by owner

@@ -137,16 +137,11 @@ func (s *Store) ClaimRuntimeRun(ctx context.Context, owner string, lease time.Du
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
 	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
-	// Most claims find nothing (every commit that makes a run runnable wakes a worker): a read
-	// answers those without taking SQLite's one write lock.
-	var claimable int
-	err := s.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM runtime_runs WHERE status IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+` LIMIT 1) AS claimable`,
-		append([]any{ms(now)}, excluded...)...).Scan(&claimable)
-	if err != nil || claimable == 0 {
+	if ok, err := s.anyClaimable(ctx, `runtime_runs`, `status`, now, exclude, excluded); err != nil || !ok {
 		return nil, err
 	}
 	var id string
-	err = s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
 		err := s.txQueryRow(ctx, tx, `UPDATE runtime_runs SET lease_owner = ?, lease_expires_at = ?, status = 'Running'
 			WHERE id = (SELECT id FROM runtime_runs WHERE status IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+`
 				ORDER BY updated_at LIMIT 1`+lock+`)
