@@ -312,7 +312,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	fmt.Fprintf(out, "kube API ready at https://%s\n", server.Address)
 	fmt.Fprintf(out, "kubeconfig: export KUBECONFIG=%s   (or: platform kubeconfig --data-dir %s > kubeconfig)\n", kubeconfig, opts.DataDir)
 	fmt.Fprintf(out, "service API ready at http://%s (OpenAPI: http://%s%s.json)\n", httpListener.Addr(), httpListener.Addr(), httpapi.OpenAPIPath)
-	fmt.Fprintf(out, "Console ready at http://%s/ (Tasks: /tasks, cleanup: /cleanup, settings: /settings/profile)\n", httpListener.Addr())
+	fmt.Fprintf(out, "Console ready at http://%s/ (Tasks: /tasks, Triggers: /triggers, cleanup: /cleanup, settings: /settings/profile)\n", httpListener.Addr())
 
 	select {
 	case <-ctx.Done():
