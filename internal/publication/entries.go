@@ -136,6 +136,13 @@ func (p *Publisher) recordEntryPublication(ctx context.Context, entry *platformv
 		if err := p.reader().Get(ctx, client.ObjectKeyFromObject(entry), current); err != nil {
 			return err
 		}
+		// A reconcile that started before the record was written publishes nothing new: the same
+		// projection (revision) of the same generation is recorded once.
+		if records := current.Status.Publications; len(records) > 0 && records[0].Revision == record.Revision && records[0].Generation == record.Generation {
+			entry.Status = current.Status
+			entry.ResourceVersion = current.ResourceVersion
+			return nil
+		}
 		current.Status.PublishedGeneration = record.Generation
 		records := append([]platformv1.EntryPublicationRecord{record}, current.Status.Publications...)
 		if len(records) > maxPublicationRecords {
