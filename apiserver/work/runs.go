@@ -242,7 +242,7 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 		if out, err = s.saveRun(ctx, tx, run, next, now); err != nil {
 			return err
 		}
-		return s.appendEvents(ctx, tx, runID, next.State, now, events...)
+		return s.appendEvents(ctx, tx, out, now, events...)
 	})
 	return out, err
 }
@@ -510,7 +510,7 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 			return err
 		}
 		action = a
-		return s.appendEvents(ctx, tx, old.ID, next.State, now, events...)
+		return s.appendEvents(ctx, tx, run, now, events...)
 	})
 	return action, run, token, err
 }
@@ -616,7 +616,7 @@ func (s *Store) changeTx(ctx context.Context, tx *sql.Tx, workspaceID, runID str
 	if err != nil {
 		return FlowRun{}, err
 	}
-	return out, s.appendEvents(ctx, tx, runID, next.State, now, events...)
+	return out, s.appendEvents(ctx, tx, out, now, events...)
 }
 
 // Delete removes a terminal run with its history and PendingActions, atomically, when version is
@@ -695,7 +695,7 @@ func (s *Store) ExpirePendingActions(ctx context.Context) (int, error) {
 			if changed, err = s.saveRun(ctx, tx, old, next, now); err != nil {
 				return err
 			}
-			return s.appendEvents(ctx, tx, d.run, StateFailed, now,
+			return s.appendEvents(ctx, tx, changed, now,
 				Event{Type: EventPendingActionExpired, Step: old.CurrentStep, Reason: "pending action " + d.id},
 				Event{Type: EventRunFailed, Step: old.CurrentStep, Reason: next.Reason})
 		})

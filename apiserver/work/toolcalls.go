@@ -97,7 +97,7 @@ func (s *Store) inLease(ctx context.Context, runID, owner string, fn func(tx *sq
 		if err != nil {
 			return err
 		}
-		return s.appendEvents(ctx, tx, runID, run.State, now, events...)
+		return s.appendEvents(ctx, tx, run, now, events...)
 	})
 }
 

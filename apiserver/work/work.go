@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -433,7 +434,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkI
 		run.LeaseOwner, ms(run.LeaseExpiresAt), ms(now), ms(now)); err != nil {
 		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
 	}
-	if err := s.appendEvents(ctx, tx, run.ID, run.State, now, Event{Type: EventRunCreated}); err != nil {
+	if err := s.appendEvents(ctx, tx, run, now, Event{Type: EventRunCreated}); err != nil {
 		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
 	}
 	s.announce(tx, RunTopic(run.ID), WorkspaceTopic(run.WorkspaceID))
@@ -443,39 +444,47 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkI
 	return item, run, token, nil
 }
 
-// appendEvents numbers events after the run's last one. Callers update the run's row first in
-// the same transaction, which serializes writers of one run.
-func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, runID, state string, now time.Time, events ...Event) error {
+// appendEvents records events of run, which the caller saved in the same transaction as it is
+// now (the update of its row serializes writers of one run), numbered after the run's last
+// event, in one statement.
+func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, run FlowRun, now time.Time, events ...Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	var last int64
-	if err := s.txQueryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) FROM flow_run_events WHERE run_id = ?`, runID).Scan(&last); err != nil {
-		return err
-	}
-	for _, e := range events {
-		last++
+	// The run's correlation ids are copied from its row, so no caller can get them wrong. The
+	// numbers are the run's last plus each event's place: the SELECT is read whole before the
+	// INSERT writes (SQLite stages it when it reads the table it writes; PostgreSQL reads its
+	// snapshot).
+	var query strings.Builder
+	query.WriteString(`INSERT INTO flow_run_events (run_id, seq, type, step, attempt, state, reason, interaction_id, work_task_id,
+		work_execution_id, runtime_execution_id, created_at)
+		SELECT r.id, (SELECT COALESCE(MAX(seq), 0) FROM flow_run_events WHERE run_id = r.id) + e.column1, e.column2, e.column3,
+		e.column4, e.column5, e.column6, COALESCE(r.interaction_id, ''), r.work_task_id, r.work_item_id, e.column7, ?
+		FROM flow_runs r, (VALUES `)
+	args := make([]any, 0, 1+7*len(events)+1)
+	args = append(args, ms(now))
+	for i, e := range events {
+		if i > 0 {
+			query.WriteString(", ")
+		}
+		// Typed, so that PostgreSQL does not take the parameters of a VALUES list for text.
+		query.WriteString(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))`)
 		if e.State == "" {
-			e.State = state
+			e.State = run.State
 		}
-		// The run's correlation ids are copied from its row, so no caller can get them wrong.
-		if _, err := s.txExec(ctx, tx, `INSERT INTO flow_run_events (run_id, seq, type, step, attempt, state, reason,
-			interaction_id, work_task_id, work_execution_id, runtime_execution_id, created_at)
-			SELECT id, ?, ?, ?, ?, ?, ?, COALESCE(interaction_id, ''), work_task_id, work_item_id, ?, ? FROM flow_runs WHERE id = ?`,
-			last, e.Type, e.Step, e.Attempt, e.State, e.Reason, e.RuntimeExecutionID, ms(now), runID); err != nil {
-			return err
-		}
+		args = append(args, i+1, e.Type, e.Step, e.Attempt, e.State, e.Reason, e.RuntimeExecutionID)
+	}
+	query.WriteString(`) AS e WHERE r.id = ?`)
+	args = append(args, run.ID)
+	if _, err := s.txExec(ctx, tx, query.String(), args...); err != nil {
+		return err
 	}
 	if s.Observer == nil {
 		return nil
 	}
-	run, err := scanRun(tx.QueryRowContext(ctx, s.q(`SELECT `+runColumns+` FROM flow_runs WHERE id = ?`), runID))
-	if err != nil {
-		return err
-	}
 	observed := make([]Event, len(events))
 	for i, e := range events {
-		e.RunID = runID
+		e.RunID = run.ID
 		observed[i] = e
 	}
 	return s.Observer.Observe(ctx, tx, run, observed)

@@ -94,6 +94,47 @@ func TestSubmitCreatesAPendingRunWithItsFirstEvent(t *testing.T) {
 	})
 }
 
+func TestEventsAppendedTogetherAreNumberedInTheirOrderAfterTheRunsLast(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, _ := newStore(s)
+		item, run, _ := submit(t, w)
+		_, err := w.Claim(ctx, "worker-1", time.Minute)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = w.Apply(ctx, run.ID, "worker-1", work.Transition{State: work.StateRunning, Events: []work.Event{
+			{Type: work.EventRunStarted},
+			{Type: work.EventStepStarted, Step: "draft", Attempt: 2, RuntimeExecutionID: "exec-1"},
+			{Type: work.EventStepCompleted, Step: "draft", Attempt: 2, State: work.StatePending, Reason: "it's done; 'quoted'"},
+		}})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = w.Apply(ctx, run.ID, "worker-1", work.Transition{State: work.StateCompleted, Result: []byte(`{"ok":true}`),
+			Events: []work.Event{{Type: work.EventRunCompleted}}})
+		g.Expect(err).NotTo(HaveOccurred())
+
+		events, err := w.Events(ctx, run.ID, 0)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(events).To(HaveLen(5))
+		for i, e := range events {
+			g.Expect(e.Seq).To(Equal(int64(i+1)), "numbered in order, none missing")
+			g.Expect(e.WorkTaskID).To(Equal(item.WorkTaskID), "correlation copied from the run")
+			g.Expect(e.WorkExecutionID).To(Equal(item.ID))
+		}
+		g.Expect([]string{events[0].Type, events[1].Type, events[2].Type, events[3].Type, events[4].Type}).To(Equal([]string{
+			work.EventRunCreated, work.EventRunStarted, work.EventStepStarted, work.EventStepCompleted, work.EventRunCompleted}))
+		g.Expect(events[1].State).To(Equal(work.StateRunning), "an event without a state takes the run's")
+		g.Expect(events[2]).To(And(
+			HaveField("Step", "draft"), HaveField("Attempt", 2), HaveField("RuntimeExecutionID", "exec-1"), HaveField("State", work.StateRunning)))
+		g.Expect(events[3]).To(And(HaveField("State", work.StatePending), HaveField("Reason", "it's done; 'quoted'")))
+		g.Expect(events[4].State).To(Equal(work.StateCompleted))
+
+		later, err := w.Events(ctx, run.ID, 3)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(later).To(HaveLen(2))
+		g.Expect(later[0].Seq).To(Equal(int64(4)))
+	})
+}
+
 func TestClaimLeasesARunnableRunToOneWorkerUntilTheLeaseExpires(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)

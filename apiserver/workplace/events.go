@@ -8,6 +8,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"platform.dev/platform/apiserver/work"
@@ -161,6 +162,10 @@ func (o *outboxWrite) Flush(ctx context.Context, tx *sql.Tx) error {
 	return o.s.writeOutbox(ctx, tx, o.events)
 }
 
+// outboxBatch bounds the rows of one INSERT of outbox events, and so the statements each
+// connection caches for it.
+const outboxBatch = 16
+
 // writeOutbox numbers events after their workspace's last, in the order given, and appends them.
 func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event) error {
 	count := map[string]int64{}
@@ -180,12 +185,18 @@ func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event) err
 		}
 		next[ws] = last - count[ws] + 1
 	}
-	for _, e := range events {
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)`), e.WorkspaceID, next[e.WorkspaceID], e.Name, e.PrincipalID, string(e.Payload), ms(e.CreatedAt)); err != nil {
+	// A statement per outboxBatch events: one round trip for a transaction's usual few.
+	for batch := range slices.Chunk(events, outboxBatch) {
+		query := `INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at) VALUES ` +
+			strings.Repeat(`(?, ?, ?, ?, ?, ?), `, len(batch)-1) + `(?, ?, ?, ?, ?, ?)`
+		args := make([]any, 0, 6*len(batch))
+		for _, e := range batch {
+			args = append(args, e.WorkspaceID, next[e.WorkspaceID], e.Name, e.PrincipalID, string(e.Payload), ms(e.CreatedAt))
+			next[e.WorkspaceID]++
+		}
+		if _, err := tx.ExecContext(ctx, s.q(query), args...); err != nil {
 			return err
 		}
-		next[e.WorkspaceID]++
 	}
 	if a, ok := s.Work.(announcer); ok {
 		for _, ws := range workspaces {

@@ -465,7 +465,7 @@ func (s *Store) activity(ctx context.Context, tx *sql.Tx, c *conversation, a Act
 		return nil
 	}
 	a.TaskID = c.task.ID
-	return s.appendActivity(ctx, tx, &a)
+	return s.appendActivity(ctx, tx, c.task.WorkspaceID, &a)
 }
 
 // say adds a message to the run's conversation, if it has one.

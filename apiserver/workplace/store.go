@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -450,7 +451,7 @@ func (s *Store) Tasks(ctx context.Context, workspaceID string, f TaskFilter) ([]
 	query := `SELECT ` + taskColumns + ` FROM work_tasks WHERE workspace_id = ?`
 	args := []any{workspaceID}
 	if len(f.States) > 0 {
-		query += ` AND state IN (?` + repeat(", ?", len(f.States)-1) + `)`
+		query += ` AND state IN (?` + strings.Repeat(", ?", len(f.States)-1) + `)`
 		for _, st := range f.States {
 			args = append(args, st)
 		}
@@ -477,14 +478,6 @@ func (s *Store) Tasks(ctx context.Context, workspaceID string, f TaskFilter) ([]
 	return out, rows.Err()
 }
 
-func repeat(s string, n int) string {
-	out := ""
-	for i := 0; i < n; i++ {
-		out += s
-	}
-	return out
-}
-
 // Activities lists a Task's activities, oldest first.
 func (s *Store) Activities(ctx context.Context, taskID string) ([]Activity, error) {
 	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT task_id, seq, kind, phase, label, participant, run_id, step, created_at
@@ -508,27 +501,17 @@ func (s *Store) Activities(ctx context.Context, taskID string) ([]Activity, erro
 	return out, rows.Err()
 }
 
-func (s *Store) appendActivity(ctx context.Context, tx *sql.Tx, a *Activity) error {
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) + 1 FROM task_activities WHERE task_id = ?`), a.TaskID).Scan(&a.Seq); err != nil {
-		return err
-	}
+// appendActivity numbers a to follow its Task's last activity and tells the Task's workspace.
+func (s *Store) appendActivity(ctx context.Context, tx *sql.Tx, workspaceID string, a *Activity) error {
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now()
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO task_activities (task_id, seq, kind, phase, label, participant, run_id, step, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), a.TaskID, a.Seq, a.Kind, a.Phase, a.Label, a.Participant, a.RunID, a.Step, ms(a.CreatedAt)); err != nil {
+	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO task_activities (task_id, seq, kind, phase, label, participant, run_id, step, created_at)
+		SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ? FROM task_activities WHERE task_id = ? RETURNING seq`),
+		a.TaskID, a.Kind, a.Phase, a.Label, a.Participant, a.RunID, a.Step, ms(a.CreatedAt), a.TaskID).Scan(&a.Seq); err != nil {
 		return err
 	}
-	return s.emitTask(ctx, tx, a.TaskID, EventTaskActivityAdded, map[string]any{"taskId": a.TaskID, "seq": a.Seq})
-}
-
-// emitTask appends an event about a Task to its workspace's outbox.
-func (s *Store) emitTask(ctx context.Context, tx *sql.Tx, taskID, name string, payload map[string]any) error {
-	var workspace string
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT workspace_id FROM work_tasks WHERE id = ?`), taskID).Scan(&workspace); err != nil {
-		return err
-	}
-	return s.emit(ctx, tx, workspace, "", name, payload)
+	return s.emit(ctx, tx, workspaceID, "", EventTaskActivityAdded, map[string]any{"taskId": a.TaskID, "seq": a.Seq})
 }
 
 // Results lists a Task's Results, oldest first.

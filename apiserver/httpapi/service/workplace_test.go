@@ -146,9 +146,10 @@ func TestPrepareReportAsksAChoiceThenAConfirmationAndCreatesATaskWithNoArtifact(
 		g.Expect(c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/artifacts", "")["items"]).To(BeEmpty(), "prepare-report produces no artifact")
 		activities := c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/activities", "")["items"].([]any)
 		var labels []string
-		for _, a := range activities {
+		for i, a := range activities {
 			labels = append(labels, a.(map[string]any)["phase"].(string)+":"+a.(map[string]any)["label"].(string))
 			g.Expect(a).NotTo(HaveKey("participant"), "participants are hidden by default")
+			g.Expect(a).To(HaveKeyWithValue("seq", BeNumerically("==", i+1)), "numbered in order, none missing")
 		}
 		g.Expect(labels).To(ContainElements("started:Planning the report", "completed:Prepared", "started:Creating the Task", "completed:Completed"))
 		g.Expect(c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/activities?detail=compact", "")["items"]).To(BeEmpty(),
