@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -35,21 +36,9 @@ func Start(ctx context.Context, dir string, readyTimeout time.Duration) (*Server
 	if err := checkWritable(dir); err != nil {
 		return nil, err
 	}
-	ports, err := freeLoopbackPorts(2)
-	if err != nil {
-		return nil, err
-	}
-	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", ports[0])}
-	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", ports[1])}
-
 	cfg := embed.NewConfig()
 	cfg.Name = "platform"
 	cfg.Dir = dir
-	cfg.ListenClientUrls = []url.URL{clientURL}
-	cfg.AdvertiseClientUrls = []url.URL{clientURL}
-	cfg.ListenPeerUrls = []url.URL{peerURL}
-	cfg.AdvertisePeerUrls = []url.URL{peerURL}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	// A single member has no peers to wait for: short ticks make it leader in tens of
 	// milliseconds instead of up to a second, which is most of the platform's start time.
 	cfg.TickMs = 10
@@ -64,9 +53,28 @@ func Start(ctx context.Context, dir string, readyTimeout time.Duration) (*Server
 	if err := checkDatabase(filepath.Join(dir, "member", "snap", "db")); err != nil {
 		return nil, err
 	}
-	e, err := startRecovering(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("start embedded etcd in %s: %w", dir, err)
+	var (
+		e         *embed.Etcd
+		clientURL url.URL
+	)
+	// The ports are free when chosen but another process may take one before etcd binds it:
+	// then it starts again on others.
+	for attempt := 1; ; attempt++ {
+		ports, err := choosePorts(2)
+		if err != nil {
+			return nil, err
+		}
+		clientURL = url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", ports[0])}
+		peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", ports[1])}
+		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
+		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
+		cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+		if e, err = startRecovering(cfg); err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 5 {
+			return nil, fmt.Errorf("start embedded etcd in %s: %w", dir, err)
+		}
 	}
 	select {
 	case <-e.Server.ReadyNotify():
@@ -131,6 +139,9 @@ func checkWritable(dir string) error {
 	}
 	return os.Remove(probe)
 }
+
+// choosePorts is freeLoopbackPorts, replaced by a test that hands out a taken port.
+var choosePorts = freeLoopbackPorts
 
 // freeLoopbackPorts asks the kernel for unused ports; etcd needs them named up front.
 func freeLoopbackPorts(n int) ([]string, error) {

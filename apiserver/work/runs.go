@@ -247,11 +247,15 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 	return out, err
 }
 
-// runTopics are the topics a committed change of run announces; RunnableTopic too when it may
-// have made the run runnable (it is Pending or Running and no worker holds it).
+// runTopics are the topics a committed change of run announces: RunSettledTopic too when it left
+// the run neither Pending nor Running, RunnableTopic when it may have made the run runnable (it
+// is Pending or Running and no worker holds it).
 func runTopics(run FlowRun, runnable bool) []string {
 	topics := []string{RunTopic(run.ID), WorkspaceTopic(run.WorkspaceID)}
-	if runnable && (run.State == StatePending || run.State == StateRunning) && run.LeaseOwner == "" {
+	switch {
+	case run.State != StatePending && run.State != StateRunning:
+		topics = append(topics, RunSettledTopic(run.ID))
+	case runnable && run.LeaseOwner == "":
 		topics = append(topics, RunnableTopic)
 	}
 	return topics

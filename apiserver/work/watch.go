@@ -19,6 +19,10 @@ const (
 // RunTopic changes with every committed transition of the FlowRun.
 func RunTopic(runID string) string { return "run/" + runID }
 
+// RunSettledTopic changes with every committed transition that leaves the FlowRun neither
+// Pending nor Running: a waiter for the run to ask, end or pause is woken once, not at each step.
+func RunSettledTopic(runID string) string { return "run-settled/" + runID }
+
 // RuntimeRunTopic changes when the Runtime Run is created or finishes.
 func RuntimeRunTopic(id string) string { return "runtime-run/" + id }
 
@@ -121,7 +125,7 @@ func (s *Store) announcing(ctx context.Context, inTx func(context.Context, func(
 }
 
 // WaitSettled waits up to timeout for a Pending or Running run to ask, end or pause, and returns
-// it as it then is: woken by each committed change of the run, never polling. When the hub holds
+// it as it then is: woken when a committed change settles the run (RunSettledTopic), never polling. When the hub holds
 // as many subscribers as it serves, it answers at once.
 func (s *Store) WaitSettled(ctx context.Context, workspaceID string, run FlowRun, timeout time.Duration) (FlowRun, error) {
 	deadline := time.NewTimer(timeout)
@@ -136,7 +140,7 @@ func (s *Store) WaitSettled(ctx context.Context, workspaceID string, run FlowRun
 		if sub == nil {
 			// Subscribed before the read, so that a change between the read and the wait wakes it.
 			var err error
-			if sub, err = s.changes.Subscribe(RunTopic(run.ID)); err != nil {
+			if sub, err = s.changes.Subscribe(RunSettledTopic(run.ID)); err != nil {
 				return run, nil
 			}
 		}

@@ -290,13 +290,10 @@ func (s *Store) completed(ctx context.Context, tx *sql.Tx, c *conversation) erro
 		}
 	}
 	if c.task != nil {
-		var seq int64
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) + 1 FROM task_results WHERE task_id = ?`), c.task.ID).Scan(&seq); err != nil {
-			return err
-		}
 		resultID := newID()
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO task_results (id, task_id, run_id, seq, action, text, payload, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), resultID, c.task.ID, run.ID, seq, action, text, nullJSON(payload), ms(s.now())); err != nil {
+			SELECT ?, ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM task_results WHERE task_id = ?`),
+			resultID, c.task.ID, run.ID, action, text, nullJSON(payload), ms(s.now()), c.task.ID); err != nil {
 			return err
 		}
 		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventTaskResultAdded, map[string]any{"taskId": c.task.ID, "resultId": resultID}); err != nil {

@@ -220,6 +220,13 @@ func TestAFollowUpStartsANewRunWhoseParentIsTheTerminalPredecessorOnTheSameTask(
 		runs := c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID, "")
 		_ = runs
 		g.Expect(c.must(http.StatusOK, http.MethodGet, "/tasks", "")["items"]).To(HaveLen(1), "a continuation is no new Task")
+
+		c.answer(c.answer(followUp, `"value":"summary"`), `"confirmed":true`)
+		results := c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/results", "")["items"].([]any)
+		g.Expect(results).To(HaveLen(2), "each run of the Task adds its Result")
+		for i, r := range results {
+			g.Expect(r).To(HaveKeyWithValue("seq", BeNumerically("==", i+1)), "numbered in order, none missing")
+		}
 	})
 }
 

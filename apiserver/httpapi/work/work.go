@@ -18,7 +18,6 @@ import (
 	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/httpapi/management"
-	"platform.dev/platform/apiserver/notify"
 	"platform.dev/platform/apiserver/provider"
 	domain "platform.dev/platform/apiserver/work"
 	flowvalidation "platform.dev/platform/controllers/flow"
@@ -496,46 +495,15 @@ func (s *routes) wakeExecutor() {
 	}
 }
 
-// waitForRun waits until the run is no longer Pending or Running, for up to seconds, woken by
-// each committed change of the run (of this process, or of another replica through the store's
-// notifications). When the server holds as many waiters as it serves, it answers at once.
+// waitForRun waits until the run is no longer Pending or Running, for up to seconds, woken when
+// a committed change of this process or of another replica settles it (Store.WaitSettled).
 func (s *routes) waitForRun(ctx context.Context, workspaceID string, run domain.FlowRun, seconds int) (domain.FlowRun, error) {
 	if seconds <= 0 {
 		return run, nil
 	}
-	deadline := time.NewTimer(time.Duration(min(seconds, maxWaitSeconds)) * time.Second)
-	defer deadline.Stop()
-	var sub *notify.Subscription
-	defer func() {
-		if sub != nil {
-			sub.Close()
-		}
-	}()
-	for run.State == domain.StatePending || run.State == domain.StateRunning {
-		if sub == nil {
-			// Subscribed before the read, so that a change between the read and the wait wakes it.
-			var err error
-			if sub, err = s.Work().Changes().Subscribe(domain.RunTopic(run.ID)); err != nil {
-				return run, nil
-			}
-		}
-		next, err := s.Work().Run(ctx, workspaceID, run.ID)
-		if err != nil {
-			return run, httpapi.Problem(err)
-		}
-		if run = next; run.State != domain.StatePending && run.State != domain.StateRunning {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return run, nil
-		case <-deadline.C:
-			return run, nil
-		case _, ok := <-sub.Events():
-			if !ok {
-				sub = nil // dropped for falling behind: subscribe again and re-read
-			}
-		}
+	run, err := s.Work().WaitSettled(ctx, workspaceID, run, time.Duration(min(seconds, maxWaitSeconds))*time.Second)
+	if err != nil {
+		return run, httpapi.Problem(err)
 	}
 	return run, nil
 }
