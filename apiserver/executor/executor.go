@@ -392,14 +392,9 @@ func (r *reservation) Start(submitted work.FlowRun) {
 	go func() {
 		defer r.Cancel()
 		runsClaimed.Inc()
-		// The run as the store reads it, as a claim would have it.
-		run, err := r.e.work.RunByID(r.ctx, submitted.ID)
-		if err != nil {
-			// Any worker may take the run over now rather than after the lease.
-			_ = r.e.work.ReleaseLease(context.WithoutCancel(r.ctx), submitted.ID, r.lease.Owner)
-		} else {
-			err = r.e.executeRun(r.ctx, &run, r.lease.Owner) // gives the run back itself when it fails
-		}
+		// The run as Submit committed it is the run as the store holds it: nobody else has the lease.
+		run := submitted
+		err := r.e.executeRun(r.ctx, &run, r.lease.Owner) // gives the run back itself when it fails
 		if err != nil && r.ctx.Err() == nil {
 			r.e.log.Error(err, "executing a flow run")
 		}

@@ -279,7 +279,9 @@ func fromMS(v int64) time.Time {
 	return time.UnixMilli(v).UTC()
 }
 
-func newID() string { return uuid.NewString() }
+// newID is time-ordered (UUIDv7): new rows land at the end of the id indexes instead of on a
+// random page of them, so a commit writes fewer pages.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // NewResumeToken returns a fresh single-use resume token and the SHA-256 digest that is stored
 // in its place.

@@ -242,7 +242,9 @@ func (s *Store) now() time.Time {
 
 func (s *Store) q(query string) string { return s.db.Rebind(query) }
 
-func newID() string { return uuid.NewString() }
+// newID is time-ordered (UUIDv7): new rows land at the end of the id indexes instead of on a
+// random page of them, so a commit writes fewer pages.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
 func ms(t time.Time) int64 {
 	if t.IsZero() {
