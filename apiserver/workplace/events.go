@@ -6,11 +6,14 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
 )
 
@@ -67,10 +70,10 @@ func (s *Store) emit(ctx context.Context, tx *sql.Tx, workspaceID, principalID, 
 	}
 	e := Event{WorkspaceID: workspaceID, Name: name, PrincipalID: principalID, Payload: data, CreatedAt: s.now()}
 	if o, ok := s.outboxOf(tx); ok {
-		o.events = append(o.events, e)
+		o.add(e)
 		return nil
 	}
-	return s.writeOutbox(ctx, tx, []Event{e})
+	return s.writeOutbox(ctx, tx, []Event{e}, nil)
 }
 
 // unreadChanged adds delta to the count of a Principal's unread notifications and tells it
@@ -84,32 +87,24 @@ func (s *Store) unreadChanged(ctx context.Context, tx *sql.Tx, workspaceID, prin
 				o.unread = map[recipient]unreadChange{}
 			}
 			o.unread[k] = unreadChange{event: len(o.events)}
-			o.events = append(o.events, Event{WorkspaceID: workspaceID, Name: EventUnreadNotificationCountChanged, PrincipalID: principalID,
-				CreatedAt: s.now()})
+			o.add(Event{WorkspaceID: workspaceID, Name: EventUnreadNotificationCountChanged, PrincipalID: principalID, CreatedAt: s.now()})
 		}
 		c := o.unread[k]
 		c.delta += delta
 		o.unread[k] = c
 		return nil
 	}
-	e, err := s.countUnread(ctx, tx, workspaceID, principalID, delta)
-	if err != nil {
-		return err
-	}
-	e.CreatedAt = s.now()
-	return s.writeOutbox(ctx, tx, []Event{e})
+	return s.writeOutbox(ctx, tx, []Event{{WorkspaceID: workspaceID, Name: EventUnreadNotificationCountChanged, PrincipalID: principalID,
+		CreatedAt: s.now()}}, map[int]int64{0: delta})
 }
 
-// countUnread applies delta to a Principal's unread count and returns the event that tells it.
-func (s *Store) countUnread(ctx context.Context, tx *sql.Tx, workspaceID, principalID string, delta int64) (Event, error) {
-	var unread int64
-	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO notification_counts (workspace_id, principal_id, unread) VALUES (?, ?, ?)
-		ON CONFLICT (workspace_id, principal_id) DO UPDATE SET unread = notification_counts.unread + ? RETURNING unread`),
-		workspaceID, principalID, delta, delta).Scan(&unread); err != nil {
-		return Event{}, err
-	}
-	data, err := json.Marshal(map[string]any{"unreadCount": unread})
-	return Event{WorkspaceID: workspaceID, Name: EventUnreadNotificationCountChanged, PrincipalID: principalID, Payload: data}, err
+// countUnread is the statement that adds to a Principal's unread count and returns the count.
+const countUnread = `INSERT INTO notification_counts (workspace_id, principal_id, unread) VALUES (?, ?, ?)
+	ON CONFLICT (workspace_id, principal_id) DO UPDATE SET unread = notification_counts.unread + ? RETURNING unread`
+
+// unreadPayload is the payload of UnreadNotificationCountChanged.
+func unreadPayload(unread int64) json.RawMessage {
+	return json.RawMessage(`{"unreadCount":` + strconv.FormatInt(unread, 10) + `}`)
 }
 
 // outboxOf is the deferred outbox write of tx, when tx is a transaction of the Work store.
@@ -118,7 +113,7 @@ func (s *Store) outboxOf(tx *sql.Tx) (*outboxWrite, bool) {
 	if !ok {
 		return nil, false
 	}
-	f, ok := d.Deferred(tx, outboxKey{}, func() work.Flusher { return &outboxWrite{s: s} })
+	f, ok := d.Deferred(tx, outboxKey{}, func() work.Flusher { return &outboxWrite{s: s, tx: tx} })
 	if !ok {
 		return nil, false
 	}
@@ -136,8 +131,18 @@ type outboxKey struct{}
 // of unread counts whose events hold a place among them.
 type outboxWrite struct {
 	s      *Store
+	tx     *sql.Tx
 	events []Event
 	unread map[recipient]unreadChange
+}
+
+// add buffers e and announces its workspace's topic now: the transaction stages its
+// announcements before it flushes, so that the flush is the last thing before the commit.
+func (o *outboxWrite) add(e Event) {
+	o.events = append(o.events, e)
+	if a, ok := o.s.Work.(announcer); ok {
+		a.Announce(o.tx, Topic(e.WorkspaceID))
+	}
 }
 
 type recipient struct{ workspaceID, principalID string }
@@ -148,18 +153,11 @@ type unreadChange struct {
 }
 
 func (o *outboxWrite) Flush(ctx context.Context, tx *sql.Tx) error {
-	// In one order, so that two transactions never wait for each other's count rows.
-	for _, k := range slices.SortedFunc(maps.Keys(o.unread), func(a, b recipient) int {
-		return cmp.Or(cmp.Compare(a.workspaceID, b.workspaceID), cmp.Compare(a.principalID, b.principalID))
-	}) {
-		c := o.unread[k]
-		e, err := o.s.countUnread(ctx, tx, k.workspaceID, k.principalID, c.delta)
-		if err != nil {
-			return err
-		}
-		o.events[c.event].Payload = e.Payload
+	deltas := make(map[int]int64, len(o.unread))
+	for _, c := range o.unread {
+		deltas[c.event] = c.delta
 	}
-	return o.s.writeOutbox(ctx, tx, o.events)
+	return o.s.writeOutbox(ctx, tx, o.events, deltas)
 }
 
 // outboxBatch bounds the rows of one INSERT of outbox events, and so the statements each
@@ -167,43 +165,108 @@ func (o *outboxWrite) Flush(ctx context.Context, tx *sql.Tx) error {
 const outboxBatch = 16
 
 // writeOutbox numbers events after their workspace's last, in the order given, and appends them.
-func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event) error {
-	count := map[string]int64{}
-	var workspaces []string
-	for _, e := range events {
-		if count[e.WorkspaceID] == 0 {
-			workspaces = append(workspaces, e.WorkspaceID)
-		}
-		count[e.WorkspaceID]++
-	}
-	next := map[string]int64{}
-	for _, ws := range workspaces {
-		var last int64
-		if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO workplace_event_seqs (workspace_id, seq) VALUES (?, ?)
-			ON CONFLICT (workspace_id) DO UPDATE SET seq = workplace_event_seqs.seq + ? RETURNING seq`), ws, count[ws], count[ws]).Scan(&last); err != nil {
-			return err
-		}
-		next[ws] = last - count[ws] + 1
-	}
-	// A statement per outboxBatch events: one round trip for a transaction's usual few.
-	for batch := range slices.Chunk(events, outboxBatch) {
-		query := `INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at) VALUES ` +
-			strings.Repeat(`(?, ?, ?, ?, ?, ?), `, len(batch)-1) + `(?, ?, ?, ?, ?, ?)`
-		args := make([]any, 0, 6*len(batch))
-		for _, e := range batch {
-			args = append(args, e.WorkspaceID, next[e.WorkspaceID], e.Name, e.PrincipalID, string(e.Payload), ms(e.CreatedAt))
-			next[e.WorkspaceID]++
-		}
-		if _, err := tx.ExecContext(ctx, s.q(query), args...); err != nil {
-			return err
+// deltas holds, by the index of the UnreadNotificationCountChanged event that tells it, the change
+// of its Principal's unread count, applied here so that the event says the count.
+//
+// Each workspace's counter row and each count row stay locked until the commit, so the numbers
+// follow the commit order; the rows are taken in one order, so that two transactions never wait
+// for each other. On PostgreSQL, where transactions run in parallel, the counter, the counts and
+// the rows are written in one statement: the locks, which every transaction of the workspace
+// waits for, are held for that statement and the commit only.
+func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, deltas map[int]int64) error {
+	postgres := s.db.Dialect() == store.Postgres
+	if !postgres {
+		for _, i := range slices.SortedFunc(maps.Keys(deltas), func(a, b int) int {
+			return cmp.Or(cmp.Compare(events[a].WorkspaceID, events[b].WorkspaceID), cmp.Compare(events[a].PrincipalID, events[b].PrincipalID))
+		}) {
+			var unread int64
+			e := events[i]
+			if err := tx.QueryRowContext(ctx, s.q(countUnread), e.WorkspaceID, e.PrincipalID, deltas[i], deltas[i]).Scan(&unread); err != nil {
+				return err
+			}
+			events[i].Payload = unreadPayload(unread)
 		}
 	}
-	if a, ok := s.Work.(announcer); ok {
-		for _, ws := range workspaces {
+	byWorkspace := map[string][]int{}
+	for i, e := range events {
+		byWorkspace[e.WorkspaceID] = append(byWorkspace[e.WorkspaceID], i)
+	}
+	for _, ws := range slices.Sorted(maps.Keys(byWorkspace)) {
+		for batch := range slices.Chunk(byWorkspace[ws], outboxBatch) {
+			var err error
+			if postgres {
+				err = s.appendOutboxCounting(ctx, tx, ws, events, batch, deltas)
+			} else {
+				err = s.appendOutbox(ctx, tx, ws, events, batch)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if a, ok := s.Work.(announcer); ok {
 			a.Announce(tx, Topic(ws))
 		}
 	}
 	return nil
+}
+
+const bumpOutboxCounter = `INSERT INTO workplace_event_seqs (workspace_id, seq) VALUES (?, ?)
+	ON CONFLICT (workspace_id) DO UPDATE SET seq = workplace_event_seqs.seq + ? RETURNING seq`
+
+// valueRows is n rows of a VALUES list.
+func valueRows(row string, n int) string { return strings.Repeat(row+`, `, n-1) + row }
+
+// appendOutbox numbers the events at batch, all of the workspace, after its last and appends them.
+func (s *Store) appendOutbox(ctx context.Context, tx *sql.Tx, workspaceID string, events []Event, batch []int) error {
+	n := int64(len(batch))
+	var last int64
+	if err := tx.QueryRowContext(ctx, s.q(bumpOutboxCounter), workspaceID, n, n).Scan(&last); err != nil {
+		return err
+	}
+	args := make([]any, 0, 6*len(batch))
+	for k, i := range batch {
+		e := events[i]
+		args = append(args, workspaceID, last-n+int64(k+1), e.Name, e.PrincipalID, string(e.Payload), ms(e.CreatedAt))
+	}
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at) VALUES `+
+		valueRows(`(?, ?, ?, ?, ?, ?)`, len(batch))), args...)
+	return err
+}
+
+// appendOutboxCounting is appendOutbox in one statement, which also applies the unread count
+// changes of the batch's events and writes the counts into their payloads (PostgreSQL: a
+// statement's data-modifying WITH clauses).
+func (s *Store) appendOutboxCounting(ctx context.Context, tx *sql.Tx, workspaceID string, events []Event, batch []int, deltas map[int]int64) error {
+	n := int64(len(batch))
+	var (
+		with    = []string{`counter AS (` + bumpOutboxCounter + `)`}
+		from    = []string{`counter`}
+		payload = `e.payload`
+		args    = []any{workspaceID, n, n}
+	)
+	for k, i := range batch {
+		delta, counted := deltas[i]
+		if !counted {
+			continue
+		}
+		name := fmt.Sprintf("count%d", k+1)
+		with = append(with, name+` AS (`+countUnread+`)`)
+		from = append(from, name)
+		args = append(args, workspaceID, events[i].PrincipalID, delta, delta)
+		payload = fmt.Sprintf(`CASE WHEN e.k = %d THEN '{"unreadCount":' || %s.unread || '}' ELSE %s END`, k+1, name, payload)
+	}
+	args = append(args, workspaceID, n)
+	for k, i := range batch {
+		e := events[i]
+		args = append(args, k+1, e.Name, e.PrincipalID, string(e.Payload), ms(e.CreatedAt))
+	}
+	_, err := tx.ExecContext(ctx, s.q(`WITH `+strings.Join(with, `, `)+`
+		INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
+		SELECT ?, counter.seq - CAST(? AS BIGINT) + e.k, e.name, e.principal_id, `+payload+`, e.created_at
+		FROM `+strings.Join(from, `, `)+`, (VALUES `+
+		valueRows(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))`, len(batch))+`)
+		AS e (k, name, principal_id, payload, created_at)`), args...)
+	return err
 }
 
 // emitInteraction tells that a conversation changed, with its version and state now.

@@ -1,0 +1,102 @@
+package workplace
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/store/storetest"
+	"platform.dev/platform/apiserver/work"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+func TestATransactionsOutboxEventsFollowEachWorkspacesLastInTheOrderEmitted(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w := work.New(s)
+		places := NewStore(s, w, nil)
+		w.Observer = places
+		emitMany := func(counts map[string]int) {
+			g.Expect(w.InTx(ctx, func(tx *sql.Tx) error {
+				for i := range 40 {
+					for ws, n := range counts {
+						if i < n {
+							if err := places.emit(ctx, tx, ws, "", EventTaskCreated, map[string]any{"taskId": fmt.Sprint(i)}); err != nil {
+								return err
+							}
+						}
+					}
+				}
+				return nil
+			})).To(Succeed())
+		}
+		// More than one statement's worth for one workspace, a few for another, then more.
+		emitMany(map[string]int{"ws-b": 2*outboxBatch + 3, "ws-a": 5})
+		emitMany(map[string]int{"ws-a": 1, "ws-b": 1})
+
+		for ws, want := range map[string]int{"ws-a": 6, "ws-b": 2*outboxBatch + 4} {
+			events, err := places.Events(ctx, ws, 0, 500)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(events).To(HaveLen(want))
+			for i, e := range events {
+				g.Expect(e.Seq).To(Equal(int64(i+1)), "%s: numbered in order, none missing", ws)
+				g.Expect(e.WorkspaceID).To(Equal(ws))
+				if i < want-1 {
+					g.Expect(string(e.Payload)).To(Equal(fmt.Sprintf(`{"taskId":"%d"}`, i)), "%s: in the order emitted", ws)
+				}
+			}
+			last, err := places.LastEventSeq(ctx, ws)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(last).To(Equal(int64(want)))
+		}
+	})
+}
+
+func TestAnUnreadCountEventSaysTheCountItsTransactionLeft(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w := work.New(s)
+		places := NewStore(s, w, nil)
+		w.Observer = places
+		change := func(deltas ...int64) {
+			g.Expect(w.InTx(ctx, func(tx *sql.Tx) error {
+				if err := places.emit(ctx, tx, "ws-a", "", EventTaskCreated, map[string]any{"taskId": "t"}); err != nil {
+					return err
+				}
+				for _, d := range deltas {
+					// A transaction tells each Principal's count once, as it is at its end.
+					if err := places.unreadChanged(ctx, tx, "ws-a", "p1", d); err != nil {
+						return err
+					}
+				}
+				return places.unreadChanged(ctx, tx, "ws-a", "p2", 1)
+			})).To(Succeed())
+		}
+		change(1, 1, 1)
+		change(-1)
+		g.Expect(w.InTx(ctx, func(tx *sql.Tx) error { return places.unreadChanged(ctx, tx, "ws-a", "p1", 5) })).To(Succeed())
+
+		events, err := places.Events(ctx, "ws-a", 0, 500)
+		g.Expect(err).NotTo(HaveOccurred())
+		var told []string
+		for _, e := range events {
+			if e.Name == EventUnreadNotificationCountChanged {
+				told = append(told, e.PrincipalID+" "+string(e.Payload))
+			}
+		}
+		g.Expect(told).To(Equal([]string{`p1 {"unreadCount":3}`, `p2 {"unreadCount":1}`, `p1 {"unreadCount":2}`, `p2 {"unreadCount":2}`,
+			`p1 {"unreadCount":7}`}))
+		for principal, want := range map[string]int{"p1": 7, "p2": 2} {
+			n, err := places.UnreadCount(ctx, "ws-a", principal)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n).To(Equal(want))
+		}
+	})
+}
