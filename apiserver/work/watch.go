@@ -142,8 +142,8 @@ func (s *Store) announcing(ctx context.Context, inTx func(context.Context, func(
 }
 
 // WaitSettled waits up to timeout for a Pending or Running run to ask, end or pause, and returns
-// it as it then is: woken when a committed change settles the run (RunSettledTopic), never polling. When the hub holds
-// as many subscribers as it serves, it answers at once.
+// it as it then is: woken when a committed change settles the run (RunSettledTopic), never
+// polling. When the hub holds as many subscribers as it serves, it answers at once.
 func (s *Store) WaitSettled(ctx context.Context, workspaceID string, run FlowRun, timeout time.Duration) (FlowRun, error) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()

@@ -169,10 +169,11 @@ const outboxBatch = 16
 // of its Principal's unread count, applied here so that the event says the count.
 //
 // Each workspace's counter row and each count row stay locked until the commit, so the numbers
-// follow the commit order; the rows are taken in one order, so that two transactions never wait
-// for each other. On PostgreSQL, where transactions run in parallel, the counter, the counts and
-// the rows are written in one statement: the locks, which every transaction of the workspace
-// waits for, are held for that statement and the commit only.
+// follow the commit order; workspaces and counts are taken in one order, so that two
+// transactions rarely wait for each other (PostgreSQL breaks the rare deadlock, and the
+// transaction runs again). On PostgreSQL, where transactions run in parallel, the counter, the
+// counts and the rows are written in one statement: the locks, which every transaction of the
+// workspace waits for, are held for that statement and the commit only.
 func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, deltas map[int]int64) error {
 	postgres := s.db.Dialect() == store.Postgres
 	if !postgres {
