@@ -15,13 +15,19 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
+// workAndPlaces is the Work store on s with the Workplace projecting its runs, as serve wires them.
+func workAndPlaces(s *store.Store) (*work.Store, *Store) {
+	w := work.New(s)
+	places := NewStore(s, w, nil)
+	w.Observer = places
+	return w, places
+}
+
 func TestATransactionsOutboxEventsFollowEachWorkspacesLastInTheOrderEmitted(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
 		ctx := context.Background()
-		w := work.New(s)
-		places := NewStore(s, w, nil)
-		w.Observer = places
+		w, places := workAndPlaces(s)
 		emitMany := func(counts map[string]int) {
 			g.Expect(w.InTx(ctx, func(tx *sql.Tx) error {
 				for i := range 40 {
@@ -62,9 +68,7 @@ func TestAnUnreadCountEventSaysTheCountItsTransactionLeft(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
 		ctx := context.Background()
-		w := work.New(s)
-		places := NewStore(s, w, nil)
-		w.Observer = places
+		w, places := workAndPlaces(s)
 		change := func(deltas ...int64) {
 			g.Expect(w.InTx(ctx, func(tx *sql.Tx) error {
 				if err := places.emit(ctx, tx, "ws-a", "", EventTaskCreated, map[string]any{"taskId": "t"}); err != nil {
