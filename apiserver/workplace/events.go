@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
 )
@@ -175,6 +176,7 @@ const outboxBatch = 16
 // counts and the rows are written in one statement: the locks, which every transaction of the
 // workspace waits for, are held for that statement and the commit only.
 func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, deltas map[int]int64) error {
+	defer prometheus.NewTimer(outboxWriteDuration).ObserveDuration()
 	postgres := s.db.Dialect() == store.Postgres
 	if !postgres {
 		for _, i := range slices.SortedFunc(maps.Keys(deltas), func(a, b int) int {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
@@ -42,9 +43,11 @@ func TestATransactionsOutboxEventsFollowEachWorkspacesLastInTheOrderEmitted(t *t
 				return nil
 			})).To(Succeed())
 		}
+		written := outboxWrites(t)
 		// More than one statement's worth for one workspace, a few for another, then more.
 		emitMany(map[string]int{"ws-b": 2*outboxBatch + 3, "ws-a": 5})
 		emitMany(map[string]int{"ws-a": 1, "ws-b": 1})
+		g.Expect(outboxWrites(t)-written).To(BeEquivalentTo(2), "each transaction's write is timed once (platform_workplace_outbox_write_seconds)")
 
 		for ws, want := range map[string]int{"ws-a": 6, "ws-b": 2*outboxBatch + 4} {
 			events, err := places.Events(ctx, ws, 0, 500)
@@ -103,4 +106,13 @@ func TestAnUnreadCountEventSaysTheCountItsTransactionLeft(t *testing.T) {
 			g.Expect(n).To(Equal(want))
 		}
 	})
+}
+
+// outboxWrites is how many outbox writes platform_workplace_outbox_write_seconds has timed.
+func outboxWrites(t *testing.T) uint64 {
+	var m dto.Metric
+	if err := outboxWriteDuration.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }
