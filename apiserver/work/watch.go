@@ -59,7 +59,9 @@ func (s *Store) announce(tx *sql.Tx, topics ...string) {
 	}
 }
 
-// Flusher is a write another plane defers to the end of a transaction (Deferred).
+// Flusher is a write another plane defers to the end of a transaction (Deferred). What it
+// announces, it announces when it is deferred: the transaction's topics are staged before it
+// flushes.
 type Flusher interface {
 	Flush(ctx context.Context, tx *sql.Tx) error
 }
@@ -109,29 +111,17 @@ func (s *Store) announcing(ctx context.Context, inTx func(context.Context, func(
 		if err := fn(tx); err != nil {
 			return err
 		}
-		// Staged before the deferred writes, so that these are the last before the commit; what
-		// a flush announces itself (a deferred write should announce when it is deferred) is
-		// staged after it.
-		staged := 0
-		stage := func() error {
-			// A transaction that writes many outbox rows announces their workspace's topic once.
-			fresh := slices.Compact(slices.Sorted(slices.Values(record.topics[staged:])))
-			staged = len(record.topics)
-			fresh = slices.DeleteFunc(fresh, func(t string) bool { return slices.Contains(topics, t) })
-			topics = append(topics, fresh...)
-			return s.changes.Stage(ctx, tx, s.db.Dialect(), fresh...)
-		}
-		topics = nil // an attempt that ran again stages its own
-		if err := stage(); err != nil {
+		// Staged before the deferred writes, so that these are the last before the commit (a
+		// deferred write announces its topics when it is deferred). A transaction that writes
+		// many outbox rows announces their workspace's topic once.
+		topics = slices.Compact(slices.Sorted(slices.Values(record.topics)))
+		if err := s.changes.Stage(ctx, tx, s.db.Dialect(), topics...); err != nil {
 			return err
 		}
 		for _, d := range record.deferred {
 			if err := d.flusher.Flush(ctx, tx); err != nil {
 				return err
 			}
-		}
-		if len(record.topics) > staged {
-			return stage()
 		}
 		return nil
 	})

@@ -206,9 +206,6 @@ func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, del
 				return err
 			}
 		}
-		if a, ok := s.Work.(announcer); ok {
-			a.Announce(tx, Topic(ws))
-		}
 	}
 	return nil
 }
