@@ -78,8 +78,8 @@ type Source interface {
 // Options configure a Hub. Zero values take the defaults.
 type Options struct {
 	Source Source
-	// Changes is the hub of the store's notifications, where every transaction that writes the
-	// outbox announces workplace.Topic of its workspace.
+	// Changes is the hub of the store's notifications, where workplace.Topic of a workspace is
+	// announced once new events of it are numbered.
 	Changes *notify.Hub
 	// Authenticate resolves the caller of a request: ErrUnauthenticated without a credential that
 	// authenticates, another error when that cannot be found out.

@@ -13,7 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"platform.dev/platform/apiserver/notify"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
 )
@@ -34,9 +37,10 @@ const (
 	EventUnreadNotificationCountChanged = "UnreadNotificationCountChanged"
 )
 
-// Event is one change of the Workplace, as its outbox holds it: numbered per workspace in commit
-// order. Its payload holds ids and versions only, for the client to know what to read again over
-// REST; never a resume token or its hash, a prompt or a secret.
+// Event is one change of the Workplace, as its outbox holds it: numbered per workspace, a
+// transaction's events in the order emitted and after those of every transaction that committed
+// before it wrote them. Its payload holds ids and versions only, for the client to know what to
+// read again over REST; never a resume token or its hash, a prompt or a secret.
 type Event struct {
 	WorkspaceID string
 	Seq         int64
@@ -48,10 +52,23 @@ type Event struct {
 	CreatedAt   time.Time
 }
 
-// Topic is the notification topic of a workspace's outbox: announced by every transaction that
-// appends to it, once that transaction committed (on PostgreSQL to every replica), so that the
-// real-time hub reads the new events instead of polling.
+// Topic is the notification topic of a workspace's outbox: announced once new events are
+// numbered there (on PostgreSQL to every replica), so that the real-time hub reads them instead of
+// polling.
 func Topic(workspaceID string) string { return "workplace/" + workspaceID }
+
+// pendingTopic is announced on PostgreSQL by every transaction that leaves outbox events to
+// number (NumberOutbox).
+const pendingTopic = "workplace-outbox"
+
+// writtenTopic is the topic a transaction that writes events of the workspace announces: on
+// SQLite the events are numbered as they are written; on PostgreSQL they wait for NumberOutbox.
+func (s *Store) writtenTopic(workspaceID string) string {
+	if s.db.Dialect() == store.Postgres {
+		return pendingTopic
+	}
+	return Topic(workspaceID)
+}
 
 // announcer is the Work store's Announce: the outbox is written in its transactions, which
 // announce what they record once committed.
@@ -59,11 +76,11 @@ type announcer interface {
 	Announce(tx *sql.Tx, topics ...string)
 }
 
-// emit appends an event to the outbox in the transaction of the change it describes. The
-// workspace's counter row is locked until commit, so that the numbers of one workspace's events
-// follow the order in which their transactions commit; in a transaction of the Work store the
-// events are written when the transaction's work is done, right before its commit, so that the
-// lock, which every transaction of the workspace needs, is held for the shortest time.
+// emit appends an event to the outbox in the transaction of the change it describes. In a
+// transaction of the Work store the events are written when the transaction's work is done, right
+// before its commit: on SQLite the workspace's counter row, which numbers them, is then locked for
+// the shortest time; on PostgreSQL, where they are numbered after the commit, the events of a
+// transaction that depends on another's changes come after that transaction's.
 func (s *Store) emit(ctx context.Context, tx *sql.Tx, workspaceID, principalID, name string, payload map[string]any) error {
 	data, err := json.Marshal(payload)
 	if err != nil {
@@ -137,12 +154,12 @@ type outboxWrite struct {
 	unread map[recipient]unreadChange
 }
 
-// add buffers e and announces its workspace's topic now: the transaction stages its
-// announcements before it flushes, so that the flush is the last thing before the commit.
+// add buffers e and announces its topic now: the transaction stages its announcements before it
+// flushes, so that the flush is the last thing before the commit.
 func (o *outboxWrite) add(e Event) {
 	o.events = append(o.events, e)
 	if a, ok := o.s.Work.(announcer); ok {
-		a.Announce(o.tx, Topic(e.WorkspaceID))
+		a.Announce(o.tx, o.s.writtenTopic(e.WorkspaceID))
 	}
 }
 
@@ -165,30 +182,36 @@ func (o *outboxWrite) Flush(ctx context.Context, tx *sql.Tx) error {
 // connection caches for it.
 const outboxBatch = 16
 
-// writeOutbox numbers events after their workspace's last, in the order given, and appends them.
-// deltas holds, by the index of the UnreadNotificationCountChanged event that tells it, the change
-// of its Principal's unread count, applied here so that the event says the count.
+// writeOutbox appends events in the order given. deltas holds, by the index of the
+// UnreadNotificationCountChanged event that tells it, the change of its Principal's unread count,
+// applied here so that the event says the count.
 //
-// Each workspace's counter row and each count row stay locked until the commit, so the numbers
-// follow the commit order; workspaces and counts are taken in one order, so that two
-// transactions rarely wait for each other (PostgreSQL breaks the rare deadlock, and the
-// transaction runs again). On PostgreSQL, where transactions run in parallel, the counter, the
-// counts and the rows are written in one statement: the locks, which every transaction of the
-// workspace waits for, are held for that statement and the commit only.
+// On SQLite, which runs one writer at a time, the events are numbered here after their
+// workspace's last. On PostgreSQL, where transactions run in parallel, numbering here would hold
+// the workspace's counter row until the commit and so line up every transaction of the workspace:
+// the events are appended unnumbered, with the counts in the same statement (a count row stays
+// locked until the commit, so the counts its events tell follow the commit order), and
+// NumberOutbox numbers them once committed.
 func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, deltas map[int]int64) error {
 	defer prometheus.NewTimer(outboxWriteDuration).ObserveDuration()
-	postgres := s.db.Dialect() == store.Postgres
-	if !postgres {
-		for _, i := range slices.SortedFunc(maps.Keys(deltas), func(a, b int) int {
-			return cmp.Or(cmp.Compare(events[a].WorkspaceID, events[b].WorkspaceID), cmp.Compare(events[a].PrincipalID, events[b].PrincipalID))
-		}) {
-			var unread int64
-			e := events[i]
-			if err := tx.QueryRowContext(ctx, s.q(countUnread), e.WorkspaceID, e.PrincipalID, deltas[i], deltas[i]).Scan(&unread); err != nil {
+	if s.db.Dialect() == store.Postgres {
+		for start := 0; start < len(events); start += outboxBatch {
+			if err := s.appendPending(ctx, tx, events, start, min(start+outboxBatch, len(events)), deltas); err != nil {
 				return err
 			}
-			events[i].Payload = unreadPayload(unread)
 		}
+		return nil
+	}
+	// Counts in one order, so that two transactions never wait for each other's.
+	for _, i := range slices.SortedFunc(maps.Keys(deltas), func(a, b int) int {
+		return cmp.Or(cmp.Compare(events[a].WorkspaceID, events[b].WorkspaceID), cmp.Compare(events[a].PrincipalID, events[b].PrincipalID))
+	}) {
+		var unread int64
+		e := events[i]
+		if err := tx.QueryRowContext(ctx, s.q(countUnread), e.WorkspaceID, e.PrincipalID, deltas[i], deltas[i]).Scan(&unread); err != nil {
+			return err
+		}
+		events[i].Payload = unreadPayload(unread)
 	}
 	byWorkspace := map[string][]int{}
 	for i, e := range events {
@@ -196,13 +219,7 @@ func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, del
 	}
 	for _, ws := range slices.Sorted(maps.Keys(byWorkspace)) {
 		for batch := range slices.Chunk(byWorkspace[ws], outboxBatch) {
-			var err error
-			if postgres {
-				err = s.appendOutboxCounting(ctx, tx, ws, events, batch, deltas)
-			} else {
-				err = s.appendOutbox(ctx, tx, ws, events, batch)
-			}
-			if err != nil {
+			if err := s.appendOutbox(ctx, tx, ws, events, batch); err != nil {
 				return err
 			}
 		}
@@ -233,40 +250,173 @@ func (s *Store) appendOutbox(ctx context.Context, tx *sql.Tx, workspaceID string
 	return err
 }
 
-// appendOutboxCounting is appendOutbox in one statement, which also applies the unread count
-// changes of the batch's events and writes the counts into their payloads (PostgreSQL: a
+// appendPending appends events[from:to] unnumbered, in their order, in one statement that also
+// applies their unread count changes and writes the counts into their payloads (PostgreSQL: a
 // statement's data-modifying WITH clauses).
-func (s *Store) appendOutboxCounting(ctx context.Context, tx *sql.Tx, workspaceID string, events []Event, batch []int, deltas map[int]int64) error {
-	n := int64(len(batch))
+func (s *Store) appendPending(ctx context.Context, tx *sql.Tx, events []Event, from, to int, deltas map[int]int64) error {
 	var (
-		with    = []string{`counter AS (` + bumpOutboxCounter + `)`}
-		from    = []string{`counter`}
+		with    []string
+		tables  []string
 		payload = `e.payload`
-		args    = []any{workspaceID, n, n}
+		args    []any
 	)
-	for k, i := range batch {
+	for i := from; i < to; i++ {
 		delta, counted := deltas[i]
 		if !counted {
 			continue
 		}
-		name := fmt.Sprintf("count%d", k+1)
+		name := fmt.Sprintf("count%d", i-from+1)
 		with = append(with, name+` AS (`+countUnread+`)`)
-		from = append(from, name)
-		args = append(args, workspaceID, events[i].PrincipalID, delta, delta)
-		payload = fmt.Sprintf(`CASE WHEN e.k = %d THEN '{"unreadCount":' || %s.unread || '}' ELSE %s END`, k+1, name, payload)
+		tables = append(tables, name+`, `)
+		args = append(args, events[i].WorkspaceID, events[i].PrincipalID, delta, delta)
+		payload = fmt.Sprintf(`CASE WHEN e.k = %d THEN '{"unreadCount":' || %s.unread || '}' ELSE %s END`, i-from+1, name, payload)
 	}
-	args = append(args, workspaceID, n)
-	for k, i := range batch {
+	for i := from; i < to; i++ {
 		e := events[i]
-		args = append(args, k+1, e.Name, e.PrincipalID, string(e.Payload), ms(e.CreatedAt))
+		args = append(args, i-from+1, e.WorkspaceID, e.Name, e.PrincipalID, string(e.Payload), ms(e.CreatedAt))
 	}
-	_, err := tx.ExecContext(ctx, s.q(`WITH `+strings.Join(with, `, `)+`
-		INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
-		SELECT ?, counter.seq - CAST(? AS BIGINT) + e.k, e.name, e.principal_id, `+payload+`, e.created_at
-		FROM `+strings.Join(from, `, `)+`, (VALUES `+
-		valueRows(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))`, len(batch))+`)
-		AS e (k, name, principal_id, payload, created_at)`), args...)
+	query := `INSERT INTO workplace_events_pending (workspace_id, name, principal_id, payload, created_at)
+		SELECT e.workspace_id, e.name, e.principal_id, ` + payload + `, e.created_at
+		FROM ` + strings.Join(tables, ``) + `(VALUES ` +
+		valueRows(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))`, to-from) + `)
+		AS e (k, workspace_id, name, principal_id, payload, created_at)
+		ORDER BY e.k`
+	if len(with) > 0 {
+		query = `WITH ` + strings.Join(with, `, `) + ` ` + query
+	}
+	_, err := tx.ExecContext(ctx, s.q(query), args...)
 	return err
+}
+
+// numberingLockKey is the PostgreSQL advisory lock that lets one transaction at a time, in every
+// replica, number the outbox (arbitrary, fixed for the instance's lifetime).
+const numberingLockKey int64 = 0x706c61746633
+
+// numberBatch bounds the events one numbering statement moves (a variable for tests).
+var numberBatch = 1000
+
+// numberPending moves the oldest unnumbered events to the outbox, numbered after their
+// workspace's last in the order they were appended, and returns how many each workspace got. It
+// runs under numberingLockKey: no other transaction writes the counters on PostgreSQL.
+const numberPending = `WITH moved AS (
+		DELETE FROM workplace_events_pending WHERE id IN (SELECT id FROM workplace_events_pending ORDER BY id LIMIT ?)
+		RETURNING id, workspace_id, name, principal_id, payload, created_at),
+	counts AS (SELECT workspace_id, COUNT(*) AS n FROM moved GROUP BY workspace_id),
+	counters AS (INSERT INTO workplace_event_seqs (workspace_id, seq) SELECT workspace_id, n FROM counts
+		ON CONFLICT (workspace_id) DO UPDATE SET seq = workplace_event_seqs.seq + EXCLUDED.seq
+		RETURNING workspace_id, seq),
+	appended AS (INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
+		SELECT m.workspace_id, c.seq - k.n + ROW_NUMBER() OVER (PARTITION BY m.workspace_id ORDER BY m.id),
+			m.name, m.principal_id, m.payload, m.created_at
+		FROM moved m JOIN counters c ON c.workspace_id = m.workspace_id JOIN counts k ON k.workspace_id = m.workspace_id)
+	SELECT workspace_id, n FROM counts`
+
+// NumberEvents numbers the events that committed transactions left unnumbered (PostgreSQL; on
+// SQLite they are numbered as they are written) and announces each workspace's Topic.
+//
+// Events are numbered in the order they were appended, among those committed when each numbering
+// statement starts. A transaction appends its events last, right before its commit: the events of
+// a transaction that read or waited for another's changes were appended after that one committed,
+// so they are numbered after its events.
+func (s *Store) NumberEvents(ctx context.Context) error {
+	if s.db.Dialect() != store.Postgres {
+		return nil
+	}
+	for {
+		var moved int64
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			moved = 0
+			// The statement after the lock sees what the previous holder committed (READ
+			// COMMITTED).
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, numberingLockKey); err != nil {
+				return err
+			}
+			rows, err := tx.QueryContext(ctx, s.q(numberPending), numberBatch)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			var topics []string
+			for rows.Next() {
+				var (
+					workspaceID string
+					n           int64
+				)
+				if err := rows.Scan(&workspaceID, &n); err != nil {
+					return err
+				}
+				moved += n
+				topics = append(topics, Topic(workspaceID))
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if a, ok := s.Work.(announcer); ok {
+				a.Announce(tx, topics...)
+			}
+			return nil
+		})
+		if err != nil || moved < int64(numberBatch) {
+			return err
+		}
+	}
+}
+
+// numberSweep is how often NumberOutbox numbers without being woken: after a lost wake-up, a
+// failed attempt, or a process that stopped between a commit and the numbering.
+const numberSweep = 2 * time.Second
+
+// NumberOutbox numbers the outbox (NumberEvents) whenever a committed transaction left events to
+// number, as changes tells, and every numberSweep, until ctx ends; on SQLite it returns at once.
+// Every replica runs it; they take turns.
+func (s *Store) NumberOutbox(ctx context.Context, changes *notify.Hub, log logr.Logger) {
+	if s.db.Dialect() != store.Postgres {
+		return
+	}
+	sweep := time.NewTicker(numberSweep)
+	defer sweep.Stop()
+	var sub *notify.Subscription
+	defer func() {
+		if sub != nil {
+			sub.Close()
+		}
+	}()
+	for {
+		if sub == nil {
+			// Subscribed before numbering, so that what commits meanwhile wakes the next round;
+			// when the hub is full, the sweep numbers meanwhile.
+			sub, _ = changes.Subscribe(pendingTopic)
+		}
+		if err := s.NumberEvents(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "numbering the Workplace outbox failed; trying again")
+		}
+		var wake <-chan notify.Event
+		if sub != nil {
+			wake = sub.Events()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-sweep.C:
+		case _, open := <-wake:
+			if !open {
+				sub = nil // dropped for falling behind: subscribe again, then number
+				continue
+			}
+			// What woke the subscription while the last round ran, committed before the next
+			// one starts: one round numbers it all.
+			for drained := false; !drained; {
+				select {
+				case _, open = <-wake:
+					if !open {
+						sub, drained = nil, true
+					}
+				default:
+					drained = true
+				}
+			}
+		}
+	}
 }
 
 // emitInteraction tells that a conversation changed, with its version and state now.
@@ -321,11 +471,21 @@ func (s *Store) LastEventSeq(ctx context.Context, workspaceID string) (int64, er
 }
 
 // PruneEvents deletes the events older than before: they were dispatched long ago, and a client
-// that reconnects reads the state over REST, not the events it missed.
+// that reconnects reads the state over REST, not the events it missed. On PostgreSQL that
+// includes events never numbered (no process numbered the outbox since).
 func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
 	res, err := s.db.DB().ExecContext(ctx, s.q(`DELETE FROM workplace_events WHERE created_at < ?`), ms(before))
 	if err != nil {
 		return 0, err
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	if err != nil || s.db.Dialect() != store.Postgres {
+		return n, err
+	}
+	res, err = s.db.DB().ExecContext(ctx, s.q(`DELETE FROM workplace_events_pending WHERE created_at < ?`), ms(before))
+	if err != nil {
+		return n, err
+	}
+	pending, err := res.RowsAffected()
+	return n + pending, err
 }

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 
@@ -44,10 +46,14 @@ func TestATransactionsOutboxEventsFollowEachWorkspacesLastInTheOrderEmitted(t *t
 			})).To(Succeed())
 		}
 		written := outboxWrites(t)
-		// More than one statement's worth for one workspace, a few for another, then more.
+		// More than one statement's worth for one workspace, a few for another, then more; on
+		// PostgreSQL numbered in rounds smaller than a transaction's events.
+		defer func(batch int) { numberBatch = batch }(numberBatch)
+		numberBatch = 7
 		emitMany(map[string]int{"ws-b": 2*outboxBatch + 3, "ws-a": 5})
 		emitMany(map[string]int{"ws-a": 1, "ws-b": 1})
 		g.Expect(outboxWrites(t)-written).To(BeEquivalentTo(2), "each transaction's write is timed once (platform_workplace_outbox_write_seconds)")
+		g.Expect(places.NumberEvents(ctx)).To(Succeed())
 
 		for ws, want := range map[string]int{"ws-a": 6, "ws-b": 2*outboxBatch + 4} {
 			events, err := places.Events(ctx, ws, 0, 500)
@@ -89,6 +95,7 @@ func TestAnUnreadCountEventSaysTheCountItsTransactionLeft(t *testing.T) {
 		change(1, 1, 1)
 		change(-1)
 		g.Expect(w.InTx(ctx, func(tx *sql.Tx) error { return places.unreadChanged(ctx, tx, "ws-a", "p1", 5) })).To(Succeed())
+		g.Expect(places.NumberEvents(ctx)).To(Succeed())
 
 		events, err := places.Events(ctx, "ws-a", 0, 500)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -104,6 +111,86 @@ func TestAnUnreadCountEventSaysTheCountItsTransactionLeft(t *testing.T) {
 			n, err := places.UnreadCount(ctx, "ws-a", principal)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(n).To(Equal(want))
+		}
+	})
+}
+
+func TestTransactionsOfOneWorkspaceWriteTheirEventsWithoutWaitingForEachOther(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		if s.Dialect() != store.Postgres {
+			t.Skip("SQLite runs one writing transaction at a time")
+		}
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, places := workAndPlaces(s)
+		emit := func(tx *sql.Tx, taskID string) error {
+			return places.emit(ctx, tx, "ws-a", "", EventTaskCreated, map[string]any{"taskId": taskID})
+		}
+		g.Expect(w.InTx(ctx, func(tx *sql.Tx) error { return emit(tx, "before") })).To(Succeed())
+		g.Expect(places.NumberEvents(ctx)).To(Succeed())
+
+		// The first transaction has written its event and not committed yet.
+		written, release, firstDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			firstDone <- s.InTx(ctx, func(tx *sql.Tx) error {
+				if err := places.writeOutbox(ctx, tx, []Event{{WorkspaceID: "ws-a", Name: EventTaskCreated,
+					Payload: []byte(`{"taskId":"first"}`), CreatedAt: time.Now()}}, nil); err != nil {
+					return err
+				}
+				close(written)
+				<-release
+				return nil
+			})
+		}()
+		<-written
+		second, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		g.Expect(w.InTx(second, func(tx *sql.Tx) error { return emit(tx, "second") })).To(Succeed(),
+			"the second transaction commits while the first holds its events")
+		g.Expect(places.NumberEvents(ctx)).To(Succeed())
+		close(release)
+		g.Expect(<-firstDone).To(Succeed())
+		g.Expect(places.NumberEvents(ctx)).To(Succeed())
+
+		events, err := places.Events(ctx, "ws-a", 0, 10)
+		g.Expect(err).NotTo(HaveOccurred())
+		var order []string
+		for _, e := range events {
+			order = append(order, fmt.Sprintf("%d %s", e.Seq, e.Payload))
+		}
+		g.Expect(order).To(Equal([]string{`1 {"taskId":"before"}`, `2 {"taskId":"second"}`, `3 {"taskId":"first"}`}),
+			"numbered in the order they committed")
+	})
+}
+
+func TestTheHubLearnsOfCommittedEventsOnceTheyAreNumbered(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx, stop := context.WithCancel(context.Background())
+		w, places := workAndPlaces(s)
+		numbering := make(chan struct{})
+		go func() {
+			defer close(numbering)
+			places.NumberOutbox(ctx, w.Changes(), logr.Discard())
+		}()
+		defer func() {
+			stop()
+			<-numbering
+		}()
+		sub, err := w.Changes().Subscribe(Topic("ws-a"))
+		g.Expect(err).NotTo(HaveOccurred())
+		defer sub.Close()
+
+		for i := range 3 {
+			g.Expect(w.InTx(ctx, func(tx *sql.Tx) error {
+				return places.emit(ctx, tx, "ws-a", "", EventTaskCreated, map[string]any{"taskId": fmt.Sprint(i)})
+			})).To(Succeed())
+			// Well before the sweep: woken by the commit.
+			g.Eventually(sub.Events()).WithTimeout(numberSweep / 2).Should(Receive())
+			events, err := places.Events(ctx, "ws-a", int64(i), 10)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(events).To(HaveLen(1))
+			g.Expect(events[0].Seq).To(Equal(int64(i + 1)))
 		}
 	})
 }

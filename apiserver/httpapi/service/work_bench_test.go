@@ -166,8 +166,8 @@ func BenchmarkWorkItemsEndToEnd(b *testing.B) {
 				flow := fmt.Sprintf("bench-%d", benchFlows.Add(1))
 				benchFlow(b, server, flow, "@respond done")
 				body := `{"type":"bench","title":"t","instruction":"i","flowReference":{"name":"` + flow + `"}}`
-				// The time transactions spent writing the Workplace outbox, most of it waiting for
-				// the workspace's counter row: what one busy workspace queues on.
+				// The time transactions spent writing the Workplace outbox, waits for the rows it
+				// locks included: where the transactions of one busy workspace would queue.
 				outboxBefore := outboxWriteSeconds(b)
 				defer func() {
 					b.ReportMetric((outboxWriteSeconds(b)-outboxBefore)*1000/float64(b.N), "outbox-ms/op")
