@@ -1,7 +1,6 @@
 package workplace
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -202,10 +201,7 @@ func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, del
 		}
 		return nil
 	}
-	// Counts in one order, so that two transactions never wait for each other's.
-	for _, i := range slices.SortedFunc(maps.Keys(deltas), func(a, b int) int {
-		return cmp.Or(cmp.Compare(events[a].WorkspaceID, events[b].WorkspaceID), cmp.Compare(events[a].PrincipalID, events[b].PrincipalID))
-	}) {
+	for _, i := range slices.Sorted(maps.Keys(deltas)) {
 		var unread int64
 		e := events[i]
 		if err := tx.QueryRowContext(ctx, s.q(countUnread), e.WorkspaceID, e.PrincipalID, deltas[i], deltas[i]).Scan(&unread); err != nil {
