@@ -26,6 +26,22 @@ const maxPayload = 7000
 // the database. This process's own subscribers learn of the change from Publish, after the
 // commit.
 func (h *Hub) Stage(ctx context.Context, tx *sql.Tx, dialect string, topics ...string) error {
+	return h.send(ctx, tx, dialect, topics)
+}
+
+// Announce tells of topics that a change committed already: at once to the other replicas (on
+// PostgreSQL), and to this process's subscribers.
+func (h *Hub) Announce(ctx context.Context, db *sql.DB, dialect string, topics ...string) error {
+	err := h.send(ctx, db, dialect, topics)
+	h.Publish(topics...)
+	return err
+}
+
+// send notifies the other replicas of topics through tx: a transaction, which delivers them when it
+// commits, or the database, which delivers them at once.
+func (h *Hub) send(ctx context.Context, tx interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}, dialect string, topics []string) error {
 	if dialect != store.Postgres || len(topics) == 0 {
 		return nil
 	}

@@ -284,18 +284,29 @@ func (s *Store) appendPending(ctx context.Context, tx *sql.Tx, events []Event, f
 	return err
 }
 
-// numberingLockKey is the PostgreSQL advisory lock that lets one transaction at a time, in every
-// replica, number the outbox (arbitrary, fixed for the instance's lifetime).
+// numberingLockKey is the PostgreSQL advisory lock that lets one numbering statement at a time,
+// in every replica, number the outbox, so that two never wait for each other's rows nor deadlock
+// over the counters (arbitrary, fixed for the instance's lifetime).
 const numberingLockKey int64 = 0x706c61746633
 
 // numberBatch bounds the events one numbering statement moves (a variable for tests).
 var numberBatch = 1000
 
 // numberPending moves the oldest unnumbered events to the outbox, numbered after their
-// workspace's last in the order they were appended, and returns how many each workspace got. It
-// runs under numberingLockKey: no other transaction writes the counters on PostgreSQL.
-const numberPending = `WITH moved AS (
-		DELETE FROM workplace_events_pending WHERE id IN (SELECT id FROM workplace_events_pending ORDER BY id LIMIT ?)
+// workspace's last in the order they were appended, and returns how many each workspace got: one
+// statement, its own transaction.
+//
+// It takes numberingLockKey before it deletes a row (the rows it picks join the lock). Its
+// snapshot may be older than the lock: a row that the previous holder moved meanwhile is skipped
+// by the DELETE (it is gone by then), a row committed meanwhile waits for the next round, and each
+// counter is updated from its latest version (ON CONFLICT DO UPDATE reads past the snapshot).
+// Picking the oldest rows keeps the order even without the lock: a transaction whose events were
+// appended after another's commit has the higher ids, so no statement picks its rows without the
+// other's (unless these were moved already).
+const numberPending = `WITH locked AS (SELECT pg_advisory_xact_lock(CAST(? AS BIGINT)) AS held),
+	moved AS (
+		DELETE FROM workplace_events_pending WHERE id IN (
+			SELECT p.id FROM workplace_events_pending p, locked ORDER BY p.id LIMIT ?)
 		RETURNING id, workspace_id, name, principal_id, payload, created_at),
 	counts AS (SELECT workspace_id, COUNT(*) AS n FROM moved GROUP BY workspace_id),
 	counters AS (INSERT INTO workplace_event_seqs (workspace_id, seq) SELECT workspace_id, n FROM counts
@@ -318,57 +329,68 @@ func (s *Store) NumberEvents(ctx context.Context) error {
 	if s.db.Dialect() != store.Postgres {
 		return nil
 	}
+	changes, _ := s.Work.(notifier)
 	for {
-		var moved int64
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			moved = 0
-			// The statement after the lock sees what the previous holder committed (READ
-			// COMMITTED).
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, numberingLockKey); err != nil {
-				return err
-			}
-			rows, err := tx.QueryContext(ctx, s.q(numberPending), numberBatch)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			var topics []string
-			for rows.Next() {
-				var (
-					workspaceID string
-					n           int64
-				)
-				if err := rows.Scan(&workspaceID, &n); err != nil {
-					return err
-				}
-				moved += n
-				topics = append(topics, Topic(workspaceID))
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if a, ok := s.Work.(announcer); ok {
-				a.Announce(tx, topics...)
-			}
-			return nil
-		})
-		if err != nil || moved < int64(numberBatch) {
+		moved, topics, err := s.numberRound(ctx)
+		if err != nil {
 			return err
 		}
+		if changes != nil {
+			// After the commit: a replica that missed it learns of the workspace's next events.
+			if err := changes.Changes().Announce(ctx, s.db.DB(), s.db.Dialect(), topics...); err != nil {
+				return err
+			}
+		}
+		if moved < int64(numberBatch) {
+			return nil
+		}
 	}
+}
+
+// numberRound runs numberPending once: how many events it moved, and the topics of their
+// workspaces.
+func (s *Store) numberRound(ctx context.Context) (int64, []string, error) {
+	rows, err := s.db.DB().QueryContext(ctx, s.q(numberPending), numberingLockKey, numberBatch)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	var (
+		moved  int64
+		topics []string
+	)
+	for rows.Next() {
+		var (
+			workspaceID string
+			n           int64
+		)
+		if err := rows.Scan(&workspaceID, &n); err != nil {
+			return 0, nil, err
+		}
+		moved += n
+		topics = append(topics, Topic(workspaceID))
+	}
+	return moved, topics, rows.Err()
 }
 
 // numberSweep is how often NumberOutbox numbers without being woken: after a lost wake-up, a
 // failed attempt, or a process that stopped between a commit and the numbering.
 const numberSweep = 2 * time.Second
 
+// notifier is the Work store's Changes: the hub its transactions announce to.
+type notifier interface {
+	Changes() *notify.Hub
+}
+
 // NumberOutbox numbers the outbox (NumberEvents) whenever a committed transaction left events to
-// number, as changes tells, and every numberSweep, until ctx ends; on SQLite it returns at once.
-// Every replica runs it; they take turns.
-func (s *Store) NumberOutbox(ctx context.Context, changes *notify.Hub, log logr.Logger) {
-	if s.db.Dialect() != store.Postgres {
+// number, and every numberSweep, until ctx ends; on SQLite, or without the Work store's hub, it
+// returns at once. Every replica runs it; they take turns.
+func (s *Store) NumberOutbox(ctx context.Context, log logr.Logger) {
+	n, ok := s.Work.(notifier)
+	if s.db.Dialect() != store.Postgres || !ok {
 		return
 	}
+	changes := n.Changes()
 	sweep := time.NewTicker(numberSweep)
 	defer sweep.Stop()
 	var sub *notify.Subscription

@@ -3,7 +3,9 @@ package workplace
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,6 +165,73 @@ func TestTransactionsOfOneWorkspaceWriteTheirEventsWithoutWaitingForEachOther(t 
 	})
 }
 
+func TestReplicasNumberingAtOnceNumberEveryEventOnceAndEachTransactionsInOrder(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, places := workAndPlaces(s)
+		defer func(batch int) { numberBatch = batch }(numberBatch)
+		numberBatch = 5
+		const writers, commits = 4, 25
+		var producing, numbering sync.WaitGroup
+		errs := make(chan error, writers+3)
+		for p := range writers {
+			producing.Go(func() {
+				for c := range commits {
+					if err := w.InTx(ctx, func(tx *sql.Tx) error {
+						for k := range 2 {
+							if err := places.emit(ctx, tx, "ws-a", "", EventTaskCreated, map[string]any{"taskId": fmt.Sprintf("%d-%03d-%d", p, c, k)}); err != nil {
+								return err
+							}
+						}
+						return nil
+					}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		done := make(chan struct{})
+		for range 3 { // as three replicas would, at once
+			numbering.Go(func() {
+				for {
+					if err := places.NumberEvents(ctx); err != nil {
+						errs <- err
+						return
+					}
+					select {
+					case <-done:
+						return
+					default:
+					}
+				}
+			})
+		}
+		producing.Wait()
+		close(done)
+		numbering.Wait()
+		close(errs)
+		for err := range errs {
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		g.Expect(places.NumberEvents(ctx)).To(Succeed())
+
+		events, err := places.Events(ctx, "ws-a", 0, 1000)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(events).To(HaveLen(writers * commits * 2))
+		last := map[string]string{}
+		for i, e := range events {
+			g.Expect(e.Seq).To(Equal(int64(i+1)), "numbered once each, none missing")
+			var payload struct{ TaskID string }
+			g.Expect(json.Unmarshal(e.Payload, &payload)).To(Succeed())
+			writer := payload.TaskID[:1]
+			g.Expect(payload.TaskID > last[writer]).To(BeTrue(), "a writer's events in the order it committed them: %s after %s", payload.TaskID, last[writer])
+			last[writer] = payload.TaskID
+		}
+	})
+}
+
 func TestTheHubLearnsOfCommittedEventsOnceTheyAreNumbered(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
@@ -171,7 +240,7 @@ func TestTheHubLearnsOfCommittedEventsOnceTheyAreNumbered(t *testing.T) {
 		numbering := make(chan struct{})
 		go func() {
 			defer close(numbering)
-			places.NumberOutbox(ctx, w.Changes(), logr.Discard())
+			places.NumberOutbox(ctx, logr.Discard())
 		}()
 		defer func() {
 			stop()

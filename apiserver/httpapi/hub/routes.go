@@ -102,7 +102,7 @@ func Routes(s *httpapi.Server) {
 	go h.Run(ctx)
 	// On PostgreSQL transactions leave their events for the process that numbers the outbox:
 	// every replica runs it, one at a time, and the hub sends the events once numbered.
-	go s.Workplace().NumberOutbox(ctx, s.Work().Changes(), log.WithName("outbox"))
+	go s.Workplace().NumberOutbox(ctx, log.WithName("outbox"))
 }
 
 // setting reads a positive integer setting up to limit, else def.
