@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // maxGroup bounds how many transactions share one commit.
@@ -67,6 +69,8 @@ func (s *Store) commitGroups() {
 }
 
 func (s *Store) commitGroup(batch []*groupRequest) {
+	defer prometheus.NewTimer(commitGroupDuration).ObserveDuration()
+	commitGroupTransactions.Observe(float64(len(batch)))
 	if len(batch) > 1 {
 		s.runShared(batch)
 	} else {

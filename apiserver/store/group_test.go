@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
@@ -23,6 +24,7 @@ func TestTransactionsSharingACommitKeepTheirOwnOutcome(t *testing.T) {
 		ctx := context.Background()
 		_, err := s.DB().ExecContext(ctx, `CREATE TABLE grouped (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)`)
 		g.Expect(err).NotTo(HaveOccurred())
+		groupedBefore := groupedTransactions(t)
 		refused := errors.New("refused")
 		gone, cancel := context.WithCancel(ctx)
 		cancel()
@@ -73,5 +75,28 @@ func TestTransactionsSharingACommitKeepTheirOwnOutcome(t *testing.T) {
 		g.Expect(rows.Close()).To(Succeed())
 		n = len(ids)
 		g.Expect(n).To(Equal(want))
+
+		// platform_store_commit_group_transactions counts each transaction in the group it was in.
+		grouped := groupedTransactions(t) - groupedBefore
+		if s.Dialect() == store.SQLite {
+			g.Expect(grouped).To(BeEquivalentTo(len(errs)))
+		} else {
+			g.Expect(grouped).To(BeZero(), "PostgreSQL commits each transaction on its own")
+		}
 	})
+}
+
+// groupedTransactions is the sum of platform_store_commit_group_transactions so far.
+func groupedTransactions(t *testing.T) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "platform_store_commit_group_transactions" {
+			return f.GetMetric()[0].GetHistogram().GetSampleSum()
+		}
+	}
+	t.Fatal("platform_store_commit_group_transactions is not registered")
+	return 0
 }
