@@ -26,45 +26,58 @@ func notIn(column string, values []string) (string, []any) {
 
 // Claim leases one runnable run to owner for lease and returns it, or nil when there is none.
 // Runnable: Pending or Running, and no live lease (a Running run whose lease expired was left by
-// a worker that stopped or died). On PostgreSQL, FOR UPDATE SKIP LOCKED lets the workers of
-// several replicas claim different runs at once; SQLite has one writer, so the single UPDATE is
-// enough. Runs of excludeWorkspaces are left for later.
+// a worker that stopped or died). Runs of excludeWorkspaces are left for later.
 func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, excludeWorkspaces ...string) (*FlowRun, error) {
 	now := s.now()
-	lock := ""
-	if s.db.Dialect() == store.Postgres {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
-	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
-	if ok, err := s.anyClaimable(ctx, `flow_runs`, `state`, now, exclude, excluded); err != nil || !ok {
-		return nil, err
-	}
-	var id string
-	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
-		err := s.txQueryRow(ctx, tx, `UPDATE flow_runs SET lease_owner = ?, lease_expires_at = ?
-			WHERE id = (SELECT id FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+`
-				ORDER BY updated_at LIMIT 1`+lock+`)
-			RETURNING id`, append([]any{owner, ms(now.Add(lease)), ms(now)}, excluded...)...).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			id = ""
-			return nil
-		}
-		return err
-	})
-	if err != nil || id == "" {
-		return nil, err
-	}
-	run, err := s.RunByID(ctx, id)
-	if err != nil {
+	var run FlowRun
+	found, err := s.claimRow(ctx, `flow_runs`, `state`, `lease_owner = ?, lease_expires_at = ?`, runColumns,
+		[]any{owner, ms(now.Add(lease))}, now, excludeWorkspaces, func(row rowScanner) (err error) {
+			run, err = scanRun(row)
+			return err
+		})
+	if err != nil || !found {
 		return nil, err
 	}
 	return &run, nil
 }
 
+// claimRow leases one runnable row of table (stateColumn Pending or Running, its lease expired,
+// outside excludeWorkspaces, the longest unchanged first): it sets set with args and scans the
+// row as it is then, its columns, with scan. found is false when there was none.
+//
+// On PostgreSQL it is one statement, its own transaction: FOR UPDATE SKIP LOCKED lets the workers
+// of several replicas claim different rows at once, and finding none costs what a read would. On
+// SQLite a read answers first, as most claims find nothing (every commit that makes a run
+// runnable wakes a worker), without taking the one write lock; the UPDATE then shares a commit.
+func (s *Store) claimRow(ctx context.Context, table, stateColumn, set, columns string, args []any, now time.Time,
+	excludeWorkspaces []string, scan func(rowScanner) error) (found bool, err error) {
+	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
+	args = append(append(args, ms(now)), excluded...)
+	claim := func(row rowScanner) error {
+		found = false
+		err := scan(row)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		found = err == nil
+		return err
+	}
+	query := `UPDATE ` + table + ` SET ` + set + ` WHERE id = (SELECT id FROM ` + table + ` WHERE ` + stateColumn +
+		` IN ('Pending', 'Running') AND lease_expires_at < ?` + exclude + ` ORDER BY updated_at LIMIT 1`
+	if s.db.Dialect() == store.Postgres {
+		query += ` FOR UPDATE SKIP LOCKED) RETURNING ` + columns
+		return found, claim(s.queryRow(ctx, query, args...))
+	}
+	if ok, err := s.anyClaimable(ctx, table, stateColumn, now, exclude, excluded); err != nil || !ok {
+		return false, err
+	}
+	query += `) RETURNING ` + columns
+	err = s.db.GroupInTx(ctx, func(tx *sql.Tx) error { return claim(s.txQueryRow(ctx, tx, query, args...)) })
+	return found, err
+}
+
 // anyClaimable reports whether table holds a runnable run (its stateColumn Pending or Running)
-// whose lease expired, outside the excluded workspaces. Most claims find nothing (every commit
-// that makes a run runnable wakes a worker): this read answers those without taking SQLite's
-// one write lock.
+// whose lease expired, outside the excluded workspaces.
 func (s *Store) anyClaimable(ctx context.Context, table, stateColumn string, now time.Time, exclude string, excluded []any) (bool, error) {
 	var n int
 	err := s.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM `+table+` WHERE `+stateColumn+` IN ('Pending', 'Running')

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"platform.dev/platform/apiserver/store"
 )
 
 // States of a Runtime Run. A Runtime Run never suspends: an agent that asks for input ends it
@@ -132,34 +130,16 @@ func (s *Store) RuntimeRun(ctx context.Context, workspaceID, id string) (Runtime
 // ClaimRuntimeRun leases one runnable Runtime Run to owner, as Claim does for FlowRuns.
 func (s *Store) ClaimRuntimeRun(ctx context.Context, owner string, lease time.Duration, excludeWorkspaces ...string) (*RuntimeRun, error) {
 	now := s.now()
-	lock := ""
-	if s.db.Dialect() == store.Postgres {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
-	exclude, excluded := notIn("workspace_id", excludeWorkspaces)
-	if ok, err := s.anyClaimable(ctx, `runtime_runs`, `status`, now, exclude, excluded); err != nil || !ok {
+	var run RuntimeRun
+	found, err := s.claimRow(ctx, `runtime_runs`, `status`, `lease_owner = ?, lease_expires_at = ?, status = 'Running'`, runtimeColumns,
+		[]any{owner, ms(now.Add(lease))}, now, excludeWorkspaces, func(row rowScanner) (err error) {
+			run, err = scanRuntimeRun(row)
+			return err
+		})
+	if err != nil || !found {
 		return nil, err
 	}
-	var id string
-	err := s.db.GroupInTx(ctx, func(tx *sql.Tx) error {
-		err := s.txQueryRow(ctx, tx, `UPDATE runtime_runs SET lease_owner = ?, lease_expires_at = ?, status = 'Running'
-			WHERE id = (SELECT id FROM runtime_runs WHERE status IN ('Pending', 'Running') AND lease_expires_at < ?`+exclude+`
-				ORDER BY updated_at LIMIT 1`+lock+`)
-			RETURNING id`, append([]any{owner, ms(now.Add(lease)), ms(now)}, excluded...)...).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			id = ""
-			return nil
-		}
-		return err
-	})
-	if err != nil || id == "" {
-		return nil, err
-	}
-	r, err := scanRuntimeRun(s.queryRow(ctx, `SELECT `+runtimeColumns+` FROM runtime_runs WHERE id = ?`, id))
-	if err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return &run, nil
 }
 
 // RuntimeOutcome is how a worker ends (or retries) a Runtime Run it holds.

@@ -144,6 +144,8 @@ func TestClaimLeasesARunnableRunToOneWorkerUntilTheLeaseExpires(t *testing.T) {
 		first, err := w.Claim(ctx, "worker-1", 10*time.Second)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(first.ID).To(Equal(run.ID))
+		g.Expect(first.LeaseOwner).To(Equal("worker-1"), "the run is returned as leased")
+		g.Expect(first.LeaseExpiresAt).To(BeTemporally("~", c.Now().Add(10*time.Second), time.Millisecond))
 		second, err := w.Claim(ctx, "worker-2", 10*time.Second)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(second).To(BeNil(), "a leased run is not claimed twice")
