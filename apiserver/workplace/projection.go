@@ -350,25 +350,22 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 		return nil
 	}
 	run := c.run
-	if title == "" {
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT title FROM work_items WHERE id = ?`), run.WorkTaskID).Scan(&title); err != nil {
-			return err
-		}
-	}
-	if title == "" && c.interaction != nil {
-		title = c.interaction.Title
-	}
 	now := s.now()
-	t := Task{ID: run.WorkTaskID, TenantID: run.TenantID, WorkspaceID: run.WorkspaceID, PrincipalID: run.PrincipalID, Title: title,
+	t := Task{ID: run.WorkTaskID, TenantID: run.TenantID, WorkspaceID: run.WorkspaceID, PrincipalID: run.PrincipalID,
 		State: taskState(run.State), Visible: true, CurrentRunID: run.ID, Version: 1, CreatedAt: now, UpdatedAt: now}
+	fallback := ""
 	if c.interaction != nil {
 		t.InteractionID = c.interaction.ID
 		t.Visible = c.interaction.TaskDisplay != string(platformv1.TaskHidden)
+		fallback = c.interaction.Title
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO work_tasks (id, tenant_id, workspace_id, principal_id, interaction_id, title, state,
-		visible, current_run_id, reason, milestones, version, created_at, updated_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, 1, ?, ?, 0)`),
-		t.ID, t.TenantID, t.WorkspaceID, t.PrincipalID, nullString(t.InteractionID), t.Title, t.State, boolInt(t.Visible), t.CurrentRunID,
-		ms(now), ms(now)); err != nil {
+	// Untitled, the Task takes its first WorkItem's title, else its conversation's.
+	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO work_tasks (id, tenant_id, workspace_id, principal_id, interaction_id, title, state,
+		visible, current_run_id, reason, milestones, version, created_at, updated_at, ended_at)
+		VALUES (?, ?, ?, ?, ?, COALESCE(NULLIF(?, ''), NULLIF((SELECT title FROM work_items WHERE id = ?), ''), ?), ?, ?, ?, '', 0, 1, ?, ?, 0)
+		RETURNING title`),
+		t.ID, t.TenantID, t.WorkspaceID, t.PrincipalID, nullString(t.InteractionID), title, run.WorkTaskID, fallback, t.State, boolInt(t.Visible),
+		t.CurrentRunID, ms(now), ms(now)).Scan(&t.Title); err != nil {
 		return err
 	}
 	c.task = &t
