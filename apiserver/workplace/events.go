@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -115,7 +114,8 @@ func (s *Store) unreadChanged(ctx context.Context, tx *sql.Tx, workspaceID, prin
 		CreatedAt: s.now()}}, map[int]int64{0: delta})
 }
 
-// countUnread is the statement that adds to a Principal's unread count and returns the count.
+// countUnread is the statement that adds to a Principal's unread count and returns the count
+// (SQLite).
 const countUnread = `INSERT INTO notification_counts (workspace_id, principal_id, unread) VALUES (?, ?, ?)
 	ON CONFLICT (workspace_id, principal_id) DO UPDATE SET unread = notification_counts.unread + ? RETURNING unread`
 
@@ -185,12 +185,11 @@ const outboxBatch = 16
 // UnreadNotificationCountChanged event that tells it, the change of its Principal's unread count,
 // applied here so that the event says the count.
 //
-// On SQLite, which runs one writer at a time, the events are numbered here after their
-// workspace's last. On PostgreSQL, where transactions run in parallel, numbering here would hold
-// the workspace's counter row until the commit and so line up every transaction of the workspace:
-// the events are appended unnumbered, with the counts in the same statement (a count row stays
-// locked until the commit, so the counts its events tell follow the commit order), and
-// NumberOutbox numbers them once committed.
+// On SQLite, which runs one writer at a time, the events are numbered and the counts applied
+// here. On PostgreSQL, where transactions run in parallel, doing so would hold the workspace's
+// counter row and the Principal's count row until the commit and so line up the transactions of
+// the workspace: the events are appended unnumbered with the count changes they tell, and
+// NumberOutbox numbers them and applies the changes once committed.
 func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, deltas map[int]int64) error {
 	defer prometheus.NewTimer(outboxWriteDuration).ObserveDuration()
 	if s.db.Dialect() == store.Postgres {
@@ -246,41 +245,23 @@ func (s *Store) appendOutbox(ctx context.Context, tx *sql.Tx, workspaceID string
 	return err
 }
 
-// appendPending appends events[from:to] unnumbered, in their order, in one statement that also
-// applies their unread count changes and writes the counts into their payloads (PostgreSQL: a
-// statement's data-modifying WITH clauses).
+// appendPending appends events[from:to] unnumbered, in their order, with the unread count
+// changes they tell (NumberEvents applies them).
 func (s *Store) appendPending(ctx context.Context, tx *sql.Tx, events []Event, from, to int, deltas map[int]int64) error {
-	var (
-		with    []string
-		tables  []string
-		payload = `e.payload`
-		args    []any
-	)
-	for i := from; i < to; i++ {
-		delta, counted := deltas[i]
-		if !counted {
-			continue
-		}
-		name := fmt.Sprintf("count%d", i-from+1)
-		with = append(with, name+` AS (`+countUnread+`)`)
-		tables = append(tables, name+`, `)
-		args = append(args, events[i].WorkspaceID, events[i].PrincipalID, delta, delta)
-		payload = fmt.Sprintf(`CASE WHEN e.k = %d THEN '{"unreadCount":' || %s.unread || '}' ELSE %s END`, i-from+1, name, payload)
-	}
+	args := make([]any, 0, 7*(to-from))
 	for i := from; i < to; i++ {
 		e := events[i]
-		args = append(args, i-from+1, e.WorkspaceID, e.Name, e.PrincipalID, string(e.Payload), ms(e.CreatedAt))
+		var delta any
+		if d, counted := deltas[i]; counted {
+			delta = d
+		}
+		args = append(args, i-from+1, e.WorkspaceID, e.Name, e.PrincipalID, string(e.Payload), delta, ms(e.CreatedAt))
 	}
-	query := `INSERT INTO workplace_events_pending (workspace_id, name, principal_id, payload, created_at)
-		SELECT e.workspace_id, e.name, e.principal_id, ` + payload + `, e.created_at
-		FROM ` + strings.Join(tables, ``) + `(VALUES ` +
-		valueRows(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))`, to-from) + `)
-		AS e (k, workspace_id, name, principal_id, payload, created_at)
-		ORDER BY e.k`
-	if len(with) > 0 {
-		query = `WITH ` + strings.Join(with, `, `) + ` ` + query
-	}
-	_, err := tx.ExecContext(ctx, s.q(query), args...)
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO workplace_events_pending (workspace_id, name, principal_id, payload, unread_delta, created_at)
+		SELECT e.workspace_id, e.name, e.principal_id, e.payload, e.unread_delta, e.created_at FROM (VALUES `+
+		valueRows(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT))`, to-from)+`)
+		AS e (k, workspace_id, name, principal_id, payload, unread_delta, created_at)
+		ORDER BY e.k`), args...)
 	return err
 }
 
@@ -293,29 +274,41 @@ const numberingLockKey int64 = 0x706c61746633
 var numberBatch = 1000
 
 // numberPending moves the oldest unnumbered events to the outbox, numbered after their
-// workspace's last in the order they were appended, and returns how many each workspace got: one
-// statement, its own transaction.
+// workspace's last in the order they were appended, applies the unread count changes they tell
+// (each such event says the count as it was once its change was applied), and returns how many
+// events each workspace got: one statement, its own transaction.
 //
 // It takes numberingLockKey before it deletes a row (the rows it picks join the lock). Its
 // snapshot may be older than the lock: a row that the previous holder moved meanwhile is skipped
 // by the DELETE (it is gone by then), a row committed meanwhile waits for the next round, and each
-// counter is updated from its latest version (ON CONFLICT DO UPDATE reads past the snapshot).
-// Picking the oldest rows keeps the order even without the lock: a transaction whose events were
-// appended after another's commit has the higher ids, so no statement picks its rows without the
-// other's (unless these were moved already).
+// counter and count is updated from its latest version (ON CONFLICT DO UPDATE reads past the
+// snapshot). Picking the oldest rows keeps the order even without the lock: a transaction whose
+// events were appended after another's commit has the higher ids, so no statement picks its rows
+// without the other's (unless these were moved already).
 const numberPending = `WITH locked AS (SELECT pg_advisory_xact_lock(CAST(? AS BIGINT)) AS held),
 	moved AS (
 		DELETE FROM workplace_events_pending WHERE id IN (
 			SELECT p.id FROM workplace_events_pending p, locked ORDER BY p.id LIMIT ?)
-		RETURNING id, workspace_id, name, principal_id, payload, created_at),
+		RETURNING id, workspace_id, name, principal_id, payload, unread_delta, created_at),
 	counts AS (SELECT workspace_id, COUNT(*) AS n FROM moved GROUP BY workspace_id),
 	counters AS (INSERT INTO workplace_event_seqs (workspace_id, seq) SELECT workspace_id, n FROM counts
 		ON CONFLICT (workspace_id) DO UPDATE SET seq = workplace_event_seqs.seq + EXCLUDED.seq
 		RETURNING workspace_id, seq),
+	deltas AS (SELECT workspace_id, principal_id, SUM(unread_delta) AS d FROM moved
+		WHERE unread_delta IS NOT NULL GROUP BY workspace_id, principal_id),
+	unread AS (INSERT INTO notification_counts (workspace_id, principal_id, unread)
+		SELECT workspace_id, principal_id, d FROM deltas
+		ON CONFLICT (workspace_id, principal_id) DO UPDATE SET unread = notification_counts.unread + EXCLUDED.unread
+		RETURNING workspace_id, principal_id, unread),
 	appended AS (INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
 		SELECT m.workspace_id, c.seq - k.n + ROW_NUMBER() OVER (PARTITION BY m.workspace_id ORDER BY m.id),
-			m.name, m.principal_id, m.payload, m.created_at
-		FROM moved m JOIN counters c ON c.workspace_id = m.workspace_id JOIN counts k ON k.workspace_id = m.workspace_id)
+			m.name, m.principal_id,
+			CASE WHEN m.unread_delta IS NULL THEN m.payload
+			ELSE '{"unreadCount":' || (u.unread - d.d + SUM(m.unread_delta) OVER (PARTITION BY m.workspace_id, m.principal_id ORDER BY m.id)) || '}' END,
+			m.created_at
+		FROM moved m JOIN counters c ON c.workspace_id = m.workspace_id JOIN counts k ON k.workspace_id = m.workspace_id
+		LEFT JOIN deltas d ON d.workspace_id = m.workspace_id AND d.principal_id = m.principal_id
+		LEFT JOIN unread u ON u.workspace_id = m.workspace_id AND u.principal_id = m.principal_id)
 	SELECT workspace_id, n FROM counts`
 
 // NumberEvents numbers the events that committed transactions left unnumbered (PostgreSQL; on

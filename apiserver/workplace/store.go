@@ -626,14 +626,19 @@ func (s *Store) Notifications(ctx context.Context, workspaceID, principalID stri
 	return out, unread, err
 }
 
-// UnreadCount is how many of a Principal's notifications in the workspace are unread.
+// UnreadCount is how many of a Principal's notifications in the workspace are unread: on
+// PostgreSQL the stored count plus the changes that committed transactions left for the numbering
+// of the outbox (NumberEvents moves them from one to the other in one transaction).
 func (s *Store) UnreadCount(ctx context.Context, workspaceID, principalID string) (int, error) {
-	var n int
-	err := s.db.DB().QueryRowContext(ctx, s.q(`SELECT unread FROM notification_counts WHERE workspace_id = ? AND principal_id = ?`),
-		workspaceID, principalID).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+	query := `SELECT COALESCE((SELECT unread FROM notification_counts WHERE workspace_id = ? AND principal_id = ?), 0)`
+	args := []any{workspaceID, principalID}
+	if s.db.Dialect() == store.Postgres {
+		query += ` + COALESCE((SELECT SUM(unread_delta) FROM workplace_events_pending
+			WHERE workspace_id = ? AND principal_id = ? AND unread_delta IS NOT NULL), 0)`
+		args = append(args, workspaceID, principalID)
 	}
+	var n int
+	err := s.db.DB().QueryRowContext(ctx, s.q(query), args...).Scan(&n)
 	return n, err
 }
 
