@@ -182,8 +182,8 @@ func (o *outboxWrite) Flush(ctx context.Context, tx *sql.Tx) error {
 const outboxBatch = 16
 
 // writeOutbox appends events in the order given. deltas holds, by the index of the
-// UnreadNotificationCountChanged event that tells it, the change of its Principal's unread count,
-// applied here so that the event says the count.
+// UnreadNotificationCountChanged event that tells it, the change of its Principal's unread count;
+// the event says the count once the change is applied.
 //
 // On SQLite, which runs one writer at a time, the events are numbered and the counts applied
 // here. On PostgreSQL, where transactions run in parallel, doing so would hold the workspace's
@@ -415,16 +415,10 @@ func (s *Store) NumberOutbox(ctx context.Context, log logr.Logger) {
 				continue
 			}
 			// What woke the subscription while the last round ran, committed before the next
-			// one starts: one round numbers it all.
-			for drained := false; !drained; {
-				select {
-				case _, open = <-wake:
-					if !open {
-						sub, drained = nil, true
-					}
-				default:
-					drained = true
-				}
+			// one starts: one round numbers it all (a subscription closed meanwhile is seen at
+			// the next wait).
+			for len(wake) > 0 {
+				<-wake
 			}
 		}
 	}
