@@ -116,11 +116,14 @@ type Executor struct {
 	owner        string
 	wake         chan struct{}
 
-	// claiming serializes this process's claims, so that busy stays within the share.
-	claiming sync.Mutex
-	busyMu   sync.Mutex
+	// claimSlots bounds the claims this process has under way at once (claimsAtOnce).
+	claimSlots chan struct{}
+	busyMu     sync.Mutex
 	// busy counts the runs executing per workspace.
 	busy map[string]int
+	// claims counts the claims under way: each may land in any workspace, so each counts toward
+	// every workspace's share until it is known where it landed.
+	claims int
 	// slots holds a token per run executing, claimed or reserved, so that no more than workers
 	// execute at once.
 	slots chan struct{}
@@ -169,6 +172,7 @@ func New(opts Options) (*Executor, error) {
 	e.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(suffix))
 	e.wake = make(chan struct{}, e.workers)
 	e.slots = make(chan struct{}, e.workers)
+	e.claimSlots = make(chan struct{}, min(claimsAtOnce, e.share))
 	return e, nil
 }
 
@@ -346,9 +350,9 @@ func (e *Executor) executeRun(ctx context.Context, run *work.FlowRun, owner stri
 // Reserve takes a free worker of this process for a run of workspace about to be submitted: the
 // submission commits the run already leased to it and Start begins its execution at once,
 // which saves the commit of a claim and the wait for a worker to wake. It reports false when
-// every worker is busy, the workspace holds its whole share, a claim is under way (it counts
-// toward the share before its workspace is known), or the executor is not running; the run is
-// then submitted for any worker to claim.
+// every worker is busy, the workspace's runs and the claims under way (which may land in it)
+// fill its share, or the executor is not running; the run is then submitted for any worker to
+// claim.
 func (e *Executor) Reserve(workspace string) (work.Reservation, bool) {
 	e.lifecycle.Lock()
 	defer e.lifecycle.Unlock()
@@ -360,14 +364,9 @@ func (e *Executor) Reserve(workspace string) (work.Reservation, bool) {
 	default:
 		return nil, false
 	}
-	if !e.claiming.TryLock() {
-		<-e.slots
-		return nil, false
-	}
-	defer e.claiming.Unlock()
 	e.busyMu.Lock()
 	defer e.busyMu.Unlock()
-	if e.busy[workspace] >= e.share {
+	if e.busy[workspace]+e.claims >= e.share {
 		<-e.slots
 		return nil, false
 	}
@@ -408,24 +407,35 @@ func (r *reservation) Cancel() {
 	r.e.reserved.Done()
 }
 
-// claim runs take with the workspaces that hold their whole share excluded, and counts the
-// workspace of what it claimed ("" for nothing) as busy until done.
+// claimsAtOnce bounds the claims one process has under way together. Claims are store round
+// trips, so one at a time would cap the process at one claim per commit; but each claim under
+// way makes the others exclude the workspaces within one run of their share, so a few suffice.
+const claimsAtOnce = 4
+
+// claim runs take with the workspaces excluded that a run more could take beyond their share,
+// counting the other claims under way as runs of every workspace, and counts the workspace of
+// what it claimed ("" for nothing) as busy until done. At most share claims are under way at
+// once, so a workspace with no run executing is never filled beyond its share either.
 func (e *Executor) claim(take func(full []string) (string, error)) (string, error) {
-	e.claiming.Lock()
-	defer e.claiming.Unlock()
+	e.claimSlots <- struct{}{}
+	defer func() { <-e.claimSlots }()
 	e.busyMu.Lock()
 	var full []string
 	for ws, n := range e.busy {
-		if n >= e.share {
+		if n+e.claims >= e.share {
 			full = append(full, ws)
 		}
 	}
+	e.claims++
 	e.busyMu.Unlock()
 	workspace, err := take(full)
+	e.busyMu.Lock()
+	e.claims--
 	if workspace != "" {
-		e.busyMu.Lock()
 		e.busy[workspace]++
-		e.busyMu.Unlock()
+	}
+	e.busyMu.Unlock()
+	if workspace != "" {
 		e.Wake() // there may be more
 	}
 	return workspace, err

@@ -525,6 +525,64 @@ func TestSlowRunsOfOneWorkspaceHoldOnlyItsShareOfTheWorkers(t *testing.T) {
 	})
 }
 
+// concurrency counts the agent calls under way, and the most there were at once.
+type concurrency struct {
+	provider.Provider
+	mu        sync.Mutex
+	now, most int
+}
+
+func (c *concurrency) Invoke(ctx context.Context, req provider.Request) (provider.Action, error) {
+	c.mu.Lock()
+	c.now++
+	c.most = max(c.most, c.now)
+	c.mu.Unlock()
+	defer func() { c.mu.Lock(); c.now--; c.mu.Unlock() }()
+	return c.Provider.Invoke(ctx, req)
+}
+
+// Workers woken together claim at once, and whichever workspace their claims land in, its runs
+// never execute beyond its share: a claim under way counts toward every workspace's share.
+func TestClaimsUnderWayAtOnceNeverTakeAWorkspaceBeyondItsShare(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		w := work.New(s)
+		calls := &concurrency{Provider: provider.DeterministicProvider{}}
+		runs := &resolver{
+			flows:  map[string]platformv1.FlowDefinition{"slow@1.0.0": slowAndFast().flows["slow@1.0.0"]},
+			agents: map[string]provider.Agent{"slow": {Name: "slow", Revision: "1", Instructions: "@latencyMs 300\n@respond late"}},
+		}
+		const share = 3
+		exec, err := executor.New(executor.Options{Work: w, Resolver: runs, Provider: calls, Workers: 8, WorkspaceShare: share,
+			Lease: time.Minute, Poll: time.Hour, Authorize: func(context.Context, work.Context) error { return nil }})
+		g.Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(context.Background())
+		var ids []string
+		for range 4 * share {
+			_, run, _, err := w.Submit(ctx, work.Submission{Context: ctxA, Type: "t", Title: "t", Instruction: "i", FlowName: "slow",
+				FlowVersion: "1.0.0", Input: map[string]any{"title": "t"}})
+			g.Expect(err).NotTo(HaveOccurred())
+			ids = append(ids, run.ID)
+		}
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); exec.Run(ctx) }()
+		defer func() { cancel(); <-stopped }()
+		for range 8 {
+			exec.Wake()
+		}
+		for _, id := range ids {
+			g.Eventually(func() string {
+				run, err := w.Run(ctx, ctxA.WorkspaceID, id)
+				g.Expect(err).NotTo(HaveOccurred())
+				return run.State
+			}).WithTimeout(20 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal(work.StateCompleted))
+		}
+		calls.mu.Lock()
+		defer calls.mu.Unlock()
+		g.Expect(calls.most).To(Equal(share), "the most agent calls of the workspace under way at once")
+	})
+}
+
 // A submission given a reserved worker (as the Work API submits) starts at once without a claim,
 // and counts toward its workspace's share like a claimed run: once a workspace holds its share no
 // worker is reserved for it, while another workspace still gets one and its run completes; a

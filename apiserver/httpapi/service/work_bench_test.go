@@ -208,12 +208,17 @@ func BenchmarkWorkItemsEndToEnd(b *testing.B) {
 				// The time transactions spent writing the Workplace outbox, waits for the rows it
 				// locks included: where the transactions of one busy workspace would queue.
 				outboxBefore := outboxWriteSeconds(b)
-				// On SQLite, how busy the single writer was: near 1 it is the bound.
+				// On SQLite, how busy the single writer was (near 1 it is the bound), and how many
+				// transactions an item took and how many shared each commit.
 				writerBefore := histogram(b, "platform_store_commit_group_seconds")
+				txBefore := histogram(b, "platform_store_commit_group_transactions")
 				defer func() {
 					b.ReportMetric((outboxWriteSeconds(b)-outboxBefore)*1000/float64(b.N), "outbox-ms/op")
 					if writer := histogram(b, "platform_store_commit_group_seconds"); writer.GetSampleCount() > writerBefore.GetSampleCount() {
 						b.ReportMetric((writer.GetSampleSum()-writerBefore.GetSampleSum())/b.Elapsed().Seconds(), "writer-busy")
+						tx := histogram(b, "platform_store_commit_group_transactions")
+						b.ReportMetric((tx.GetSampleSum()-txBefore.GetSampleSum())/float64(b.N), "tx/op")
+						b.ReportMetric((tx.GetSampleSum()-txBefore.GetSampleSum())/float64(tx.GetSampleCount()-txBefore.GetSampleCount()), "tx/commit")
 					}
 				}()
 				measureClients(b, clients, "items/s", func() bool {
