@@ -312,7 +312,7 @@ func (s *Store) lockRun(ctx context.Context, tx *sql.Tx, runID, workspaceID stri
 		args = append(args, workspaceID)
 	}
 	if s.db.Dialect() == store.Postgres {
-		query += ` FOR UPDATE`
+		query += ` FOR NO KEY UPDATE`
 	}
 	return scanRun(s.txQueryRow(ctx, tx, query, args...))
 }

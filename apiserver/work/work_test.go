@@ -307,3 +307,34 @@ func TestRunEventsAreAppendOnly(t *testing.T) {
 		g.Expect(strings.ToLower(err.Error())).To(ContainSubstring("append-only"))
 	})
 }
+
+// A run's transition does not wait for a transaction that only refers to the run, as a child
+// run being submitted under it does (PostgreSQL's foreign-key check holds a key-share lock on the
+// parent until that transaction ends).
+func TestATransitionDoesNotWaitForATransactionReferringToItsRun(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		if s.Dialect() != store.Postgres {
+			t.Skip("SQLite transactions are exclusive: one never runs beside another")
+		}
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, _ := newStore(s)
+		_, parent, _ := submit(t, w)
+		claimed, err := w.Claim(ctx, "worker-1", time.Minute)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(claimed.ID).To(Equal(parent.ID))
+
+		child, err := s.DB().BeginTx(ctx, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = child.Rollback() }()
+		_, _, _, err = w.SubmitTx(ctx, child, work.Submission{Context: wsA, Type: "report", Title: "Part", Instruction: "Prepare a part",
+			FlowName: "report", FlowVersion: "1.0.0", ParentFlowRunID: parent.ID, Input: map[string]any{}})
+		g.Expect(err).NotTo(HaveOccurred())
+
+		applyCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		_, err = w.Apply(applyCtx, parent.ID, "worker-1", work.Transition{State: work.StateRunning, Events: []work.Event{{Type: work.EventRunStarted}}})
+		g.Expect(err).NotTo(HaveOccurred(), "the transition waited for the child's submission")
+		g.Expect(child.Commit()).To(Succeed())
+	})
+}
