@@ -13,7 +13,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -63,7 +66,15 @@ type Store struct {
 	dialect string
 	// group queues the transactions of GroupInTx for their shared commit.
 	group group
+	// rebound remembers the PostgreSQL form of the queries Rebind saw, up to maxRebound of them:
+	// the same few queries are rebound at every call of the serving path.
+	rebound  sync.Map
+	reboundN atomic.Int64
 }
+
+// maxRebound bounds Rebind's memory: queries built with a varying number of placeholders are
+// many, the queries of the code few.
+const maxRebound = 4096
 
 // Instance is the identity of this platform installation, created at first start.
 type Instance struct {
@@ -275,7 +286,14 @@ func (s *Store) Rebind(query string) string {
 	if s.dialect != Postgres {
 		return query
 	}
-	return rebindDollar(query)
+	if rebound, ok := s.rebound.Load(query); ok {
+		return rebound.(string)
+	}
+	rebound := rebindDollar(query)
+	if s.reboundN.Add(1) <= maxRebound {
+		s.rebound.Store(query, rebound)
+	}
+	return rebound
 }
 
 func rebindDollar(query string) string {
@@ -303,7 +321,8 @@ func rebindDollar(query string) string {
 			i += end
 		case c == '?':
 			n++
-			fmt.Fprintf(&b, "$%d", n)
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
 		default:
 			b.WriteByte(c)
 		}
