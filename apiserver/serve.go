@@ -321,7 +321,17 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 			return err
 		}
 	case err := <-apiDone:
-		return fmt.Errorf("service API stopped: %w", err)
+		// The signal also ends Serve, and select may take its answer before ctx's.
+		if ctx.Err() == nil {
+			if err == nil {
+				err = errors.New("it returned without a signal")
+			}
+			return fmt.Errorf("service API stopped: %w", err)
+		}
+		fmt.Fprintln(out, "shutting down")
+		if err != nil {
+			return err
+		}
 	case <-server.Done():
 	}
 	stopControllers()
