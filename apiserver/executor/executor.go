@@ -409,7 +409,7 @@ func (r *reservation) Cancel() {
 
 // claimsAtOnce bounds the claims one process has under way together. Claims are store round
 // trips, so one at a time would cap the process at one claim per commit; but each claim under
-// way makes the others exclude the workspaces within one run of their share, so a few suffice.
+// way counts as one more run of every workspace for the others, so a few suffice.
 const claimsAtOnce = 4
 
 // claim runs take with the workspaces excluded that a run more could take beyond their share,
