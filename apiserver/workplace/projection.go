@@ -46,6 +46,9 @@ type conversation struct {
 	steps       map[string]platformv1.FlowStep
 	// answered is set once the transition answered a question: its resumption is no news.
 	answered bool
+	// milestones counts the Task's milestones of this transition not yet written: they are
+	// written with its state, in one statement (syncTaskState).
+	milestones int
 }
 
 // Observe projects one run transition onto the Workplace, in the transition's transaction, so
@@ -384,12 +387,22 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 	return nil
 }
 
-// syncTaskState keeps the Task's state, current run and reason with its latest run.
+// syncTaskState keeps the Task's state, current run and reason with its latest run, and writes
+// the milestones the transition counted.
 func (s *Store) syncTaskState(ctx context.Context, tx *sql.Tx, c *conversation) error {
 	t, run := c.task, c.run
+	milestones := c.milestones
+	c.milestones = 0
+	countOnly := func() error {
+		if milestones == 0 {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET milestones = milestones + ? WHERE id = ?`), milestones, t.ID)
+		return err
+	}
 	state := taskState(run.State)
 	if t.CurrentRunID == run.ID && t.State == state && t.Reason == run.Reason {
-		return nil
+		return countOnly()
 	}
 	if t.CurrentRunID != run.ID && t.CurrentRunID != "" {
 		// Only the latest run of a Task speaks for it: an older one cannot change it.
@@ -398,7 +411,7 @@ func (s *Store) syncTaskState(ctx context.Context, tx *sql.Tx, c *conversation) 
 			return err
 		}
 		if latest > 0 {
-			return nil
+			return countOnly()
 		}
 	}
 	ended := int64(0)
@@ -406,8 +419,8 @@ func (s *Store) syncTaskState(ctx context.Context, tx *sql.Tx, c *conversation) 
 		ended = ms(s.now())
 	}
 	t.State, t.CurrentRunID, t.Reason = state, run.ID, run.Reason
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET state = ?, current_run_id = ?, reason = ?, ended_at = ?, version = version + 1,
-		updated_at = ? WHERE id = ?`), state, run.ID, run.Reason, ended, ms(s.now()), t.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET state = ?, current_run_id = ?, reason = ?, ended_at = ?, milestones = milestones + ?,
+		version = version + 1, updated_at = ? WHERE id = ?`), state, run.ID, run.Reason, ended, milestones, ms(s.now()), t.ID); err != nil {
 		return err
 	}
 	t.Version++
@@ -429,8 +442,8 @@ func (s *Store) countMilestone(ctx context.Context, tx *sql.Tx, c *conversation)
 		}
 	}
 	c.task.Milestones++
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET milestones = milestones + 1 WHERE id = ?`), c.task.ID)
-	return err
+	c.milestones++
+	return nil
 }
 
 // finishedTurns counts the Agent steps of the run's work that completed (this run's steps are

@@ -2,10 +2,13 @@ package workplace
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/apiserver/work"
@@ -25,5 +28,46 @@ func TestTheTaskOfAnAutonomousWorkItemIsTitledAfterIt(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), "an autonomous run is a Task at once")
 		g.Expect(task.ID).To(Equal(item.ID))
 		g.Expect(task.Title).To(Equal("Quarterly numbers"))
+	})
+}
+
+// Each finished turn of an agent is a milestone of the Task, counted whether the transition that
+// tells it also changes the Task's state or not.
+func TestEachFinishedAgentTurnIsAMilestoneOfTheTask(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, places := workAndPlaces(s)
+		_, run, _, err := w.Submit(ctx, work.Submission{
+			Context: work.Context{TenantID: "t1", WorkspaceID: "ws-a", Namespace: "a", PrincipalID: "p1"},
+			Type:    "report", Title: "Quarterly numbers", Instruction: "i", FlowName: "f", FlowVersion: "1.0.0",
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		claimed, err := w.Claim(ctx, "worker-1", time.Minute)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(claimed.ID).To(Equal(run.ID))
+		agent := func(name string) platformv1.FlowStep {
+			return platformv1.FlowStep{Name: name, Type: platformv1.AgentStep, Agent: &platformv1.LocalObjectReference{Name: "writer"}}
+		}
+		snapshot, err := json.Marshal(platformv1.FlowDefinition{FlowKind: platformv1.OrchestrationFlow,
+			Steps: []platformv1.FlowStep{{Name: "in", Type: platformv1.InputStep}, agent("draft"), agent("review"), {Name: "out", Type: platformv1.OutputStep}},
+			Edges: []platformv1.FlowEdge{{From: "in", To: "draft"}, {From: "draft", To: "review"}, {From: "review", To: "out"}}})
+		g.Expect(err).NotTo(HaveOccurred())
+		milestones := func() int {
+			task, err := places.Task(ctx, "ws-a", run.WorkTaskID)
+			g.Expect(err).NotTo(HaveOccurred())
+			return task.Milestones
+		}
+
+		// Pending -> Running: the Task's state changes in the transition that finishes the first turn.
+		_, err = w.Apply(ctx, run.ID, "worker-1", work.Transition{Pin: &work.Pin{Digest: "sha256:f", Snapshot: snapshot}, State: work.StateRunning,
+			Events: []work.Event{{Type: work.EventStepStarted, Step: "draft"}, {Type: work.EventStepCompleted, Step: "draft"}}})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(milestones()).To(Equal(1))
+		// Still Running: only the count changes.
+		_, err = w.Apply(ctx, run.ID, "worker-1", work.Transition{
+			Events: []work.Event{{Type: work.EventStepStarted, Step: "review"}, {Type: work.EventStepCompleted, Step: "review"}}})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(milestones()).To(Equal(2))
 	})
 }
