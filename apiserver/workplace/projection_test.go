@@ -14,16 +14,23 @@ import (
 	"platform.dev/platform/apiserver/work"
 )
 
+// submitAutonomous submits the WorkItem "Quarterly numbers" in ws-a through the Work store, as
+// the Work API does: its run is an autonomous Task's.
+func submitAutonomous(g *WithT, w *work.Store) (work.WorkItem, work.FlowRun) {
+	item, run, _, err := w.Submit(context.Background(), work.Submission{
+		Context: work.Context{TenantID: "t1", WorkspaceID: "ws-a", Namespace: "a", PrincipalID: "p1"},
+		Type:    "report", Title: "Quarterly numbers", Instruction: "i", FlowName: "f", FlowVersion: "1.0.0",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	return item, run
+}
+
 func TestTheTaskOfAnAutonomousWorkItemIsTitledAfterIt(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
 		ctx := context.Background()
 		w, places := workAndPlaces(s)
-		item, run, _, err := w.Submit(ctx, work.Submission{
-			Context: work.Context{TenantID: "t1", WorkspaceID: "ws-a", Namespace: "a", PrincipalID: "p1"},
-			Type:    "report", Title: "Quarterly numbers", Instruction: "i", FlowName: "f", FlowVersion: "1.0.0",
-		})
-		g.Expect(err).NotTo(HaveOccurred())
+		item, run := submitAutonomous(g, w)
 		task, err := places.Task(ctx, "ws-a", run.WorkTaskID)
 		g.Expect(err).NotTo(HaveOccurred(), "an autonomous run is a Task at once")
 		g.Expect(task.ID).To(Equal(item.ID))
@@ -38,11 +45,7 @@ func TestEachFinishedAgentTurnIsAMilestoneOfTheTask(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
 		w, places := workAndPlaces(s)
-		_, run, _, err := w.Submit(ctx, work.Submission{
-			Context: work.Context{TenantID: "t1", WorkspaceID: "ws-a", Namespace: "a", PrincipalID: "p1"},
-			Type:    "report", Title: "Quarterly numbers", Instruction: "i", FlowName: "f", FlowVersion: "1.0.0",
-		})
-		g.Expect(err).NotTo(HaveOccurred())
+		_, run := submitAutonomous(g, w)
 		claimed, err := w.Claim(ctx, "worker-1", time.Minute)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(claimed.ID).To(Equal(run.ID))
