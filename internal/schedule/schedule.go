@@ -20,6 +20,7 @@
 package schedule
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -37,9 +38,15 @@ import (
 
 // Schedule yields the instants of a schedule.
 type Schedule interface {
-	// Next is the first instant strictly after t; the zero time when there is none.
+	// Next is the first instant strictly after t; the zero time when there is none within
+	// HorizonYears of t. It returns in bounded time.
 	Next(t time.Time) time.Time
 }
+
+// HorizonYears bounds the search for a schedule's next instant: eight years, the longest wait
+// between two 29 Februaries (2096 to 2104). The dates five cron fields name recur within every
+// such span, so a cron schedule with no instant within it has none at all (`0 0 31 2 *`).
+const HorizonYears = 8
 
 // Parse checks a schedule and returns it: the time zone is a strict IANA name and the
 // expression parses for its type. anchor is where an interval counts from (the Trigger's
@@ -68,6 +75,10 @@ func Parse(path *field.Path, s platformv1.TriggerSchedule, anchor time.Time) (Sc
 		if err != nil {
 			return nil, field.ErrorList{field.Invalid(expression, s.Expression, err.Error())}
 		}
+		if c.Next(anchor).IsZero() {
+			return nil, field.ErrorList{field.Invalid(expression, s.Expression, fmt.Sprintf(
+				"the schedule never fires: no date matches its day of month, month and day of week within %d years", HorizonYears))}
+		}
 		return c, nil
 	}
 	return nil, field.ErrorList{field.NotSupported(path.Child("type"), s.Type,
@@ -87,10 +98,14 @@ func Zone(name string) (*time.Location, error) {
 	return loc, nil
 }
 
-// Instants are the first n instants of s strictly after t (fewer when s ends).
-func Instants(s Schedule, t time.Time, n int) []time.Time {
+// Instants are the first n instants of s strictly after t (fewer when s ends); the error of ctx
+// when it ends first.
+func Instants(ctx context.Context, s Schedule, t time.Time, n int) ([]time.Time, error) {
 	var out []time.Time
 	for len(out) < n {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		next := s.Next(t)
 		if next.IsZero() {
 			break
@@ -98,7 +113,7 @@ func Instants(s Schedule, t time.Time, n int) []time.Time {
 		out = append(out, next)
 		t = next
 	}
-	return out
+	return out, nil
 }
 
 // once fires at one instant.
@@ -213,9 +228,6 @@ func clockDuration(days, hours, minutes, seconds string) time.Duration {
 // or Quartz extensions.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor | cron.DowOrDom)
 
-// maxSearchYears bounds the search for the next instant: `0 0 30 2 *` never fires.
-const maxSearchYears = 5
-
 // cronSchedule steps go-cron's schedule and applies the daylight saving rules on top of it.
 type cronSchedule struct {
 	spec *cron.SpecSchedule
@@ -240,7 +252,7 @@ func parseCron(expr string, loc *time.Location) (*cronSchedule, error) {
 	case len(strings.Fields(expr)) != 5:
 		return nil, fmt.Errorf("a cron expression has five fields (minute hour day-of-month month day-of-week), not %d", len(strings.Fields(expr)))
 	}
-	parsed, err := cronParser.WithMaxSearchYears(maxSearchYears).Parse(expr)
+	parsed, err := cronParser.WithMaxSearchYears(HorizonYears).Parse(expr)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +292,7 @@ func (c *cronSchedule) Next(after time.Time) time.Time {
 func (c *cronSchedule) matchingGap(after, t time.Time) (time.Time, bool) {
 	cursor := after.In(c.loc)
 	for {
-		_, end := cursor.ZoneBounds()
+		end := zoneEnd(cursor)
 		if end.IsZero() || end.After(t) {
 			return time.Time{}, false
 		}
@@ -297,6 +309,45 @@ func (c *cronSchedule) matchingGap(after, t time.Time) (time.Time, bool) {
 		}
 		cursor = end
 	}
+}
+
+// zoneEnd is the end of the zone period that holds t (the next offset or abbreviation change),
+// always after t; zero when none follows. time.Time.ZoneBounds answers an end at or before t in
+// the last UTC day of a leap year served by the zone's TZ footer rule (after 2037 in the embedded
+// database: 2040-12-31 in Europe/Paris, golang/go#81583), which held the walk of matchingGap on
+// one instant forever. There the period is followed hour by hour to the end of that day, where
+// the lookup is right again; an offset change within it is found to the second.
+func zoneEnd(t time.Time) time.Time {
+	_, end := t.ZoneBounds()
+	if end.IsZero() || end.After(t) {
+		return end
+	}
+	name, offset := t.Zone()
+	prev := t
+	// The wrong answers cover one UTC day; 48 hours is a bound, not an expectation.
+	for step := t.Truncate(time.Hour).Add(time.Hour); step.Sub(t) <= 48*time.Hour; step = step.Add(time.Hour) {
+		if n, o := step.Zone(); n != name || o != offset {
+			// The change lies in (prev, step]: find its first second.
+			lo, hi := prev, step
+			for hi.Sub(lo) > time.Second {
+				mid := lo.Add(hi.Sub(lo) / 2).Truncate(time.Second)
+				if mid.Equal(lo) {
+					break
+				}
+				if n, o := mid.Zone(); n != name || o != offset {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+			return hi
+		}
+		if _, e := step.ZoneBounds(); e.IsZero() || e.After(step) {
+			return step // past the wrong answers: a boundary without a change, from which the walk goes on
+		}
+		prev = step
+	}
+	return t.Add(48 * time.Hour)
 }
 
 // starBit marks a field go-cron parsed from `*` (its unexported starBit).
