@@ -2,8 +2,11 @@ package service_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -280,5 +283,110 @@ func TestAScheduleIsPreviewedWithTheDaylightSavingRules(t *testing.T) {
 		r := preview(body)
 		expectProblem(g, r, http.StatusUnprocessableEntity)
 		g.Expect(r.body["errors"]).To(ContainElement(HaveKeyWithValue("location", location)), body)
+	}
+}
+
+// scheduleGoroutines are the stacks of the goroutines computing a schedule.
+func scheduleGoroutines() []string {
+	buf := make([]byte, 8<<20)
+	var out []string
+	for _, stack := range strings.Split(string(buf[:goruntime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(stack, "platform.dev/platform/internal/schedule.") {
+			out = append(out, stack)
+		}
+	}
+	return out
+}
+
+// A schedule preview answers within a second with the right instants, however rarely the
+// schedule fires and whatever the zone's daylight saving rules, and leaves nothing computing
+// behind; a schedule that never fires is 422 on its expression. These previews once never
+// answered and kept a core busy after the client left.
+func TestASchedulePreviewAnswersWithinASecondAndLeavesNothingComputing(t *testing.T) {
+	g := NewWithT(t)
+	server := workServer(t, storeFor(t))
+	impatient := &http.Client{Timeout: time.Second}
+	preview := func(body string) (int, map[string]any) {
+		resp, err := impatient.Post(server.URL+"/api/triggers/preview", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	yearly := func(zone string) []any {
+		loc, _ := time.LoadLocation(zone)
+		var out []any
+		for y := 2027; y < 2057; y++ {
+			out = append(out, time.Date(y, 1, 1, 0, 0, 0, 0, loc).Format(time.RFC3339))
+		}
+		return out
+	}
+	const after = `"after":"2026-05-01T00:00:00Z"`
+	tests := map[string]struct {
+		body string
+		want []any
+	}{
+		"29 February in Paris fires in leap years": {body: `{"schedule":{"type":"cron","expression":"0 0 29 2 *","timeZone":"Europe/Paris"},"count":5,` + after + `}`,
+			want: []any{"2028-02-29T00:00:00+01:00", "2032-02-29T00:00:00+01:00", "2036-02-29T00:00:00+01:00", "2040-02-29T00:00:00+01:00", "2044-02-29T00:00:00+01:00"}},
+		"@yearly in Paris, thirty years":    {body: `{"schedule":{"type":"cron","expression":"@yearly","timeZone":"Europe/Paris"},"count":30,` + after + `}`, want: yearly("Europe/Paris")},
+		"@yearly in New York, thirty years": {body: `{"schedule":{"type":"cron","expression":"@yearly","timeZone":"America/New_York"},"count":30,` + after + `}`, want: yearly("America/New_York")},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			status, body := preview(tt.body)
+			g.Expect(status).To(Equal(http.StatusOK), "%v", body)
+			var locals []any
+			for _, i := range body["instants"].([]any) {
+				locals = append(locals, i.(map[string]any)["local"])
+			}
+			g.Expect(locals).To(Equal(tt.want))
+		})
+	}
+	for _, expression := range []string{"0 0 31 2 *", "0 0 30 2 *", "0 12 31 11 *"} {
+		status, body := preview(`{"schedule":{"type":"cron","expression":"` + expression + `","timeZone":"Europe/Paris"},"count":5}`)
+		g.Expect(status).To(Equal(http.StatusUnprocessableEntity), "%s never fires: %v", expression, body)
+		g.Expect(body["errors"]).To(ContainElement(HaveKeyWithValue("location", "body.schedule.expression")), expression)
+	}
+	g.Eventually(scheduleGoroutines, 2*time.Second).Should(BeEmpty(), "no schedule computation outlives its request")
+}
+
+// GET /api/triggers answers a page at a time, in name order, as the Management lists do (take,
+// skip, search), never more than 100.
+func TestTheTriggersListIsPaginated(t *testing.T) {
+	g := NewWithT(t)
+	server := workServer(t, storeFor(t))
+	flow := reportFlowSetup(t, server)
+	var names []string
+	for i := range 5 {
+		name := fmt.Sprintf("page-%s-%d", flow, i)
+		names = append(names, name)
+		created := call(t, server, http.MethodPost, "/api/triggers", triggerBody(name, flow, weekdayMornings, ""))
+		g.Expect(created.status).To(Equal(http.StatusCreated), "%v", created.body)
+	}
+	page := func(query string) []any {
+		r := call(t, server, http.MethodGet, "/api/triggers?search=page-"+flow+query, "")
+		g.ExpectWithOffset(1, r.status).To(Equal(http.StatusOK), "%v", r.body)
+		var out []any
+		for _, item := range r.body["items"].([]any) {
+			out = append(out, item.(map[string]any)["metadata"].(map[string]any)["name"])
+		}
+		return out
+	}
+	g.Expect(page("&take=2")).To(Equal([]any{names[0], names[1]}), "the first page holds take Triggers")
+	g.Expect(page("&take=2&skip=2")).To(Equal([]any{names[2], names[3]}), "skip leads to the next page")
+	g.Expect(page("&take=2&skip=4")).To(Equal([]any{names[4]}), "the last page is shorter")
+	g.Expect(page("&take=2&skip=6")).To(BeEmpty())
+	g.Expect(page("")).To(HaveLen(5), "50 unless take says otherwise")
+	g.Expect(page("+"+names[3][len(names[3])-1:]+"&take=100")).To(ContainElement(names[3]), "every word of search must match")
+	g.Expect(page("+Disabled")).To(BeEmpty(), "the state is searched: none of them is disabled")
+	namespaced := call(t, server, http.MethodGet, "/api/namespaces/default/triggers?take=1&search=page-"+flow, "")
+	g.Expect(namespaced.body["items"]).To(HaveLen(1), "the namespaced route pages alike")
+	for _, query := range []string{"take=101", "take=0", "skip=-1"} {
+		r := call(t, server, http.MethodGet, "/api/triggers?"+query, "")
+		expectProblem(g, r, http.StatusUnprocessableEntity)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -77,16 +78,80 @@ func write(t *platformv1.Trigger, body Trigger, owner string) {
 	t.Definition = body.Definition
 }
 
-func (r *routes) list(ctx context.Context, c collection) (*httpapi.ListOutput[Trigger], error) {
+// listChunk is how many Triggers a list reads from the kube API at a time: a page is found
+// without holding every Trigger of the namespace at once.
+const listChunk = 500
+
+// list answers a page of the Triggers of the collection: take of those search matches, after
+// skip, in name order (the kube API's).
+func (r *routes) list(ctx context.Context, c collection, opts ListOptions) (*httpapi.ListOutput[Trigger], error) {
 	ns, err := r.kubeNamespace(ctx, c.resourceNamespace())
 	if err != nil {
 		return nil, err
 	}
-	items, err := httpapi.ListNamespace[*platformv1.Trigger](ctx, r.Server, ns, &platformv1.TriggerList{})
-	if err != nil {
-		return nil, err
+	take := opts.Take
+	if take <= 0 {
+		take = defaultPage
 	}
-	return httpapi.ListOf(items, func(t *platformv1.Trigger) Trigger { return triggerFrom(t, c.resourceNamespace()) }), nil
+	take = min(take, maxPage)
+	words := strings.Fields(strings.ToLower(opts.Search))
+	page := make([]Trigger, 0, take)
+	skipped := 0
+	list := &platformv1.TriggerList{}
+	for {
+		if err := r.Kube().List(ctx, list, client.InNamespace(ns), client.Limit(listChunk), client.Continue(list.Continue)); err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		for i := range list.Items {
+			t := &list.Items[i]
+			if !matchesSearch(t, words) {
+				continue
+			}
+			if skipped < opts.Skip {
+				skipped++
+				continue
+			}
+			page = append(page, triggerFrom(t, c.resourceNamespace()))
+			if len(page) == take {
+				return httpapi.ItemsOutput(page), nil
+			}
+		}
+		if list.Continue == "" {
+			return httpapi.ItemsOutput(page), nil
+		}
+	}
+}
+
+// matchesSearch reports whether every word appears in what the Console's list shows of t.
+func matchesSearch(t *platformv1.Trigger, words []string) bool {
+	if len(words) == 0 {
+		return true
+	}
+	parts := []string{t.Name, t.Definition.DisplayName, triggerState(t)}
+	if f := t.Definition.Target.Flow; f != nil {
+		parts = append(parts, string(f.Name))
+	}
+	if s := t.Definition.Source.Schedule; s != nil {
+		parts = append(parts, string(s.Type), s.Expression, s.TimeZone)
+	}
+	text := strings.ToLower(strings.Join(parts, " "))
+	for _, w := range words {
+		if !strings.Contains(text, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// triggerState is the state the Console shows: Disabled, Paused or Enabled.
+func triggerState(t *platformv1.Trigger) string {
+	if t.Definition.Enabled != nil && !*t.Definition.Enabled {
+		return "Disabled"
+	}
+	if ready := meta.FindStatusCondition(t.Status.Conditions, platformv1.ReadyCondition); ready != nil && ready.Reason == platformv1.PausedReason {
+		return "Paused"
+	}
+	return "Enabled"
 }
 
 func (r *routes) get(ctx context.Context, p item) (*triggerOutput, error) {
@@ -307,8 +372,10 @@ func (r *routes) registerPreview() {
 		OperationID: "preview-trigger-schedule", Method: http.MethodPost, Path: "/api/triggers/preview", Tags: []string{tagTriggers},
 		Summary: "Preview the next instants of a proposed schedule",
 		Description: "Checks a schedule as a Trigger's would be (422 with the field path: an unknown time zone, an expression that " +
-			"does not parse, a once instant in the past) and lists its next instants, with the daylight saving rules applied: a " +
-			"local time a change skips fires when the gap ends, a repeated one once at its first occurrence. Nothing is stored.",
+			"does not parse, a once instant in the past, a cron schedule that never fires such as 0 0 31 2 *) and lists its next " +
+			"instants, with the daylight saving rules applied: a local time a change skips fires when the gap ends, a repeated " +
+			"one once at its first occurrence. Each instant is searched at most eight years ahead of the one before (29 February " +
+			"fires in leap years). Nothing is stored.",
 		Errors: []int{http.StatusUnprocessableEntity},
 	}, httpapi.PolicyResourcesRead), func(ctx context.Context, in *struct {
 		httpapi.WorkspaceInput
@@ -336,7 +403,12 @@ func (r *routes) registerPreview() {
 		}
 		loc, _ := schedule.Zone(in.Body.Schedule.TimeZone)
 		out := SchedulePreviewResult{TimeZone: in.Body.Schedule.TimeZone, Instants: []PreviewInstant{}}
-		for _, at := range schedule.Instants(s, after, min(count, maxPreview)) {
+		instants, err := schedule.Instants(ctx, s, after, min(count, maxPreview))
+		if err != nil {
+			// Only the request's end stops it: nobody is left to read the answer.
+			return nil, huma.Error503ServiceUnavailable("the request ended before the preview was computed")
+		}
+		for _, at := range instants {
 			if at.Year() > 9999 {
 				break // beyond what a timestamp spells
 			}

@@ -23,6 +23,8 @@ const (
 	maxOccurrences     = 1000
 	defaultOccurrences = 100
 	maxPreview         = 100
+	defaultPage        = 50
+	maxPage            = 100
 )
 
 // ResumedAtAnnotation records when the service API last resumed a paused Trigger: the write
@@ -101,6 +103,12 @@ type (
 	RunOptions struct {
 		IdempotencyKey string `header:"Idempotency-Key" maxLength:"128" doc:"Optional: a retried Run now with the same key submits once and answers the same occurrence"`
 	}
+	// ListOptions page through the Triggers, in name order, as the Management lists do.
+	ListOptions struct {
+		Take   int    `query:"take" minimum:"1" maximum:"100" default:"50" doc:"At most this many Triggers: 50 unless given, at most 100"`
+		Skip   int    `query:"skip" minimum:"0" maximum:"100000" doc:"Triggers to skip, for the next page: the previous skip plus take"`
+		Search string `query:"search" maxLength:"256" doc:"Case-insensitive words that must all appear in the Trigger's name, display name, target Flow, schedule (type, expression, time zone) or state (Enabled, Disabled, Paused)"`
+	}
 	// HistoryOptions bound the history read.
 	HistoryOptions struct {
 		Limit int `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"At most this many occurrences, newest first"`
@@ -151,6 +159,14 @@ type (
 		NamespacedItem
 		RunOptions
 	}
+	listDefault struct {
+		DefaultCollection
+		ListOptions
+	}
+	listNamespaced struct {
+		NamespacedCollection
+		ListOptions
+	}
 	occurrencesDefault struct {
 		DefaultItem
 		HistoryOptions
@@ -185,7 +201,10 @@ func (r *routes) register(f family) {
 	}
 	itemPath := f.prefix + "/{name}"
 
-	list := op("list-triggers", http.MethodGet, f.prefix, "List the Triggers "+f.where, "", httpapi.PolicyResourcesRead, 0)
+	list := op("list-triggers", http.MethodGet, f.prefix, "List the Triggers "+f.where,
+		"A page at a time, in name order: take (at most 100) Triggers after skip, of those search matches. A page shorter "+
+			"than take is the last; ask for take+1 to know whether another follows.",
+		httpapi.PolicyResourcesRead, 0)
 	get := op("get-trigger", http.MethodGet, itemPath, "Read a Trigger", "With its next instant, its latest occurrence and its owner.",
 		httpapi.PolicyResourcesRead, 0)
 	create := op("create-trigger", http.MethodPost, f.prefix, "Create a Trigger",
@@ -220,7 +239,9 @@ func (r *routes) register(f family) {
 	type listOut = httpapi.ListOutput[Trigger]
 	type historyOut = httpapi.ListOutput[Occurrence]
 	if f.suffix == "" {
-		huma.Register(api, list, func(ctx context.Context, in *DefaultCollection) (*listOut, error) { return r.list(ctx, in) })
+		huma.Register(api, list, func(ctx context.Context, in *listDefault) (*listOut, error) {
+			return r.list(ctx, in.DefaultCollection, in.ListOptions)
+		})
 		huma.Register(api, get, func(ctx context.Context, in *DefaultItem) (*triggerOutput, error) { return r.get(ctx, in) })
 		huma.Register(api, create, func(ctx context.Context, in *createDefault) (*createdOutput, error) {
 			return r.create(ctx, in.DefaultCollection, in.Body)
@@ -245,7 +266,9 @@ func (r *routes) register(f family) {
 		})
 		return
 	}
-	huma.Register(api, list, func(ctx context.Context, in *NamespacedCollection) (*listOut, error) { return r.list(ctx, in) })
+	huma.Register(api, list, func(ctx context.Context, in *listNamespaced) (*listOut, error) {
+		return r.list(ctx, in.NamespacedCollection, in.ListOptions)
+	})
 	huma.Register(api, get, func(ctx context.Context, in *NamespacedItem) (*triggerOutput, error) { return r.get(ctx, in) })
 	huma.Register(api, create, func(ctx context.Context, in *createNamespaced) (*createdOutput, error) {
 		return r.create(ctx, in.NamespacedCollection, in.Body)
