@@ -331,3 +331,71 @@ func TestADisabledTriggerHasNoRegistrationAndOwesNothingOnceEnabled(t *testing.T
 		g.Expect(outcomes(history(t, env, tr))).To(Equal([]string{"Submitted@13:00"}))
 	})
 }
+
+// The scheduler finds the next instant promptly however rarely the schedule fires and whatever
+// the zone's daylight saving rules (these searches once never returned and held a reconcile
+// worker forever), and a schedule that never fires is reported on the Trigger, not searched.
+func TestRareSchedulesAreRegisteredPromptlyAndOneThatNeverFiresIsReported(t *testing.T) {
+	paris, _ := time.LoadLocation("Europe/Paris")
+	newYork, _ := time.LoadLocation("America/New_York")
+	tests := map[string]struct {
+		schedule    platformv1.TriggerSchedule
+		start, want time.Time
+	}{
+		"29 February in Paris waits for the next leap year": {
+			schedule: platformv1.TriggerSchedule{Type: platformv1.CronSchedule, Expression: "0 0 29 2 *", TimeZone: "Europe/Paris"},
+			start:    time.Date(2040, 2, 29, 0, 30, 0, 0, paris), want: time.Date(2044, 2, 29, 0, 0, 0, 0, paris),
+		},
+		"@yearly in Paris across the end of 2040": {
+			schedule: platformv1.TriggerSchedule{Type: platformv1.CronSchedule, Expression: "@yearly", TimeZone: "Europe/Paris"},
+			start:    time.Date(2040, 6, 1, 0, 0, 0, 0, paris), want: time.Date(2041, 1, 1, 0, 0, 0, 0, paris),
+		},
+		"@yearly in New York across the end of 2040": {
+			schedule: platformv1.TriggerSchedule{Type: platformv1.CronSchedule, Expression: "@yearly", TimeZone: "America/New_York"},
+			start:    time.Date(2040, 6, 1, 0, 0, 0, 0, newYork), want: time.Date(2041, 1, 1, 0, 0, 0, 0, newYork),
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+				g := NewWithT(t)
+				env, clock := newEnv(t, db, tt.start)
+				s := newScheduler(env, clock, nil)
+				tr := env.Trigger(t, "rare", tt.schedule, tt.start, nil)
+				done := make(chan error, 1)
+				go func() {
+					_, err := s.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tr)})
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					g.Expect(err).NotTo(HaveOccurred())
+				case <-time.After(5 * time.Second):
+					t.Fatalf("%q in %s: the reconcile did not return", tt.schedule.Expression, tt.schedule.TimeZone)
+				}
+				g.Expect(status(t, env, tr).NextFireTime.Time).To(BeTemporally("==", tt.want))
+				at, ok := s.registry.next(client.ObjectKeyFromObject(tr))
+				g.Expect(ok).To(BeTrue())
+				g.Expect(at).To(BeTemporally("==", tt.want))
+			})
+		})
+	}
+
+	t.Run("a schedule that never fires", func(t *testing.T) {
+		storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+			g := NewWithT(t)
+			start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+			env, clock := newEnv(t, db, start)
+			s := newScheduler(env, clock, nil)
+			tr := env.Trigger(t, "never", platformv1.TriggerSchedule{Type: platformv1.CronSchedule, Expression: "0 0 31 2 *", TimeZone: "Europe/Paris"}, start, nil)
+			s.reconcile(t, tr)
+			st := status(t, env, tr)
+			g.Expect(st.NextFireTime).To(BeNil())
+			g.Expect(s.Registrations()).To(BeZero())
+			ready := meta.FindStatusCondition(st.Conditions, platformv1.ReadyCondition)
+			g.Expect(ready.Status).To(BeEquivalentTo("False"))
+			g.Expect(ready.Reason).To(Equal(platformv1.InvalidDefinitionReason))
+			g.Expect(ready.Message).To(And(ContainSubstring("definition.source.schedule.expression"), ContainSubstring("never fires")))
+		})
+	})
+}
