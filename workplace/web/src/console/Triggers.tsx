@@ -7,7 +7,6 @@ import type { ConsoleEnv } from "./App";
 import {
   emptyForm,
   fieldErrorsFrom,
-  filterTriggers,
   filterZones,
   formFromTrigger,
   latestOccurrence,
@@ -67,28 +66,50 @@ function OutcomePill({ o }: { o: Occurrence }) {
   return <span className={`pill outcome-${o.outcome.toLowerCase()}`}>{o.outcome}</span>;
 }
 
-/** Spec "Trigger behavior" 6: the searchable list of the workspace's Triggers, with NEXT and LAST. */
+// A page of the list; the API answers at most 100.
+const PAGE = 50;
+const SEARCH_DEBOUNCE_MS = 300;
+
+/**
+ * Spec "Trigger behavior" 6: the searchable list of the workspace's Triggers, with NEXT and LAST,
+ * a page at a time: the API searches and pages (take, skip, search), so a workspace with many
+ * Triggers is never read at once.
+ */
 export function Triggers({ env }: { env: ConsoleEnv }) {
   const [items, setItems] = useState<Trigger[]>();
+  const [hasMore, setHasMore] = useState(false);
   const [error, setError] = useState<string>();
   const [query, setQuery] = useState("");
+  const [search, setSearch] = useState("");
+  const [skip, setSkip] = useState(0);
+
+  useEffect(() => {
+    const t = setTimeout(() => {
+      setSearch(query.trim());
+      setSkip(0);
+    }, SEARCH_DEBOUNCE_MS);
+    return () => clearTimeout(t);
+  }, [query]);
 
   const load = useCallback(async () => {
     try {
-      const l = await get<Items<Trigger>>(base);
-      setItems([...l.items].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)));
+      const q = new URLSearchParams({ take: String(PAGE + 1), skip: String(skip) });
+      if (search) q.set("search", search);
+      const l = await get<Items<Trigger>>(`${base}?${q}`);
+      setHasMore(l.items.length > PAGE);
+      setItems(l.items.slice(0, PAGE));
       setError(undefined);
     } catch (e) {
       setItems(undefined);
       setError(`The Triggers cannot be read: ${problem(e)}`);
     }
-  }, []);
+  }, [skip, search]);
   useEffect(() => {
     void load();
   }, [load, env.context.workspace.id]);
   usePoll(load, LIST_POLL_MS);
 
-  const shown = useMemo(() => (items ? filterTriggers(items, query) : undefined), [items, query]);
+  const first = skip + 1;
 
   return (
     <>
@@ -102,15 +123,16 @@ export function Triggers({ env }: { env: ConsoleEnv }) {
       <p className="muted">Schedules that submit autonomous Work to a Flow of this workspace, each instant once.</p>
       <div className="search">
         <label htmlFor="trigger-search">Search Triggers</label>
-        <input id="trigger-search" type="search" value={query} onChange={(e) => setQuery(e.target.value)} placeholder="Name, Flow, schedule or state" />
+        <input id="trigger-search" type="search" value={query} onChange={(e) => setQuery(e.target.value)} placeholder="Name, Flow, schedule, time zone or state" />
       </div>
       {error && <p className="state-note error" role="alert" data-state="error">{error}</p>}
       {!items && !error && <p role="status">Loading Triggers…</p>}
-      {items && items.length === 0 && <p className="state-note info" data-state="empty">No Trigger in this workspace yet.</p>}
-      {items && items.length > 0 && shown!.length === 0 && (
-        <p className="state-note info" data-state="no-match">No Trigger matches “{query}”.</p>
+      {items && items.length === 0 && !search && skip === 0 && <p className="state-note info" data-state="empty">No Trigger in this workspace yet.</p>}
+      {items && items.length === 0 && search && skip === 0 && (
+        <p className="state-note info" data-state="no-match">No Trigger matches “{search}”.</p>
       )}
-      {shown && shown.length > 0 && (
+      {items && items.length === 0 && skip > 0 && <p className="state-note info" data-state="empty">No Trigger on this page.</p>}
+      {items && items.length > 0 && (
         <table aria-label="Triggers">
           <thead>
             <tr>
@@ -123,7 +145,7 @@ export function Triggers({ env }: { env: ConsoleEnv }) {
             </tr>
           </thead>
           <tbody>
-            {shown.map((t) => {
+            {items.map((t) => {
               const last = t.status?.lastOccurrence;
               const zone = t.definition.source.schedule?.timeZone;
               return (
@@ -150,6 +172,15 @@ export function Triggers({ env }: { env: ConsoleEnv }) {
             })}
           </tbody>
         </table>
+      )}
+      {(skip > 0 || hasMore) && (
+        <div className="toolbar" aria-label="Pages">
+          <button type="button" disabled={skip === 0} onClick={() => setSkip((n) => Math.max(0, n - PAGE))}>Previous</button>
+          <span className="muted" data-page-range>
+            Triggers {first}–{skip + (items?.length ?? 0)}
+          </span>
+          <button type="button" disabled={!hasMore} onClick={() => setSkip((n) => n + PAGE)}>Next</button>
+        </div>
       )}
     </>
   );

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import {
   emptyForm,
   fieldErrorsFrom,
-  filterTriggers,
   filterZones,
   formFromTrigger,
   intervalExpression,
@@ -50,17 +49,6 @@ describe("a schedule reads as one line with its zone", () => {
     expect(triggerState(trigger("a"))).toBe("Enabled");
     expect(triggerState(trigger("a", {}, { paused: true }))).toBe("Paused");
     expect(triggerState(trigger("a", { enabled: false }, { paused: true }))).toBe("Disabled");
-  });
-});
-
-describe("the list is searchable", () => {
-  const items = [trigger("nightly-report", { displayName: "Nightly report" }), trigger("triage", { enabled: false, target: { flow: { name: "other-flow" } } })];
-  it("matches every word against the name, display name, Flow, schedule and state", () => {
-    expect(filterTriggers(items, "").map((t) => t.metadata.name)).toEqual(["nightly-report", "triage"]);
-    expect(filterTriggers(items, "NIGHTLY").map((t) => t.metadata.name)).toEqual(["nightly-report"]);
-    expect(filterTriggers(items, "other-flow disabled").map((t) => t.metadata.name)).toEqual(["triage"]);
-    expect(filterTriggers(items, "europe/paris cron").length).toBe(2);
-    expect(filterTriggers(items, "nothing-like-it")).toEqual([]);
   });
 });
 

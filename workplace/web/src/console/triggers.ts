@@ -134,19 +134,6 @@ export function scheduleSummary(s: Schedule | undefined): string {
   }
 }
 
-/** filterTriggers keeps the Triggers whose name, display name, Flow, schedule or state contain every word of query. */
-export function filterTriggers(items: Trigger[], query: string): Trigger[] {
-  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
-  if (!words.length) return items;
-  return items.filter((t) => {
-    const text = [t.metadata.name, t.definition.displayName, t.definition.target.flow?.name, scheduleSummary(t.definition.source.schedule), triggerState(t)]
-      .filter(Boolean)
-      .join(" ")
-      .toLowerCase();
-    return words.every((w) => text.includes(w));
-  });
-}
-
 /** nameFrom derives a resource name from a display name: lowercase ASCII, accents folded, other characters as hyphens. */
 export function nameFrom(displayName: string): string {
   return displayName
