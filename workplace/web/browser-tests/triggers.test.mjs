@@ -1,6 +1,6 @@
 // The Console's /triggers page in a real browser against the real binary: the guided editor (a
 // Flow, an IANA zone, the server's preview of the next instants, the server's field errors), the
-// searchable list with NEXT and LAST, and the detail view (Run now and its occurrence with its
+// searchable list with NEXT and LAST, a page at a time, and the detail view (Run now and its occurrence with its
 // Task, disable, an edit refused over a concurrent change, delete after confirmation).
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -226,6 +226,41 @@ describe("the Console's Triggers", () => {
     assert.equal((await call("GET", "/api/triggers/bad-cron")).status, 404);
     await page.locator('tr[data-trigger="half-hourly-report"]').waitFor();
     assert.equal(await page.locator('tr[data-trigger="bad-cron"]').count(), 0);
+    await page.context().close();
+  });
+
+  it("pages through many Triggers 50 at a time and searches them on the server", async () => {
+    const names = Array.from({ length: 55 }, (_, i) => `paged-${String(i).padStart(2, "0")}`);
+    for (const name of names) {
+      const r = await call("POST", "/api/triggers", {
+        apiVersion: "platform/v1", kind: "Trigger", metadata: { name },
+        definition: { displayName: `Paged ${name.slice(-2)}`, enabled: false, source: { kind: "schedule", schedule: { type: "cron", expression: "0 0 29 2 *", timeZone: "Europe/Paris" } },
+          target: { kind: "flow", flow: { name: flow }, input: { request: "a leap day report" } } },
+      });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+    }
+    const page = await consolePage("/triggers");
+    const rows = page.locator('table[aria-label="Triggers"] tbody tr');
+    const range = page.locator("[data-page-range]");
+    await range.waitFor();
+    assert.equal(await rows.count(), 50, "a page holds 50 Triggers");
+    assert.match(await range.textContent(), /Triggers 1–50/);
+    await page.getByRole("button", { name: "Next" }).click();
+    await range.filter({ hasText: "51" }).waitFor();
+    assert.ok((await rows.count()) >= 5, "the next page holds the rest");
+    assert.equal(await page.getByRole("button", { name: "Next" }).isDisabled(), true, "the last page");
+    await h.screenshot(page, "triggers-second-page");
+    await page.getByRole("button", { name: "Previous" }).click();
+    await range.filter({ hasText: "1–50" }).waitFor();
+
+    await page.getByLabel("Search Triggers").fill("paged 54");
+    await page.locator('tr[data-trigger="paged-54"]').waitFor();
+    await h.waitFor(async () => (await rows.count()) === 1, { message: "only the matching Trigger" });
+    assert.equal(await range.count(), 0, "one page: no pager");
+    await page.getByLabel("Search Triggers").fill("paged nothing-like-it");
+    await page.locator('[data-state="no-match"]').waitFor();
+    assert.deepEqual(await h.axeViolations(page), [], "the paged list");
+    for (const name of names) await call("DELETE", `/api/triggers/${name}`, undefined, { "If-Match": (await call("GET", `/api/triggers/${name}`)).headers.get("etag") });
     await page.context().close();
   });
 });

@@ -83,13 +83,17 @@ export function Triggers({ env }: { env: ConsoleEnv }) {
   const [search, setSearch] = useState("");
   const [skip, setSkip] = useState(0);
 
+  // A changed search starts again from the first page; an unchanged one (the first render, spaces
+  // typed) keeps the page the person went to.
   useEffect(() => {
+    const q = query.trim();
+    if (q === search) return;
     const t = setTimeout(() => {
-      setSearch(query.trim());
+      setSearch(q);
       setSkip(0);
     }, SEARCH_DEBOUNCE_MS);
     return () => clearTimeout(t);
-  }, [query]);
+  }, [query, search]);
 
   const load = useCallback(async () => {
     try {
