@@ -306,7 +306,8 @@ func TestASchedulePreviewAnswersWithinASecondAndLeavesNothingComputing(t *testin
 	g := NewWithT(t)
 	server := workServer(t, storeFor(t))
 	impatient := &http.Client{Timeout: time.Second}
-	preview := func(body string) (int, map[string]any) {
+	preview := func(t *testing.T, body string) (int, map[string]any) {
+		t.Helper()
 		resp, err := impatient.Post(server.URL+"/api/triggers/preview", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
@@ -337,7 +338,7 @@ func TestASchedulePreviewAnswersWithinASecondAndLeavesNothingComputing(t *testin
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			status, body := preview(tt.body)
+			status, body := preview(t, tt.body)
 			g.Expect(status).To(Equal(http.StatusOK), "%v", body)
 			var locals []any
 			for _, i := range body["instants"].([]any) {
@@ -347,7 +348,7 @@ func TestASchedulePreviewAnswersWithinASecondAndLeavesNothingComputing(t *testin
 		})
 	}
 	for _, expression := range []string{"0 0 31 2 *", "0 0 30 2 *", "0 12 31 11 *"} {
-		status, body := preview(`{"schedule":{"type":"cron","expression":"` + expression + `","timeZone":"Europe/Paris"},"count":5}`)
+		status, body := preview(t, `{"schedule":{"type":"cron","expression":"` + expression + `","timeZone":"Europe/Paris"},"count":5}`)
 		g.Expect(status).To(Equal(http.StatusUnprocessableEntity), "%s never fires: %v", expression, body)
 		g.Expect(body["errors"]).To(ContainElement(HaveKeyWithValue("location", "body.schedule.expression")), expression)
 	}
