@@ -348,7 +348,7 @@ func TestASchedulePreviewAnswersWithinASecondAndLeavesNothingComputing(t *testin
 		})
 	}
 	for _, expression := range []string{"0 0 31 2 *", "0 0 30 2 *", "0 12 31 11 *"} {
-		status, body := preview(t, `{"schedule":{"type":"cron","expression":"` + expression + `","timeZone":"Europe/Paris"},"count":5}`)
+		status, body := preview(t, `{"schedule":{"type":"cron","expression":"`+expression+`","timeZone":"Europe/Paris"},"count":5}`)
 		g.Expect(status).To(Equal(http.StatusUnprocessableEntity), "%s never fires: %v", expression, body)
 		g.Expect(body["errors"]).To(ContainElement(HaveKeyWithValue("location", "body.schedule.expression")), expression)
 	}
