@@ -208,7 +208,7 @@ export function Home({ env }: { env: ConsoleEnv }) {
               ) : (
                 <>
                   <p data-state={unhealthy.length ? "unhealthy" : "healthy"} className={unhealthy.length ? "state-note warn" : "state-note info"}>
-                    {unhealthy.length === 0 ? `All ${watched.length} are ready.` : `${unhealthy.length} of ${watched.length} are not ready.`}
+                    {unhealthy.length === 0 ? (watched.length === 1 ? "It is ready." : `All ${watched.length} are ready.`) : `${unhealthy.length} of ${watched.length} are not ready.`}
                   </p>
                   <ul className="list" aria-label="Vaults and providers">
                     {watched.map(({ kind, o }) => {
