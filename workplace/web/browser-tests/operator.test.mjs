@@ -192,7 +192,7 @@ describe("one product", () => {
       const run = page.getByRole("list", { name: "Failed runs" }).locator(`li[data-run-id="${failed.id}"]`);
       await run.waitFor();
       assert.match(await page.locator('[data-panel="task-states"] [data-state="action-required"] dd').innerText(), /^[1-9]/);
-      await page.locator('[data-panel="health"]').getByText(/are ready|not ready|No Vault/).first().waitFor();
+      await page.locator('[data-panel="health"]').locator('[data-state="healthy"], [data-state="unhealthy"], [data-state="empty"]').first().waitFor();
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       assert.ok(overflow <= 0, `no sideways scrolling at ${width} px (${overflow})`);
       await h.screenshot(page, `console-home-${width}`);

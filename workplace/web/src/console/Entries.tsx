@@ -88,11 +88,8 @@ function Discover({ env }: { env: ConsoleEnv }) {
         <ul className="list discovered" aria-label="Entries you may start">
           {found.items.map((e) => (
             <li key={`${e.workspace}/${e.namespace}/${e.name}`} data-entry={e.name} data-target-state={e.targetState}>
-              {e.workspace === env.context.workspace.name ? (
-                <Link href={`/entries/${enc(e.name)}${e.namespace && e.namespace !== "default" ? `?namespace=${enc(e.namespace)}` : ""}`}>{e.presentation.displayName || e.name}</Link>
-              ) : (
-                <strong>{e.presentation.displayName || e.name}</strong>
-              )}
+              {/* The table below links the workspace's Entries to their dependencies. */}
+              <strong>{e.presentation.displayName || e.name}</strong>
               <span className="muted">in {e.workspace}</span>
               <span className={`pill target-${(e.targetState ?? "Unknown").toLowerCase()}`}>{targetLabel[e.targetState ?? "Unknown"] ?? e.targetState}</span>
               {e.targetState !== "Executable" && e.reason && <span className="muted">reason: <code>{e.reason}</code></span>}
