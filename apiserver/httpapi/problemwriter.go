@@ -13,14 +13,18 @@ import (
 // that no object can be named (a dot segment or an encoded slash, plain or percent-encoded) is
 // 404 before routing: the mux would redirect it to another route and the kube client refuse it.
 // The plain-text errors of net/http (the mux's 404 and 405, http.Error) are rewritten.
-func answerProblems(next http.Handler) http.Handler {
+func answerProblems(next, notFoundPage http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") && !namable(r.URL.EscapedPath()) {
 			WriteProblem(w, http.StatusNotFound, "no object has the name this path gives: names are never . or .. and hold no slash")
 			return
 		}
-		pw := &problemWriter{ResponseWriter: w}
+		pw := &problemWriter{ResponseWriter: w, pageFor404: notFoundPage != nil && wantsPage(r)}
 		next.ServeHTTP(pw, r)
+		if pw.status == http.StatusNotFound && pw.pageFor404 {
+			notFoundPage.ServeHTTP(w, r)
+			return
+		}
 		if pw.status != 0 {
 			detail := strings.TrimSpace(pw.text.String())
 			switch pw.status {
@@ -54,14 +58,24 @@ func namable(escaped string) bool {
 // headers) so that the handler above answers Problem Details instead.
 type problemWriter struct {
 	http.ResponseWriter
-	wrote  bool
-	status int
-	text   strings.Builder
+	// pageFor404 holds back a 404 even when it is not plain text: a browser's page gets the
+	// not-found page instead.
+	pageFor404 bool
+	wrote      bool
+	status     int
+	text       strings.Builder
 }
 
 func (w *problemWriter) WriteHeader(code int) {
 	h := w.Header()
 	if !w.wrote && code >= 400 && strings.HasPrefix(h.Get("Content-Type"), "text/plain") && h.Get("X-Content-Type-Options") == "nosniff" {
+		w.wrote, w.status = true, code
+		return
+	}
+	if !w.wrote && code == http.StatusNotFound && w.pageFor404 {
+		for k := range h {
+			delete(h, k)
+		}
 		w.wrote, w.status = true, code
 		return
 	}
@@ -94,3 +108,17 @@ func (w *problemWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *problemWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// wantsPage tells a browser's navigation to a page (GET or HEAD, Accept: text/html, outside
+// /api/) from an API client's call.
+func wantsPage(r *http.Request) bool {
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || strings.HasPrefix(r.URL.Path, "/api/") {
+		return false
+	}
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if media, _, _ := strings.Cut(strings.TrimSpace(part), ";"); strings.TrimSpace(media) == "text/html" {
+			return true
+		}
+	}
+	return false
+}

@@ -117,6 +117,8 @@ type Server struct {
 	onShutdown []func(context.Context)
 	// ownOriginCheck are the route patterns that check the Origin themselves (the hub's CORS).
 	ownOriginCheck []string
+	// notFoundPage answers a browser's page that no route serves (see ServeNotFoundPage).
+	notFoundPage http.Handler
 
 	// oidc and tokens are the OpenID Provider and its bearer token verifier, in modes Oidc and
 	// Hybrid only.
@@ -190,7 +192,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteProblem(w, http.StatusForbidden, "cross-origin request refused")
 	}))
-	s.handler = answerProblems(csrf.Handler(mux))
+	s.handler = answerProblems(csrf.Handler(mux), s.notFoundPage)
 	return s, nil
 }
 
@@ -200,6 +202,11 @@ func New(opts Options, areas ...Area) (*Server, error) {
 func (s *Server) CheckOriginItself(pattern string) {
 	s.ownOriginCheck = append(s.ownOriginCheck, pattern)
 }
+
+// ServeNotFoundPage makes h answer a browser's navigation (GET, Accept: text/html, outside
+// /api/) to a path no route serves, instead of the Problem Details 404 every other caller gets.
+// Areas call it while they register their routes.
+func (s *Server) ServeNotFoundPage(h http.Handler) { s.notFoundPage = h }
 
 // OnShutdown runs fn when Serve shuts down, with the deadline of the shutdown, beside the drain
 // of the requests; Serve returns once fn did.

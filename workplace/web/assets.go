@@ -9,3 +9,10 @@ import "embed"
 //
 //go:embed all:dist
 var Dist embed.FS
+
+// Shared is what the server-rendered identity pages share with the apps, served as files so that
+// their Content-Security-Policy needs no inline style: the design tokens and base elements
+// (base.css, which the apps' styles.css imports), the pages' own layout (pages.css) and the icon.
+//
+//go:embed src/shared/base.css src/shared/pages.css src/shared/favicon.svg
+var Shared embed.FS

@@ -71,10 +71,16 @@ func Routes(s *httpapi.Server) {
 	mux.Handle("GET "+AssetsPath, http.StripPrefix(AssetsPath, c.assets()))
 	mux.HandleFunc("GET /console/config.json", c.config)
 	mux.HandleFunc("GET /workplace/{path...}", c.toWorkplace)
+	// A browser's page that no route serves is the app, which shows its own "not found" page.
+	s.ServeNotFoundPage(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c.serveApp(w, r, http.StatusNotFound) }))
 }
 
 // page serves the app to a signed-in browser and sends an anonymous one to sign in first.
 func (c *console) page(w http.ResponseWriter, r *http.Request) {
+	c.serveApp(w, r, http.StatusOK)
+}
+
+func (c *console) serveApp(w http.ResponseWriter, r *http.Request, status int) {
 	if c.Sessions() && !c.signedIn(r) {
 		back, err := returnurl.Normalize(r.URL.RequestURI())
 		if err != nil {
@@ -90,6 +96,13 @@ func (c *console) page(w http.ResponseWriter, r *http.Request) {
 	setPageHeaders(w)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	if status != http.StatusOK {
+		w.WriteHeader(status)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(c.index)
+		}
+		return
+	}
 	http.ServeContent(w, r, "index.html", time.Time{}, bytes.NewReader(c.index))
 }
 

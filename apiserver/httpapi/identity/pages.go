@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,18 +9,23 @@ import (
 	"encoding/base64"
 	"errors"
 	"html/template"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"platform.dev/platform/apiserver/httpapi"
 	domain "platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/internal/returnurl"
+	"platform.dev/platform/workplace/web"
 )
 
-// The minimal server-rendered pages of sign-in and account security; the full Console comes
-// later. Pages, unlike the API, redirect an anonymous browser to /login.
+// The server-rendered pages of sign-in and account security. They look like the apps: their
+// styles are the apps' base stylesheet and a small one of their own, served as files from this
+// origin (see web.Shared), so the Content-Security-Policy stays without 'unsafe-inline'. Pages,
+// unlike the API, redirect an anonymous browser to /login.
 
 //go:embed pages/*.html
 var pageFiles embed.FS
@@ -46,6 +52,19 @@ type pageData struct {
 	OIDCSignIn bool
 	// PAT is the content of /account/pat.
 	PAT *patPageData
+	// Wide pages hold tables.
+	Wide bool
+}
+
+// PageCSP is the pages' Content-Security-Policy: everything from this origin only, no inline
+// script or style, never framed.
+const PageCSP = "default-src 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'"
+
+// sharedAssets are the files of web.Shared served under /assets/.
+var sharedAssets = map[string]string{
+	"base.css":    "src/shared/base.css",
+	"pages.css":   "src/shared/pages.css",
+	"favicon.svg": "src/shared/favicon.svg",
 }
 
 type pages struct {
@@ -60,6 +79,7 @@ func (s *routes) registerPages(mux *http.ServeMux) {
 	}
 	p := &pages{s: s, key: make([]byte, 32)}
 	_, _ = rand.Read(p.key)
+	mux.HandleFunc("GET /assets/{name}", serveSharedAsset)
 	if s.LocalAccounts() {
 		mux.HandleFunc("GET /bootstrap", p.bootstrapForm)
 		mux.HandleFunc("POST /bootstrap", p.bootstrap)
@@ -84,9 +104,29 @@ func (p *pages) render(w http.ResponseWriter, r *http.Request, status int, name 
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", PageCSP)
 	w.WriteHeader(status)
 	_ = pageTemplates.ExecuteTemplate(w, name, data)
+}
+
+// serveSharedAsset serves one of the files the pages share with the apps. Their names carry no
+// content hash, so a browser revalidates them after a few minutes.
+func serveSharedAsset(w http.ResponseWriter, r *http.Request) {
+	name, ok := sharedAssets[r.PathValue("name")]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	body, err := fs.ReadFile(web.Shared, name)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Header().Set("Content-Security-Policy", PageCSP)
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(body))
 }
 
 // antiforgery returns the form token of the browser's antiforgery cookie, setting a new cookie
@@ -137,6 +177,9 @@ func localReturnURL(raw, def string) string {
 
 const accountHome = "/account/security"
 
+// consoleHome is where signing in or creating the first administrator leads without a return URL.
+const consoleHome = "/"
+
 // signedIn resolves the browser's session; false when there is none.
 func (p *pages) signedIn(r *http.Request) (domain.Principal, string, bool) {
 	c, err := r.Cookie(httpapi.SessionCookie)
@@ -170,7 +213,7 @@ func (p *pages) bootstrapForm(w http.ResponseWriter, r *http.Request) {
 		p.internalError(w, r)
 		return
 	}
-	returnURL := localReturnURL(r.URL.Query().Get("returnUrl"), accountHome)
+	returnURL := localReturnURL(r.URL.Query().Get("returnUrl"), consoleHome)
 	if done {
 		http.Redirect(w, r, "/login?returnUrl="+url.QueryEscape(returnURL), http.StatusSeeOther)
 		return
@@ -187,7 +230,7 @@ func (p *pages) bootstrap(w http.ResponseWriter, r *http.Request) {
 		TenantName: r.PostFormValue("tenantName"), WorkspaceName: r.PostFormValue("workspaceName"),
 	}
 	// Where the new administrator goes once created (the Workplace, through /workplace/...).
-	returnURL := localReturnURL(r.PostFormValue("returnUrl"), accountHome)
+	returnURL := localReturnURL(r.PostFormValue("returnUrl"), consoleHome)
 	values := map[string]string{"username": in.Username, "displayName": in.DisplayName, "tenantName": in.TenantName, "workspaceName": in.WorkspaceName}
 	if r.PostFormValue("password") != r.PostFormValue("confirmPassword") {
 		p.render(w, r, http.StatusUnprocessableEntity, "bootstrap.html", pageData{Title: "Create the first administrator", Values: values, ReturnURL: returnURL, Problems: []string{"The passwords do not match."}})
@@ -207,7 +250,7 @@ func (p *pages) bootstrap(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *pages) loginForm(w http.ResponseWriter, r *http.Request) {
-	returnURL := localReturnURL(r.URL.Query().Get("returnUrl"), accountHome)
+	returnURL := localReturnURL(r.URL.Query().Get("returnUrl"), consoleHome)
 	if _, _, ok := p.signedIn(r); ok {
 		http.Redirect(w, r, returnURL, http.StatusSeeOther)
 		return
@@ -230,7 +273,7 @@ func (p *pages) login(w http.ResponseWriter, r *http.Request) {
 	if !p.verified(w, r) {
 		return
 	}
-	returnURL := localReturnURL(r.PostFormValue("returnUrl"), accountHome)
+	returnURL := localReturnURL(r.PostFormValue("returnUrl"), consoleHome)
 	sess, _, err := p.s.Identity().Login(r.Context(), r.PostFormValue("username"), r.PostFormValue("password"))
 	if err != nil {
 		status, message := http.StatusUnauthorized, "Sign-in failed: invalid username or password."
@@ -245,13 +288,17 @@ func (p *pages) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, returnURL, http.StatusSeeOther)
 }
 
+// signedOutHome is where signing out leads without a return URL.
+const signedOutHome = "/login"
+
 func (p *pages) logoutForm(w http.ResponseWriter, r *http.Request) {
+	returnURL := localReturnURL(r.URL.Query().Get("returnUrl"), signedOutHome)
 	pr, _, ok := p.signedIn(r)
 	if !ok {
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		http.Redirect(w, r, returnURL, http.StatusSeeOther)
 		return
 	}
-	p.render(w, r, http.StatusOK, "logout.html", pageData{Title: "Sign out", Principal: &pr})
+	p.render(w, r, http.StatusOK, "logout.html", pageData{Title: "Sign out", Principal: &pr, ReturnURL: returnURL})
 }
 
 func (p *pages) logout(w http.ResponseWriter, r *http.Request) {
@@ -265,7 +312,9 @@ func (p *pages) logout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	setSession(w, r, domain.Session{})
-	http.Redirect(w, r, "/login", http.StatusSeeOther)
+	// Back where the browser came from (the app asks for its own page), which asks for sign-in
+	// again and returns there afterwards.
+	http.Redirect(w, r, localReturnURL(r.PostFormValue("returnUrl"), signedOutHome), http.StatusSeeOther)
 }
 
 func (p *pages) accessDenied(w http.ResponseWriter, r *http.Request) {

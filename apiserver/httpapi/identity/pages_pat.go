@@ -40,6 +40,7 @@ func (p *pages) renderPATs(w http.ResponseWriter, r *http.Request, status int, p
 	}
 	data.Title, data.Principal = "Personal access tokens", &pr
 	data.PAT = &patPageData{Tokens: tokens, Workspaces: workspaces, Permissions: domain.PATAllowed.List(), Created: created, Now: time.Now()}
+	data.Wide = true
 	p.render(w, r, status, "pat.html", data)
 }
 

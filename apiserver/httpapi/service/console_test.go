@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -63,4 +64,42 @@ func TestConsolePagesNeedASignInAndComeBackToThePageAskedFor(t *testing.T) {
 	resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusSeeOther))
 	g.Expect(resp.Header.Get("Location")).To(Equal("/login?returnUrl=%2Fcleanup"))
+}
+
+func TestAnUnknownPathIsTheConsolesNotFoundPageForABrowserAndProblemDetailsForOtherCallers(t *testing.T) {
+	g := NewWithT(t)
+	server, _, _ := localServer(t, nil)
+	b := newBrowser(t, server.URL)
+	form := b.get("/bootstrap")
+	b.submit(form, "/bootstrap", url.Values{"username": {adminUser}, "password": {adminPassword}, "confirmPassword": {adminPassword},
+		"tenantName": {"Navy"}, "workspaceName": {uniqueWorkspace("notfound")}})
+	get := func(path, accept string) (int, string, string) {
+		req, _ := http.NewRequest(http.MethodGet, server.URL+path, nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := b.client.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(body)
+	}
+	for name, tc := range map[string]struct {
+		path, accept, contentType string
+		app                       bool
+	}{
+		"a browser's page is the app, which draws its not-found page": {path: "/no/such/page", accept: "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8", contentType: "text/html", app: true},
+		"an API client gets Problem Details":                          {path: "/no/such/page", accept: "application/json", contentType: "application/problem+json"},
+		"a caller without Accept gets Problem Details":                {path: "/no/such/page", contentType: "application/problem+json"},
+		"an unknown API route is never the app":                       {path: "/api/no-such-route", accept: "text/html", contentType: "application/problem+json"},
+	} {
+		status, contentType, body := get(tc.path, tc.accept)
+		g.Expect(status).To(Equal(http.StatusNotFound), name)
+		g.Expect(contentType).To(HavePrefix(tc.contentType), name)
+		if tc.app {
+			g.Expect(body).To(MatchRegexp(consoleAsset.String()), name)
+		} else {
+			g.Expect(body).NotTo(MatchRegexp(consoleAsset.String()), name)
+		}
+	}
 }

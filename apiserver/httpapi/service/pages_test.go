@@ -84,11 +84,12 @@ func TestPagesBootstrapThenChangePasswordSignOutAndSignInAgain(t *testing.T) {
 	home := b.submit(weak, "/bootstrap", url.Values{"username": {adminUser}, "displayName": {"Grace"}, "password": {adminPassword},
 		"confirmPassword": {adminPassword}, "tenantName": {"Navy"}, "workspaceName": {ws}})
 	g.Expect(home.status).To(Equal(http.StatusOK))
-	g.Expect(home.url).To(Equal("/account/security"))
+	g.Expect(home.url).To(Equal("/"), "without a return URL, on to the Console's home")
+	home = b.get("/account/security")
 	g.Expect(home.html).To(ContainSubstring("Signed in as Grace"))
 
 	again := b.get("/bootstrap")
-	g.Expect(again.url).To(Equal("/account/security"), "bootstrap is offered only once: on to sign-in, where this browser is signed in")
+	g.Expect(again.url).To(Equal("/"), "bootstrap is offered only once: on to sign-in, where this browser is signed in")
 	g.Expect(again.html).NotTo(ContainSubstring(`name="workspaceName"`))
 
 	wrong := b.submit(home, "/account/security/password", url.Values{"currentPassword": {"not-it"},
@@ -133,8 +134,9 @@ func TestSignInRedirectsOnlyToLocalNormalizedReturnURLs(t *testing.T) {
 		"tenantName": {"Navy"}, "workspaceName": {uniqueWorkspace("return")}})
 	b.submit(b.get("/logout"), "/logout", url.Values{})
 	for raw, want := range map[string]string{
-		"//evil.example/":            "/account/security",
-		"https://evil.example/x":     "/account/security",
+		"":                           "/",
+		"//evil.example/":            "/",
+		"https://evil.example/x":     "/",
 		"/a/../account/security?x=1": "/account/security?x=1",
 	} {
 		signedIn := b.submit(b.get("/login"), "/login", url.Values{"username": {adminUser}, "password": {adminPassword}, "returnUrl": {raw}})
@@ -186,4 +188,74 @@ func TestThePATPageShowsANewTokenOnceAndRevokesIt(t *testing.T) {
 	g.Expect(revoked.url).To(Equal("/account/pat?done=revoked"))
 	_, err = svc.AuthenticatePAT(context.Background(), token[1])
 	g.Expect(err).To(MatchError(identity.ErrUnauthenticated))
+}
+
+func TestIdentityPagesTakeTheAppsStylesFromThisOriginUnderAStrictContentSecurityPolicy(t *testing.T) {
+	g := NewWithT(t)
+	server, _, _ := localServer(t, nil)
+	b := newBrowser(t, server.URL)
+	for _, path := range []string{"/bootstrap", "/login", "/access-denied"} {
+		resp, err := b.client.Get(server.URL + path)
+		g.Expect(err).NotTo(HaveOccurred())
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		csp := resp.Header.Get("Content-Security-Policy")
+		g.Expect(csp).To(ContainSubstring("default-src 'self'"), path)
+		g.Expect(csp).NotTo(ContainSubstring("unsafe-inline"), path)
+		g.Expect(csp).To(ContainSubstring("frame-ancestors 'none'"), path)
+		html := string(body)
+		g.Expect(html).To(ContainSubstring(`<link rel="stylesheet" href="/assets/base.css">`), path)
+		g.Expect(html).To(ContainSubstring(`<link rel="stylesheet" href="/assets/pages.css">`), path)
+		g.Expect(html).NotTo(ContainSubstring("<style"), "%s: an inline style is what the policy blocks", path)
+		g.Expect(html).NotTo(ContainSubstring("style="), path)
+		g.Expect(html).To(ContainSubstring(`href="/workplace/"`), "%s: the way back to the Workplace", path)
+	}
+	for path, want := range map[string]string{"/assets/base.css": "--accent:", "/assets/pages.css": ".identity", "/assets/favicon.svg": "<svg"} {
+		resp, err := b.client.Get(server.URL + path)
+		g.Expect(err).NotTo(HaveOccurred())
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), path)
+		g.Expect(string(body)).To(ContainSubstring(want), path)
+		g.Expect(resp.Header.Get("X-Content-Type-Options")).To(Equal("nosniff"), path)
+	}
+	g.Expect(b.get("/assets/styles.css").status).To(Equal(http.StatusNotFound), "only the shared files are served")
+	g.Expect(b.get("/assets/..%2Fassets.go").status).To(Equal(http.StatusNotFound))
+}
+
+func TestSignOutIsOneFormPostThatReturnsToTheLocalPageItCameFrom(t *testing.T) {
+	g := NewWithT(t)
+	server, _, _ := localServer(t, nil)
+	b := newBrowser(t, server.URL)
+	form := b.get("/bootstrap")
+	b.submit(form, "/bootstrap", url.Values{"username": {adminUser}, "password": {adminPassword}, "confirmPassword": {adminPassword},
+		"tenantName": {"Navy"}, "workspaceName": {uniqueWorkspace("signout")}})
+	b.submit(b.get("/logout"), "/logout", url.Values{})
+	noFollow := &http.Client{Jar: b.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for raw, want := range map[string]string{
+		"":                         "/login",
+		"/workplace/w/x/d/home":    "/workplace/w/x/d/home",
+		"/a/../tasks?page=2":       "/tasks?page=2",
+		"//evil.example/":          "/login",
+		"https://evil.example/x":   "/login",
+		"/\\evil.example/x":        "/login",
+		"javascript:alert(1)":      "/login",
+		"/settings/profile#anchor": "/settings/profile",
+	} {
+		// The page's own sign-out button: every signed-in page carries it with its token.
+		signedIn := b.submit(b.get("/login"), "/login", url.Values{"username": {adminUser}, "password": {adminPassword}})
+		g.Expect(signedIn.status).To(Equal(http.StatusOK))
+		security := b.get("/account/security")
+		g.Expect(security.html).To(MatchRegexp(`<form method="post" action="/logout">`), "sign-out is a button on the page")
+		fields := url.Values{"returnUrl": {raw}, "_antiforgery": {antiforgeryToken.FindStringSubmatch(security.html)[1]}}
+		req, _ := http.NewRequest(http.MethodPost, server.URL+"/logout", strings.NewReader(fields.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", server.URL)
+		resp, err := noFollow.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusSeeOther), "return URL %q", raw)
+		g.Expect(resp.Header.Get("Location")).To(Equal(want), "return URL %q", raw)
+		g.Expect(b.get("/account/security").url).To(HavePrefix("/login?"), "signed out after %q", raw)
+	}
 }

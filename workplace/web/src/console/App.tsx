@@ -10,6 +10,7 @@ import { RunDetail } from "./RunDetail";
 import { Access, AuditLog, MemberDetail, Members, Profile, Workspaces } from "./Settings";
 import { Tasks } from "./Tasks";
 import { TriggerDetail, TriggerEditor, Triggers } from "./Triggers";
+import favicon from "../shared/favicon.svg";
 
 export interface ConsoleEnv {
   context: IdentityContext;
@@ -24,23 +25,63 @@ interface Workspace {
   displayName: string;
 }
 
-const nav: [string, string][] = [
-  ["/tasks", "Tasks"],
-  ["/triggers", "Triggers"],
-  ["/cleanup", "Cleanup"],
-  ["/entries", "Entries"],
-  ["/settings/profile", "Profile"],
-  ["/settings/organization/workspaces", "Workspaces"],
-  ["/settings/organization/members", "Members"],
-  ["/settings/organization/access", "Access"],
-  ["/settings/organization/security-audit", "Security audit"],
+/** The navigation, by what an operator is after; account pages are the server's (plain links). */
+const nav: { group: string; links: { href: string; label: string; server?: boolean }[] }[] = [
+  { group: "Work", links: [{ href: "/", label: "Home" }, { href: "/tasks", label: "Tasks" }] },
+  { group: "Automation", links: [{ href: "/triggers", label: "Triggers" }, { href: "/cleanup", label: "Cleanup" }] },
+  { group: "Catalog", links: [{ href: "/entries", label: "Entries" }] },
+  {
+    group: "Organization",
+    links: [
+      { href: "/settings/organization/workspaces", label: "Workspaces" },
+      { href: "/settings/organization/members", label: "Members" },
+      { href: "/settings/organization/access", label: "Access" },
+      { href: "/settings/organization/security-audit", label: "Security audit" },
+    ],
+  },
+  {
+    group: "Account",
+    links: [
+      { href: "/settings/profile", label: "Profile" },
+      { href: "/account/security", label: "Password and sessions", server: true },
+      { href: "/account/pat", label: "Access tokens", server: true },
+    ],
+  },
 ];
+
+/** signOut ends the session in one click (the API refuses another site's request) and comes back here, which asks for sign-in again. */
+export async function signOut() {
+  const here = window.location.pathname + window.location.search;
+  try {
+    await post("/api/auth/logout");
+    window.location.assign(`/login?returnUrl=${encodeURIComponent(here)}`);
+  } catch {
+    // The server's own sign-out page says what went wrong.
+    window.location.assign(`/logout?returnUrl=${encodeURIComponent(here)}`);
+  }
+}
+
+/** The in-app page for a path the Console does not have. */
+export function NotFound({ path }: { path: string }) {
+  return (
+    <section className="card not-found" data-state="not-found">
+      <h1>Page not found</h1>
+      <p>
+        The Console has no page at <code>{path}</code>. It may have moved, or the link is mistyped.
+      </p>
+      <p>
+        <Link href="/">Back to the Console home</Link>
+      </p>
+    </section>
+  );
+}
 
 export function App() {
   const loc = useLocation();
   const [env, setEnv] = useState<ConsoleEnv>();
   const [error, setError] = useState<string>();
   const [workspaces, setWorkspaces] = useState<Workspace[]>([]);
+  const [menuOpen, setMenuOpen] = useState(false);
 
   const load = useCallback(async () => {
     try {
@@ -105,39 +146,54 @@ export function App() {
   else if ((m = match("/settings/organization/members/:principalId", p))) page = <MemberDetail env={env} principalId={m.principalId} />;
   else if (p === "/settings/organization/access") page = <Access env={env} />;
   else if (p === "/settings/organization/security-audit") page = <AuditLog env={env} />;
-  else page = <p>This page does not exist.</p>;
+  else page = <NotFound path={loc.path} />;
 
+  const current = (href: string) => (href === "/" ? p === "/" : p === href || p.startsWith(href + "/"));
   return (
-    <div className="console">
+    <div className="console" data-menu={menuOpen ? "open" : "closed"}>
       <a className="skip" href="#main">Skip to content</a>
-      <nav className="side" aria-label="Console">
-        <p>
-          <Link href="/" className="brand"><strong>Console</strong></Link>
-        </p>
-        <ul>
-          {nav.map(([href, label]) => (
-            <li key={href}>
-              <Link href={href} aria-current={p === href || p.startsWith(href + "/") ? "page" : undefined}>{label}</Link>
-            </li>
-          ))}
-        </ul>
-        <label htmlFor="ws-select">Workspace</label>
-        {workspaces.length > 1 ? (
-          <select id="ws-select" value={env.context.workspace.id} onChange={(e) => void select(e.target.value)}>
-            {workspaces.map((w) => (
-              <option key={w.id} value={w.id}>{w.displayName || w.name}</option>
+      <header className="console-bar">
+        <button type="button" className="menu-toggle" aria-expanded={menuOpen} aria-controls="console-nav" onClick={() => setMenuOpen((o) => !o)}>
+          Menu
+        </button>
+        <Link href="/" className="brand">
+          <img src={favicon} alt="" width="22" height="22" />
+          Console
+        </Link>
+        <label className="ws-switch">
+          <span className="visually-hidden">Workspace</span>
+          <select id="ws-select" aria-label="Workspace" value={env.context.workspace.id} onChange={(e) => void select(e.target.value)}>
+            {(workspaces.some((w) => w.id === env.context.workspace.id) ? workspaces : [{ id: env.context.workspace.id, name: env.context.workspace.name, displayName: env.context.workspace.displayName ?? "" }, ...workspaces]).map((w) => (
+              <option key={w.id} value={w.id}>
+                {w.displayName || w.name}
+              </option>
             ))}
           </select>
-        ) : (
-          <p id="ws-select">{env.context.workspace.displayName || env.context.workspace.name}</p>
-        )}
-        <p className="muted">Signed in as {env.context.principal.displayName}</p>
-        <p>
-          <a href={env.workplaceUrl}>Open the Workplace</a>
-        </p>
-        <p>
-          <a href="/logout">Sign out</a>
-        </p>
+        </label>
+        <span className="spacer" />
+        <a href={env.workplaceUrl} className="to-workplace">Workplace</a>
+        <span className="who">{env.context.principal.displayName}</span>
+        <button type="button" onClick={() => void signOut()}>Sign out</button>
+      </header>
+      <nav className="side" id="console-nav" aria-label="Console">
+        {nav.map((g) => (
+          <div key={g.group} className="nav-group">
+            <h2>{g.group}</h2>
+            <ul>
+              {g.links.map((l) => (
+                <li key={l.href}>
+                  {l.server ? (
+                    <a href={l.href}>{l.label}</a>
+                  ) : (
+                    <Link href={l.href} aria-current={current(l.href) ? "page" : undefined} onClick={() => setMenuOpen(false)}>
+                      {l.label}
+                    </Link>
+                  )}
+                </li>
+              ))}
+            </ul>
+          </div>
+        ))}
       </nav>
       <main id="main">{page}</main>
     </div>

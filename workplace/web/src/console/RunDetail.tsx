@@ -13,6 +13,8 @@ interface FlowRun {
   attempt?: number;
   reason?: string;
   parentFlowRunId?: string;
+  correlation?: { interactionId?: string; workTaskId?: string };
+  result?: unknown;
   pendingAction?: { kind: string; prompt: string; status: string };
   createdAt: string;
   updatedAt: string;
@@ -29,7 +31,7 @@ interface RunEvent {
 }
 
 /** A FlowRun's detail: its live event stream (replayed from its history) and its Flow graph with the current step. */
-export function RunDetail({ runId }: { env: ConsoleEnv; runId: string }) {
+export function RunDetail({ env, runId }: { env: ConsoleEnv; runId: string }) {
   const [run, setRun] = useState<FlowRun>();
   const [snapshot, setSnapshot] = useState<unknown>();
   const [events, setEvents] = useState<RunEvent[]>([]);
@@ -100,11 +102,23 @@ export function RunDetail({ runId }: { env: ConsoleEnv; runId: string }) {
             </dd>
           </>
         )}
+        <dt>Task</dt>
+        <dd data-field="task">
+          {run.correlation?.workTaskId ? (
+            <a href={new URL(`w/${enc(env.context.workspace.name)}/tasks/${enc(run.correlation.workTaskId)}`, env.workplaceUrl).toString()}>Open the Task in the Workplace</a>
+          ) : (
+            <span className="muted">none: this run serves no public Task</span>
+          )}
+        </dd>
         <dt>Started</dt>
         <dd>{when(run.createdAt)}</dd>
         <dt>Run id</dt>
         <dd><code>{run.id}</code></dd>
       </dl>
+      <section aria-labelledby="result-h" className="card run-result" data-field="result">
+        <h2 id="result-h">Result</h2>
+        <RunResult state={state} result={run.result} reason={run.reason} />
+      </section>
       <section aria-labelledby="graph-h">
         <h2 id="graph-h">Flow graph</h2>
         {!graph ? (
@@ -146,4 +160,25 @@ export function RunDetail({ runId }: { env: ConsoleEnv; runId: string }) {
       </section>
     </>
   );
+}
+
+/** The run's Result as an operator reads it: text as text, fields as a list, anything deeper as indented JSON. */
+function RunResult({ state, result, reason }: { state?: string; result: unknown; reason?: string }) {
+  if (state === "Failed") return <p className="state-note error">The run failed{reason ? `: ${reason}` : ""}. It has no Result.</p>;
+  if (state === "Cancelled") return <p className="state-note warn">The run was cancelled. It has no Result.</p>;
+  if (result === undefined || result === null) return <p className="muted">{state === "Completed" ? "The run completed without a Result." : "No Result yet: the run has not completed."}</p>;
+  if (typeof result === "string") return <p className="result-text">{result}</p>;
+  if (typeof result === "object" && !Array.isArray(result)) {
+    return (
+      <dl className="result-fields">
+        {Object.entries(result as Record<string, unknown>).map(([k, v]) => (
+          <div key={k}>
+            <dt>{k}</dt>
+            <dd>{typeof v === "string" ? <span className="result-text">{v}</span> : <pre>{JSON.stringify(v, null, 2)}</pre>}</dd>
+          </div>
+        ))}
+      </dl>
+    );
+  }
+  return <pre>{JSON.stringify(result, null, 2)}</pre>;
 }

@@ -194,14 +194,30 @@ const roleSummary = (m: Member) => m.roles.map((r) => (r.scope === "tenant" ? `$
 
 export function Members({ env }: { env: ConsoleEnv }) {
   const list = useLoad<Items<Member>>("/api/identity/members");
-  void env;
+  const admins = useLoad<Items<{ principalId: string; displayName: string; active: boolean }>>(env.context.platformAdministrator ? "/api/identity/platform-administrators" : undefined);
   return (
     <>
       <h1>Members</h1>
       <Problem error={list.error} />
+      {(admins.data?.items.length ?? 0) > 0 && (
+        <section className="card" aria-labelledby="platform-admins-h" data-section="platform-administrators">
+          <h2 id="platform-admins-h">Platform administrators</h2>
+          <p className="muted">They administer the whole instance and act in every active workspace. By design they hold no membership and no role, so they are not listed as members below.</p>
+          <ul className="list">
+            {admins.data!.items.map((a) => (
+              <li key={a.principalId}>
+                <strong>{a.displayName}</strong>
+                {a.principalId === env.context.principal.id && <span className="pill">you</span>}
+                {!a.active && <span className="pill state-failed">disabled</span>}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
       {list.data && list.data.items.length === 0 && (
         <p className="state-note info" data-state="empty">
-          The organization has no member with a role yet. Platform administrators act without one; add people on the <Link href="/settings/organization/access">Access</Link> page.
+          No one holds a role in the organization yet{env.context.platformAdministrator ? " besides the Platform administrators above, who need none" : ""}. Add people on the{" "}
+          <Link href="/settings/organization/access">Access</Link> page.
         </p>
       )}
       {list.data && list.data.items.length > 0 && (
@@ -469,6 +485,25 @@ export function Access({ env }: { env: ConsoleEnv }) {
 
 export function AuditLog({ env }: { env: ConsoleEnv }) {
   const events = useLoad<Items<AuditEvent>>(env.context.platformAdministrator ? "/api/identity/audit-events?limit=200" : undefined);
+  // The records hold Principal ids only (never a username or an e-mail); their names come from
+  // the organization's members and the Platform administrators.
+  const members = useLoad<Items<Member>>(env.context.platformAdministrator ? "/api/identity/members" : undefined);
+  const admins = useLoad<Items<{ principalId: string; displayName: string }>>(env.context.platformAdministrator ? "/api/identity/platform-administrators" : undefined);
+  const names = new Map<string, string>();
+  for (const m of members.data?.items ?? []) names.set(m.principalId, m.displayName);
+  for (const a of admins.data?.items ?? []) names.set(a.principalId, a.displayName);
+  const who = (id: string) => {
+    const name = names.get(id);
+    return name ? (
+      <Link href={`/settings/organization/members/${enc(id)}`} title={id}>
+        {name}
+      </Link>
+    ) : (
+      <span title={id}>
+        Unknown principal <code>{id.slice(0, 8)}</code>
+      </span>
+    );
+  };
   return (
     <>
       <h1>Security audit</h1>
@@ -492,8 +527,8 @@ export function AuditLog({ env }: { env: ConsoleEnv }) {
                 <td>{when(e.occurredAt)}</td>
                 <td><code>{e.action}</code></td>
                 <td>{e.outcome}</td>
-                <td>{e.actorId ? <Link href={`/settings/organization/members/${enc(e.actorId)}`}>{e.actorId.slice(0, 8)}</Link> : "anonymous"}</td>
-                <td>{e.targetId ? e.targetId.slice(0, 8) : ""}</td>
+                <td data-column="actor">{e.actorId ? who(e.actorId) : "anonymous"}</td>
+                <td data-column="target">{e.targetId ? who(e.targetId) : ""}</td>
                 <td>{e.reasonCode ?? ""}</td>
               </tr>
             ))}

@@ -24,6 +24,21 @@ export interface WorkplaceProps {
 
 const keyOf = (e: DashboardViewEntry) => `${e.namespace}/${e.name}`;
 
+/**
+ * signOut ends the session in one click through the relay (the API and the relay refuse another
+ * site's request) and reloads this page, which then offers to sign in again and come back here.
+ * Should the API refuse, the server's sign-out page takes over.
+ */
+async function signOut(cfg: HostConfig) {
+  const here = window.location.pathname + window.location.search;
+  try {
+    await post("/api/auth/logout");
+    window.location.assign(here);
+  } catch {
+    window.location.assign(serverPage(cfg, "logout", here));
+  }
+}
+
 export function Workplace({ cfg, context, workspace, dashboard, taskId }: WorkplaceProps) {
   const loc = useLocation();
   const api = `/api/workspaces/${enc(workspace)}`;
@@ -204,7 +219,11 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
           {live === "connected" ? "Live" : live === "disconnected" ? "Offline updates" : "Connecting…"}
         </span>
         <span className="who">{context.principal.displayName}</span>
-        {context.credential === "session" && <a href={serverPage(cfg, "logout")}>Sign out</a>}
+        {context.credential === "session" && (
+          <button type="button" className="sign-out" onClick={() => void signOut(cfg)}>
+            Sign out
+          </button>
+        )}
       </header>
 
       {apiDown && (
