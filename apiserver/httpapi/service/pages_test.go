@@ -240,7 +240,7 @@ func TestSignOutIsOneFormPostThatReturnsToTheLocalPageItCameFrom(t *testing.T) {
 		"https://evil.example/x":   "/login",
 		"/\\evil.example/x":        "/login",
 		"javascript:alert(1)":      "/login",
-		"/settings/profile#anchor": "/settings/profile",
+		"/settings/profile#anchor": "/settings/profile#anchor",
 	} {
 		// The page's own sign-out button: every signed-in page carries it with its token.
 		signedIn := b.submit(b.get("/login"), "/login", url.Values{"username": {adminUser}, "password": {adminPassword}})
