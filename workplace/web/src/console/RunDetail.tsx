@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from "react";
 import { ApiError, enc, get } from "../shared/api";
 import { when } from "../shared/format";
+import { ResultView } from "../shared/markdown";
 import { stream } from "../shared/sse";
 import type { ConsoleEnv } from "./App";
 import { NODE_H, NODE_W, flowGraph, layoutGraph } from "./graph";
@@ -14,6 +15,8 @@ interface FlowRun {
   reason?: string;
   parentFlowRunId?: string;
   pendingAction?: { kind: string; prompt: string; status: string };
+  /** The Output step's result: the last step's output and the Flow's closing message. */
+  result?: { output?: unknown; message?: string };
   createdAt: string;
   updatedAt: string;
 }
@@ -105,6 +108,12 @@ export function RunDetail({ runId }: { env: ConsoleEnv; runId: string }) {
         <dt>Run id</dt>
         <dd><code>{run.id}</code></dd>
       </dl>
+      {state === "Completed" && run.result && (
+        <section aria-labelledby="result-h">
+          <h2 id="result-h">Result</h2>
+          <RunResult result={run.result} />
+        </section>
+      )}
       <section aria-labelledby="graph-h">
         <h2 id="graph-h">Flow graph</h2>
         {!graph ? (
@@ -146,4 +155,13 @@ export function RunDetail({ runId }: { env: ConsoleEnv; runId: string }) {
       </section>
     </>
   );
+}
+
+/** A completed run's result as people read it: an agent's answer as Markdown, else the Flow's closing message, else the output as what it is. */
+function RunResult({ result }: { result: NonNullable<FlowRun["result"]> }) {
+  const out = result.output;
+  const answer = out && typeof out === "object" && !Array.isArray(out) ? (out as { text?: unknown }).text : undefined;
+  if (typeof answer === "string" && answer) return <ResultView text={answer} />;
+  if (result.message) return <ResultView text={result.message} />;
+  return <ResultView output={out} />;
 }
