@@ -624,7 +624,12 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()})
 		case out.suspend != nil:
 			stepLog.Info("flow run waits for a pending action", "step", step.Name, "kind", out.suspend.Kind)
-			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events(done)})
+			t := work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events(done)}
+			if out.output != nil {
+				data.Steps[step.Name] = out.output
+				t.Data = &data
+			}
+			return apply(t)
 		case out.result != nil:
 			log.Info("flow run completed", "step", step.Name)
 			runsFinished.WithLabelValues(work.StateCompleted).Inc()

@@ -229,7 +229,7 @@ func TestTheReportFlowSuspendsTwiceAndCompletesFromTheAnswers(t *testing.T) {
 		g.Expect(action.Kind).To(Equal(work.KindChoice))
 		g.Expect(action.Prompt).To(Equal("Which level of detail?"))
 		g.Expect(action.Options).To(ConsistOf(work.Option{Value: "brief", Label: "Brief"}, work.Option{Value: "detailed", Label: "Detailed"}))
-		g.Expect(action.ContinuationStep).To(Equal("check"))
+		g.Expect(action.ContinuationStep).To(Equal("choose"), "the agent that asked goes on with the answer")
 
 		token = h.answer(t, run, token, work.Answer{Value: ptr("detailed")})
 		h.settle(t)
@@ -254,9 +254,11 @@ func TestTheReportFlowSuspendsTwiceAndCompletesFromTheAnswers(t *testing.T) {
 		}
 		g.Expect(types).To(Equal([]string{
 			"RunCreated:", "RunStarted:in", "StepStarted:in", "StepCompleted:in", "StepStarted:choose", "StepCompleted:choose",
-			"PendingActionCreated:choose", "PendingActionResolved:choose", "RunResumed:check", "StepStarted:check", "StepCompleted:check",
+			"PendingActionCreated:choose", "PendingActionResolved:choose", "RunResumed:choose", "StepStarted:choose", "StepCompleted:choose",
+			"StepStarted:check", "StepCompleted:check",
 			"StepStarted:confirm", "StepCompleted:confirm", "PendingActionCreated:confirm", "PendingActionResolved:confirm",
-			"RunResumed:out", "StepStarted:out", "StepCompleted:out", "RunCompleted:out"}))
+			"RunResumed:confirm", "StepStarted:confirm", "StepCompleted:confirm",
+			"StepStarted:out", "StepCompleted:out", "RunCompleted:out"}))
 	})
 }
 
@@ -304,7 +306,7 @@ func TestEachStepTypeMovesTheRunAsItsRuleSays(t *testing.T) {
 		},
 		"Agent respond is the step output": {
 			def:   orchestration([]platformv1.FlowStep{input, agentStep("w", "writer"), output}, edge("in", "w"), edge("w", "out")),
-			state: work.StateCompleted, output: map[string]any{"action": "respond", "text": "Deterministic response d9a3a7923140: {\"instruction\":\"Prepare the quarterly report\",\"title\":\"Quarterly\",\"type\":\"report\"}"},
+			state: work.StateCompleted, output: map[string]any{"action": "respond", "text": "Here is an answer to \u201cQuarterly\u201d, written offline from your request alone."},
 		},
 		"Agent showError fails the run": {
 			def:   orchestration([]platformv1.FlowStep{input, agentStep("w", "broken"), output}, edge("in", "w"), edge("w", "out")),
@@ -370,6 +372,26 @@ func TestAStepSuspensionAsksBeforeTheStepRunsAndTheStepSeesTheAnswer(t *testing.
 		run = h.read(t, run.ID)
 		g.Expect(run.State).To(Equal(work.StateCompleted), run.Reason)
 		g.Expect(result(g, run)["output"]).To(Equal("formal"))
+	})
+}
+
+func TestAnAgentThatAskedAnswersWithThePersonsAnswer(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		h := newHarness(t, s)
+		h.resolver.agents["styler"] = provider.Agent{Name: "styler", Revision: "1",
+			Instructions: "@requestChoice Which style?\n@option formal\n@option concise\n@respond A {{subject}} note, as asked"}
+		run, token := h.submit(t, "styled", orchestration([]platformv1.FlowStep{input, agentStep("ask", "styler"), output},
+			edge("in", "ask"), edge("ask", "out")))
+		h.settle(t)
+		run = h.read(t, run.ID)
+		g.Expect(run.State).To(Equal(work.StateActionRequired), run.Reason)
+		h.answer(t, run, token, work.Answer{Value: ptr("concise")})
+		h.settle(t)
+		run = h.read(t, run.ID)
+		g.Expect(run.State).To(Equal(work.StateCompleted), run.Reason)
+		g.Expect(result(g, run)["output"]).To(Equal(map[string]any{"action": "respond", "text": "A Quarterly note, as asked", "answer": "concise"}),
+			"the agent answers after the question; the answer stays readable as steps.ask.answer")
 	})
 }
 

@@ -112,7 +112,8 @@ type outcome struct {
 	// next: the step completed with output and the run continues at next.
 	next   string
 	output any
-	// suspend: the step asks a person; the run waits.
+	// suspend: the step asks a person; the run waits. With output, the step's data while it
+	// waits: the question an agent asked, which it reads with the answer when it runs again.
 	suspend *work.Suspension
 	// result: an Output step ended the run successfully.
 	result json.RawMessage
@@ -231,12 +232,13 @@ func (e *Executor) execute(ctx context.Context, run *work.FlowRun, g *graph, ste
 		}
 		return failed("the flow ended in Failure step %q", step.Name)
 	case platformv1.AgentStep:
-		return e.invokeAgent(ctx, run, g, step, in, agents)
+		return e.invokeAgent(ctx, run, g, step, in, data, agents)
 	}
 	return failed("step %q has the unknown type %q", step.Name, step.Type)
 }
 
-func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph, step platformv1.FlowStep, in any, agents map[string]provider.Agent) outcome {
+func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph, step platformv1.FlowStep, in any, data work.RunData,
+	agents map[string]provider.Agent) outcome {
 	agent, ok := agents[string(step.Agent.Name)]
 	if !ok {
 		return failed("Agent step %q: agent %q was not pinned", step.Name, step.Agent.Name)
@@ -248,6 +250,13 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 		Namespace:      run.Namespace,
 		Message:        render(step.Prompt, in),
 	}
+	answer, hasAnswer := data.Answers[step.Name]
+	if q, ok := askedQuestion(data.Steps[step.Name]); ok && hasAnswer {
+		// The agent asked, a person answered: the agent goes on from its question and the answer,
+		// as a model reads a function call and its result.
+		q.Result = answerText(answer)
+		req.Transcript = []provider.Turn{{Calls: []provider.ToolCall{q}}}
+	}
 	act, stopped := e.converse(ctx, run, step, agent, req)
 	if stopped != nil {
 		return *stopped
@@ -257,11 +266,17 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 		return failed("step %q: no edge leaves it", step.Name)
 	}
 	suspend := func(kind string) outcome {
-		sus := &work.Suspension{Step: step.Name, Kind: kind, Prompt: act.Prompt, Continuation: next}
+		// The agent's step runs again once answered, so that the agent answers: a question is
+		// never the end of its turn.
+		sus := &work.Suspension{Step: step.Name, Kind: kind, Prompt: act.Prompt, Continuation: step.Name}
 		for _, o := range act.Options {
 			sus.Options = append(sus.Options, work.Option{Value: o.Value, Label: o.Label})
 		}
-		return outcome{suspend: sus}
+		args, _ := json.Marshal(map[string]any{"prompt": act.Prompt, "options": act.Options})
+		if len(act.Options) == 0 {
+			args, _ = json.Marshal(map[string]any{"prompt": act.Prompt})
+		}
+		return outcome{suspend: sus, output: map[string]any{"question": map[string]any{"action": act.Type, "arguments": string(args)}}}
 	}
 	switch act.Type {
 	case provider.ActionRequestChoice:
@@ -277,6 +292,10 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 		if act.Type == provider.ActionCreateTask {
 			output["title"] = act.Title
 		}
+		if hasAnswer {
+			// What the step asked stays readable to the steps after it, as steps.<name>.answer.
+			output["answer"] = answer
+		}
 		if len(act.Deliverables) > 0 {
 			stored, err := e.storeDeliverables(ctx, act.Deliverables)
 			if err != nil {
@@ -290,6 +309,30 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 		return outcome{next: next, output: output}
 	}
 	return failed("Agent step %q: agent %q answered with the unknown action %q", step.Name, agent.Name, act.Type)
+}
+
+// askedQuestion is the question an Agent step's data records while it waits for the answer.
+func askedQuestion(stepData any) (provider.ToolCall, bool) {
+	m, _ := stepData.(map[string]any)
+	q, _ := m["question"].(map[string]any)
+	action, _ := q["action"].(string)
+	args, _ := q["arguments"].(string)
+	if action == "" {
+		return provider.ToolCall{}, false
+	}
+	return provider.ToolCall{ID: "question", Name: action, Arguments: args}, true
+}
+
+// answerText is a person's answer as an agent reads it: a choice's value or the text given as
+// is, yes or no for a confirmation, anything else as JSON.
+func answerText(v any) string {
+	if b, ok := v.(bool); ok {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	return text(v)
 }
 
 // render builds an Agent step's message: the prompt with {{ input }} replaced by the step input

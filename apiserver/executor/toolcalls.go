@@ -57,6 +57,8 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 	if err != nil {
 		return provider.Action{}, &outcome{err: err}
 	}
+	// An answered question of the agent follows the step's tool calls it was asked after.
+	answered := req.Transcript
 	for {
 		for i := range calls {
 			if calls[i].Finished() {
@@ -66,7 +68,7 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 				return provider.Action{}, out
 			}
 		}
-		req.Transcript = transcriptOf(calls)
+		req.Transcript = append(transcriptOf(calls), answered...)
 		turns := 0
 		if len(calls) > 0 {
 			turns = calls[len(calls)-1].Turn

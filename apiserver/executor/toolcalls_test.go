@@ -327,14 +327,18 @@ func TestARealModelAsksThroughTheBuiltInActionsAndTheRunSuspendsAndResumes(t *te
 		g.Expect(action.Kind).To(Equal(work.KindChoice))
 		g.Expect(action.Prompt).To(Equal("Which level?"))
 		g.Expect(action.Options).To(Equal([]work.Option{{Value: "brief", Label: "Brief"}, {Value: "detailed"}}))
-		g.Expect(action.ContinuationStep).To(Equal("out"))
+		g.Expect(action.ContinuationStep).To(Equal("ask"), "the model goes on once answered")
 		g.Expect(w.model.Chats()[1].ToolResults()).To(Equal(map[string]string{"c1": "Error: requestChoice needs 1 to 20 options"}))
 
 		w.answer(t, run, token, work.Answer{Value: ptr("detailed")})
 		w.settle(t)
 		run = w.read(t, run.ID)
 		g.Expect(run.State).To(Equal(work.StateCompleted), run.Reason)
-		g.Expect(result(g, run)["output"]).To(Equal(map[string]any{"action": "requestChoice", "answer": "detailed"}))
+		g.Expect(result(g, run)["output"]).To(Equal(map[string]any{"action": "respond", "text": "done: Error: requestChoice needs 1 to 20 options | detailed",
+			"answer": "detailed"}), "the model reads its question's answer as the call's result, and answers")
+		chats := w.model.Chats()
+		g.Expect(chats).To(HaveLen(3))
+		g.Expect(chats[2].ToolResults()).To(HaveKeyWithValue("question", "detailed"))
 
 		for name, tc := range map[string]struct {
 			call openaitest.ToolCall

@@ -84,7 +84,7 @@ func TestTheDeterministicProviderCallsToolsBeforeItsActionAndReportsTheirResults
 		Transcript: []provider.Turn{{Calls: []provider.ToolCall{{ID: "call_1", Name: "kb-search", Result: "found"}}}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(then.Type).To(Equal(provider.ActionShowResult))
-	g.Expect(then.Text).To(MatchRegexp(`^Deterministic response [0-9a-f]{12}: x\nkb-search: found$`))
+	g.Expect(then.Text).To(Equal("Here is an answer to \u201cx\u201d, written offline from your request alone.\nkb-search: found"))
 }
 
 // A model writes the arguments of the built-in actions: whatever it writes, an action taken

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -31,11 +29,20 @@ import (
 //	                              several calls of one answer
 //	@deliverable <name> [type]    the answer declares a deliverable file named name whose content
 //	                              is the answer's text (media type text/markdown by default)
+//	@text <text>                  the text of a respond, showResult or createTask whose own line
+//	                              gives none
+//	@report                       respond with a report outline on the request's subject, in the
+//	                              format and detail level chosen (see Compose)
+//	@note                         respond with a note on the request's subject in the chosen style
 //
-// In texts and prompts, {{input}} stands for the message. Without a text, respond and
-// showResult answer "Deterministic response <digest>: <message>", where digest is the first 12
-// hex digits of SHA-256(instructions, NUL, message), followed by one line per tool call of the
-// step: "<function>: <result>".
+// A question (requestInput, requestConfirmation, requestChoice) that the Transcript shows answered
+// is not asked again: the next action directive after it answers, else the default answer. So an
+// agent that asks, then answers, reads as the conversation it is.
+//
+// In texts, titles and prompts, {{input}} stands for the message and {{subject}} for its subject.
+// Without a text, respond, showResult and createTask answer in prose composed from the request and
+// the choices made (Compose), followed by one line per tool call of the step: "<function>:
+// <result>". The answer never names the provider or shows a digest: people read it.
 type DeterministicProvider struct{}
 
 // Name is Deterministic.
@@ -46,13 +53,20 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 	if err := ctx.Err(); err != nil {
 		return Action{}, err
 	}
+	req.Message = strings.TrimSpace(req.Message)
+	choices := choicesOf(req)
+	subject := choices.Subject
 	var (
 		act          *Action
+		text         string
 		options      []Option
 		calls        []ToolCall
 		deliverables []Deliverable
 		transient    int
 		latency      time.Duration
+		// collecting says whether an @option line belongs to the question asked: not to one
+		// answered already, nor to one after the chosen action.
+		collecting = true
 	)
 	for _, line := range strings.Split(req.Agent.Instructions, "\n") {
 		line = strings.TrimSpace(line)
@@ -60,12 +74,16 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 			continue
 		}
 		name, arg, _ := strings.Cut(line[1:], " ")
-		arg = strings.ReplaceAll(strings.TrimSpace(arg), "{{input}}", req.Message)
+		arg = strings.NewReplacer("{{input}}", req.Message, "{{subject}}", subject).Replace(strings.TrimSpace(arg))
 		switch name {
 		case "option":
 			value, label, _ := strings.Cut(arg, " ")
-			if value != "" {
+			if value != "" && collecting {
 				options = append(options, Option{Value: value, Label: strings.TrimSpace(label)})
+			}
+		case "text":
+			if text == "" {
+				text = arg
 			}
 		case "callTool":
 			name, args, _ := strings.Cut(arg, " ")
@@ -88,17 +106,26 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		case "latencyMs":
 			n, _ := strconv.Atoi(arg)
 			latency = time.Duration(min(max(n, 0), 60000)) * time.Millisecond
+		case "report", "note":
+			collecting = false
+			if act == nil {
+				act = &Action{Type: ActionRespond, Text: Compose(name, choices)}
+			}
 		case ActionRespond, ActionShowResult, ActionShowError:
+			collecting = false
 			if act == nil {
 				act = &Action{Type: name, Text: arg}
 			}
 		case ActionCreateTask:
+			collecting = false
 			if act == nil {
 				act = &Action{Type: name, Title: arg}
 			}
 		case ActionRequestInput, ActionRequestConfirmation, ActionRequestChoice:
-			if act == nil {
+			collecting = act == nil && !answered(req.Transcript, name, arg)
+			if collecting {
 				act = &Action{Type: name, Prompt: arg}
+				options = nil
 			}
 		}
 	}
@@ -121,10 +148,15 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 	switch act.Type {
 	case ActionRespond, ActionShowResult, ActionCreateTask:
 		if act.Text == "" {
-			sum := sha256.Sum256([]byte(req.Agent.Instructions + "\x00" + req.Message))
-			act.Text = "Deterministic response " + hex.EncodeToString(sum[:])[:12] + ": " + req.Message
+			act.Text = text
+		}
+		if act.Text == "" {
+			act.Text = Compose("", choices)
 			for _, turn := range req.Transcript {
 				for _, c := range turn.Calls {
+					if IsBuiltin(c.Name) {
+						continue // an answered question, not a tool's result
+					}
 					result := c.Result
 					if c.IsError {
 						result = "Error: " + result
@@ -145,4 +177,17 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 	}
 	act.ModelProvider, act.Model = Deterministic, "deterministic"
 	return *act, nil
+}
+
+// answered reports whether the transcript holds the answer to the question action asks with
+// prompt.
+func answered(transcript []Turn, action, prompt string) bool {
+	for _, turn := range transcript {
+		for _, c := range turn.Calls {
+			if c.Name == action && promptOf(c.Arguments) == prompt {
+				return true
+			}
+		}
+	}
+	return false
 }

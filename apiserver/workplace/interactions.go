@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"platform.dev/platform/apiserver/work"
 )
@@ -27,7 +28,8 @@ type Opening struct {
 	EntryNamespace  string
 	EntryName       string
 	EntryGeneration int64
-	// Title names the conversation and its Task: the Entry's display name.
+	// Title is the Entry's display name; the conversation and its Task are named after it and
+	// the request's subject.
 	Title          string
 	TaskDisplay    string
 	Participants   string
@@ -92,14 +94,17 @@ const contextMessages = 20
 // on the pinned Flow version. The returned resume token answers the run's first pending action.
 func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun, string, error) {
 	now := s.now()
+	// The conversation is named after what was asked, not only the Entry: two reports on two
+	// subjects read apart in Recent conversations.
+	title := titleOf(o.Title, o.Text)
 	i := Interaction{
 		ID: newID(), TenantID: o.TenantID, WorkspaceID: o.WorkspaceID, Namespace: o.Namespace, PrincipalID: o.PrincipalID,
-		EntryNamespace: o.EntryNamespace, EntryName: o.EntryName, EntryGeneration: o.EntryGeneration, Title: o.Title,
+		EntryNamespace: o.EntryNamespace, EntryName: o.EntryName, EntryGeneration: o.EntryGeneration, Title: title,
 		TaskDisplay: o.TaskDisplay, Participants: o.Participants, ResultsDisplay: o.ResultsDisplay, Target: o.Target,
 		Continuation: o.Continuation, Submitted: o.Submitted, State: InteractionActive, Version: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	input := RunInput(o.Text, o.Values, nil)
-	sub := work.Submission{Context: o.Context, InteractionID: i.ID, Type: "interaction", Title: titleOf(o.Title, o.Text),
+	sub := work.Submission{Context: o.Context, InteractionID: i.ID, Type: "interaction", Title: title,
 		Instruction: o.Text, FlowName: o.Target.Flow, FlowVersion: o.Target.Version, Input: input}
 	sub.Namespace = o.Target.Namespace
 	var (
@@ -138,19 +143,57 @@ func (s *Store) setCurrentRun(ctx context.Context, tx *sql.Tx, interactionID, ru
 	return s.emitInteraction(ctx, tx, interactionID)
 }
 
-// titleOf is the title of a conversation's work: the Entry's name and the request's beginning.
+// titleOf is the title of a conversation's work: the Entry's name and the request's beginning,
+// its subject.
 func titleOf(title, text string) string {
+	text = subjectOf(text)
 	if text == "" {
 		return truncate(title, 256)
-	}
-	runes := []rune(text)
-	if len(runes) > 80 {
-		text = string(runes[:80]) + "…"
 	}
 	if title == "" {
 		return truncate(text, 256)
 	}
 	return truncate(title+": "+text, 256)
+}
+
+// subjectOf is the beginning of a request that names it: its first line, up to 80 characters.
+func subjectOf(text string) string {
+	text, _, _ = strings.Cut(strings.TrimSpace(text), "\n")
+	text = strings.TrimSpace(text)
+	if runes := []rune(text); len(runes) > 80 {
+		text = string(runes[:80]) + "…"
+	}
+	return text
+}
+
+// KeepSubject is the title of a Task that the work titled given while it was named current
+// ("<name>: <subject>"): the work may retitle it, never drop its subject. A given title that
+// already names the subject, or that current already contains, is taken as it is.
+func KeepSubject(given, current string) string {
+	given = strings.TrimSpace(given)
+	if given == "" {
+		return current
+	}
+	if current == "" || strings.Contains(strings.ToLower(current), strings.ToLower(given)) {
+		return truncate(firstNonEmpty(current, given), 256)
+	}
+	subject := current
+	if _, after, ok := strings.Cut(current, ": "); ok {
+		subject = after
+	}
+	if strings.Contains(strings.ToLower(given), strings.ToLower(strings.TrimSuffix(subject, "…"))) {
+		return truncate(given, 256)
+	}
+	return truncate(given+": "+subject, 256)
+}
+
+func firstNonEmpty(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // FollowUp is what a follow-up message did.
@@ -263,7 +306,7 @@ func (s *Store) startContinuation(ctx context.Context, tx *sql.Tx, i *Interactio
 	sub := work.Submission{
 		Context:       work.Context{TenantID: i.TenantID, WorkspaceID: i.WorkspaceID, Namespace: i.Continuation.Namespace, PrincipalID: principalID},
 		InteractionID: i.ID, WorkTaskID: task, ParentFlowRunID: parent, TriggerMessageID: messageID,
-		Type: "interaction", Title: titleOf(i.Title, text), Instruction: text,
+		Type: "interaction", Title: i.Title, Instruction: text,
 		FlowName: i.Continuation.Flow, FlowVersion: i.Continuation.Version,
 		Input: RunInput(text, fields, &context),
 	}

@@ -243,6 +243,13 @@ func FunctionalAction(result json.RawMessage) (action, text, title string) {
 	return "respond", "", ""
 }
 
+// closingMessage is the message of the Output step that ended a run, if any.
+func closingMessage(result json.RawMessage) string {
+	var out RunOutput
+	_ = json.Unmarshal(result, &out)
+	return out.Message
+}
+
 // deliverablesOf reads the deliverables a completed run's result declares, and returns the
 // result as Tasks and conversations show it: the deliverables named without their storage keys
 // (the artifacts carry them; downloads go through the Task's artifact routes).
@@ -287,8 +294,14 @@ func (s *Store) completed(ctx context.Context, tx *sql.Tx, c *conversation) erro
 			return err
 		}
 	}
-	if c.interaction != nil && action != "createTask" && text != "" {
-		if err := s.say(ctx, tx, c, RolePlatform, MessageReply, text, nil); err != nil {
+	reply := text
+	if action == "createTask" {
+		// The Task is no message of its own; the Flow's closing message, when it has one, ends
+		// the conversation.
+		reply = closingMessage(run.Result)
+	}
+	if c.interaction != nil && reply != "" {
+		if err := s.say(ctx, tx, c, RolePlatform, MessageReply, reply, nil); err != nil {
 			return err
 		}
 	}
@@ -345,12 +358,7 @@ func (s *Store) ended(ctx context.Context, tx *sql.Tx, c *conversation) error {
 // actionable, interrupted, durable or substantial.
 func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation, title string) error {
 	if c.task != nil {
-		if title != "" && c.task.Title != title {
-			c.task.Title = title
-			_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET title = ? WHERE id = ?`), title, c.task.ID)
-			return err
-		}
-		return nil
+		return s.retitle(ctx, tx, c.task, title)
 	}
 	run := c.run
 	now := s.now()
@@ -362,13 +370,17 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 		t.Visible = c.interaction.TaskDisplay != string(platformv1.TaskHidden)
 		fallback = c.interaction.Title
 	}
-	// Untitled, the Task takes its first WorkItem's title, else its conversation's.
+	// The Task takes its first WorkItem's title, else its conversation's: both name the request's
+	// subject, which a title the work gives keeps.
 	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO work_tasks (id, tenant_id, workspace_id, principal_id, interaction_id, title, state,
 		visible, current_run_id, reason, milestones, version, created_at, updated_at, ended_at)
-		VALUES (?, ?, ?, ?, ?, COALESCE(NULLIF(?, ''), NULLIF((SELECT title FROM work_items WHERE id = ?), ''), ?), ?, ?, ?, '', 0, 1, ?, ?, 0)
+		VALUES (?, ?, ?, ?, ?, COALESCE(NULLIF((SELECT title FROM work_items WHERE id = ?), ''), ?), ?, ?, ?, '', 0, 1, ?, ?, 0)
 		RETURNING title`),
-		t.ID, t.TenantID, t.WorkspaceID, t.PrincipalID, nullString(t.InteractionID), title, run.WorkTaskID, fallback, t.State, boolInt(t.Visible),
+		t.ID, t.TenantID, t.WorkspaceID, t.PrincipalID, nullString(t.InteractionID), run.WorkTaskID, fallback, t.State, boolInt(t.Visible),
 		t.CurrentRunID, ms(now), ms(now)).Scan(&t.Title); err != nil {
+		return err
+	}
+	if err := s.retitle(ctx, tx, &t, title); err != nil {
 		return err
 	}
 	c.task = &t
@@ -385,6 +397,17 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 		return s.emitInteraction(ctx, tx, c.interaction.ID)
 	}
 	return nil
+}
+
+// retitle gives a Task the title its work chose, with the subject it was named after.
+func (s *Store) retitle(ctx context.Context, tx *sql.Tx, t *Task, given string) error {
+	title := KeepSubject(given, t.Title)
+	if title == t.Title {
+		return nil
+	}
+	t.Title = title
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET title = ? WHERE id = ?`), title, t.ID)
+	return err
 }
 
 // syncTaskState keeps the Task's state, current run and reason with its latest run, and writes

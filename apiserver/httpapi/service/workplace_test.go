@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
@@ -128,7 +129,7 @@ func TestPrepareReportAsksAChoiceThenAConfirmationAndCreatesATaskWithNoArtifact(
 		g.Expect(field(done, "interaction", "state")).To(Equal("Idle"), "a completed Task leaves its conversation Idle, open")
 		taskID := field(done, "task", "id").(string)
 		g.Expect(field(done, "task", "state")).To(Equal("completed"))
-		g.Expect(field(done, "task", "title")).To(Equal("Prepare the report"))
+		g.Expect(field(done, "task", "title")).To(Equal("Prepare the report: Q3 sales"), "the Task's title keeps the request's subject")
 
 		messages := c.must(http.StatusOK, http.MethodGet, "/interactions/"+interaction+"/messages", "")["items"].([]any)
 		g.Expect(texts(messages)).To(Equal([]string{
@@ -137,12 +138,14 @@ func TestPrepareReportAsksAChoiceThenAConfirmationAndCreatesATaskWithNoArtifact(
 			"User:answer:Table",
 			"Platform:question:Prepare the report in this format now?",
 			"User:answer:Yes",
-		}), "the chosen values are User messages; creating the Task adds no assistant message")
+			"Platform:reply:Your report outline is ready. Open its Task to read it.",
+		}), "the chosen values are User messages; creating the Task adds no message of its own, the Flow's closing message ends it")
 
 		task := c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID, "")
 		g.Expect(task["actions"]).To(Equal(map[string]any{"pause": false, "resume": false, "cancel": false, "delete": true}))
 		results := c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/results", "")["items"].([]any)
-		g.Expect(results).To(ConsistOf(HaveKeyWithValue("action", "createTask")))
+		g.Expect(results).To(ConsistOf(And(HaveKeyWithValue("action", "createTask"),
+			HaveKeyWithValue("text", ContainSubstring("| Section | What it covers |\n|---|---|\n| Overview |")))), "the outline as a table")
 		g.Expect(c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/artifacts", "")["items"]).To(BeEmpty(), "prepare-report produces no artifact")
 		activities := c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/activities", "")["items"].([]any)
 		var labels []string
@@ -254,6 +257,82 @@ func TestGuidedRequestAsksForAStyleWithChoices(t *testing.T) {
 		values = append(values, o.(map[string]any)["value"].(string))
 	}
 	g.Expect(values).To(Equal([]string{"formal", "friendly", "concise"}))
+}
+
+// unreadable is what a person must never read in an answer or a Result: the provider's name, a
+// digest, raw JSON.
+var unreadable = Or(ContainSubstring("Deterministic"), MatchRegexp(`[0-9a-f]{12}`), ContainSubstring(`{"`))
+
+func TestEachDemoEntryEndsWithAClosingAnswerAndAReadableResult(t *testing.T) {
+	c := workplaceClient{t: t, server: workServer(t, storeFor(t)), ws: demoWorkspace(t)}
+	for name, tc := range map[string]struct {
+		entry, input string
+		answers      []string
+		// closing is the conversation's last message; result the Task's Result, "" for no Task.
+		closing, result types.GomegaMatcher
+	}{
+		"prepare-report in a summary, detailed": {entry: "prepare-report", input: `{"request":"Monthly cloud costs","detailLevel":"detailed"}`,
+			answers: []string{`"value":"summary"`, `"confirmed":true`},
+			closing: Equal("Platform:reply:Your report outline is ready. Open its Task to read it."),
+			result:  And(ContainSubstring("Monthly cloud costs: summary outline"), ContainSubstring("(detailed detail)"), ContainSubstring("5. **Recommendations**"))},
+		"prepare-report as a narrative, at the default detail": {entry: "prepare-report", input: `{"request":"Open support tickets by product"}`,
+			answers: []string{`"value":"narrative"`, `"confirmed":true`},
+			closing: Equal("Platform:reply:Your report outline is ready. Open its Task to read it."),
+			result:  And(ContainSubstring("Open support tickets by product: narrative report outline"), ContainSubstring("(standard detail)"), ContainSubstring("**Trends.**"))},
+		"prepare-report declined": {entry: "prepare-report", input: `{"request":"Monthly cloud costs"}`,
+			answers: []string{`"value":"table"`, `"confirmed":false`},
+			closing: Equal("Platform:reply:Nothing was prepared. Start a new request to choose another format."),
+			result:  Equal("Nothing was prepared. Start a new request to choose another format.")},
+		"guided-request in a formal style": {entry: "guided-request", input: `{"request":"A note to the team about the offsite"}`,
+			answers: []string{`"value":"formal"`},
+			closing: And(HavePrefix("Platform:reply:Dear colleague"), ContainSubstring("regarding A note to the team about the offsite")),
+			result:  ContainSubstring("Kind regards")},
+		"guided-request in a concise style": {entry: "guided-request", input: `{"request":"A note to the team about the offsite"}`,
+			answers: []string{`"value":"concise"`},
+			closing: HavePrefix("Platform:reply:**A note to the team about the offsite**"),
+			result:  ContainSubstring("- Next: a short recommendation")},
+		"quick-answer": {entry: "quick-answer", input: `{"question":"What is a workspace?"}`,
+			closing: Equal(`Platform:reply:Here is a quick answer to "What is a workspace?".`)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			exchange := c.must(http.StatusCreated, http.MethodPost, "/entries/"+tc.entry+"/interactions?waitSeconds=10", `{"input":`+tc.input+`}`)
+			for _, a := range tc.answers {
+				exchange = c.answer(exchange, a)
+			}
+			g.Expect(field(exchange, "interaction", "state")).To(Equal("Idle"), "%v", exchange)
+			interaction := field(exchange, "interaction", "id").(string)
+			messages := texts(c.must(http.StatusOK, http.MethodGet, "/interactions/"+interaction+"/messages", "")["items"].([]any))
+			g.Expect(messages[len(messages)-1]).To(And(tc.closing, Not(unreadable)), "%q", messages)
+			if tc.result == nil {
+				g.Expect(exchange).NotTo(HaveKey("task"))
+				return
+			}
+			taskID := field(exchange, "task", "id").(string)
+			results := c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/results", "")["items"].([]any)
+			g.Expect(results).To(HaveLen(1))
+			g.Expect(results[0].(map[string]any)["text"]).To(And(tc.result, Not(unreadable)))
+		})
+	}
+}
+
+func TestATaskAndItsConversationKeepTheSubjectOfTheRequest(t *testing.T) {
+	g := NewWithT(t)
+	c := workplaceClient{t: t, server: workServer(t, storeFor(t)), ws: demoWorkspace(t)}
+	var titles []string
+	for _, subject := range []string{"Monthly cloud costs", "Open support tickets by product"} {
+		opened := c.must(http.StatusCreated, http.MethodPost, "/entries/prepare-report/interactions?waitSeconds=10", `{"input":{"request":"`+subject+`"}}`)
+		g.Expect(field(opened, "interaction", "title")).To(Equal("Prepare a report: "+subject), "the conversation is named after the request")
+		done := c.answer(c.answer(opened, `"value":"summary"`), `"confirmed":true`)
+		g.Expect(field(done, "task", "title")).To(Equal("Prepare the report: "+subject), "createTask adds its title, never drops the subject")
+		titles = append(titles, field(done, "task", "title").(string))
+	}
+	g.Expect(titles[0]).NotTo(Equal(titles[1]))
+	var recent []string
+	for _, i := range c.must(http.StatusOK, http.MethodGet, "/interactions", "")["items"].([]any) {
+		recent = append(recent, i.(map[string]any)["title"].(string))
+	}
+	g.Expect(recent).To(ConsistOf("Prepare a report: Monthly cloud costs", "Prepare a report: Open support tickets by product"))
 }
 
 func TestWorkplaceRefusalsAnswerTheirStatusAsProblemDetails(t *testing.T) {

@@ -129,7 +129,7 @@ describe("the Console", () => {
   it("cleans up in the order Runs, Entries, Flows, Agents, keeps the failed selections and reports partial completion (rule 20)", async () => {
     const page = await consolePage("/cleanup");
     const completed = (await call("GET", `${ws}/tasks?state=completed`)).body.items;
-    const task = completed.find((t) => t.title === "Prepare the report");
+    const task = completed.find((t) => t.title.startsWith("Prepare the report: "));
     const deletes = [];
     page.on("request", (r) => r.method() === "DELETE" && deletes.push(new URL(r.url()).pathname));
 

@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from "react";
 import { ApiError, enc, get } from "../shared/api";
 import { when } from "../shared/format";
+import { ResultView } from "../shared/markdown";
 import { stream } from "../shared/sse";
 import type { ConsoleEnv } from "./App";
 import { NODE_H, NODE_W, flowGraph, layoutGraph } from "./graph";
@@ -14,8 +15,9 @@ interface FlowRun {
   reason?: string;
   parentFlowRunId?: string;
   correlation?: { interactionId?: string; workTaskId?: string };
-  result?: unknown;
   pendingAction?: { kind: string; prompt: string; status: string };
+  /** The Output step's result: the last step's output and the Flow's closing message. */
+  result?: { output?: unknown; message?: string };
   createdAt: string;
   updatedAt: string;
 }
@@ -162,23 +164,14 @@ export function RunDetail({ env, runId }: { env: ConsoleEnv; runId: string }) {
   );
 }
 
-/** The run's Result as an operator reads it: text as text, fields as a list, anything deeper as indented JSON. */
-function RunResult({ state, result, reason }: { state?: string; result: unknown; reason?: string }) {
+/** The run's Result as people read it: an agent's answer as Markdown, else the Flow's closing message, else the output as what it is. */
+function RunResult({ state, result, reason }: { state?: string; result: FlowRun["result"]; reason?: string }) {
   if (state === "Failed") return <p className="state-note error">The run failed{reason ? `: ${reason}` : ""}. It has no Result.</p>;
   if (state === "Cancelled") return <p className="state-note warn">The run was cancelled. It has no Result.</p>;
-  if (result === undefined || result === null) return <p className="muted">{state === "Completed" ? "The run completed without a Result." : "No Result yet: the run has not completed."}</p>;
-  if (typeof result === "string") return <p className="result-text">{result}</p>;
-  if (typeof result === "object" && !Array.isArray(result)) {
-    return (
-      <dl className="result-fields">
-        {Object.entries(result as Record<string, unknown>).map(([k, v]) => (
-          <div key={k}>
-            <dt>{k}</dt>
-            <dd>{typeof v === "string" ? <span className="result-text">{v}</span> : <pre>{JSON.stringify(v, null, 2)}</pre>}</dd>
-          </div>
-        ))}
-      </dl>
-    );
-  }
-  return <pre>{JSON.stringify(result, null, 2)}</pre>;
+  if (!result) return <p className="muted">{state === "Completed" ? "The run completed without a Result." : "No Result yet: the run has not completed."}</p>;
+  const out = result.output;
+  const answer = out && typeof out === "object" && !Array.isArray(out) ? (out as { text?: unknown }).text : undefined;
+  if (typeof answer === "string" && answer) return <ResultView text={answer} />;
+  if (result.message) return <ResultView text={result.message} />;
+  return <ResultView output={out} />;
 }

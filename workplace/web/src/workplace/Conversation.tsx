@@ -6,6 +6,7 @@ import type { Activity, Exchange, Items, Message, PendingAction } from "../share
 import { Loading, StateNote } from "./components";
 import { bytesToBase64, composerState, sendShortcut } from "./presentation";
 import { forgetResumeToken, rememberResumeToken, resumeToken } from "./session";
+import { Markdown } from "../shared/markdown";
 
 interface Props {
   api: string;
@@ -164,6 +165,8 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
               <p className="state-note error" data-state="failure">{m.text}</p>
             ) : m.kind === "cancelled" ? (
               <p className="state-note warn" data-state="cancellation">{m.text || "The work was cancelled."}</p>
+            ) : m.role !== "User" && (m.kind === "reply" || m.kind === "result") ? (
+              <Markdown className="text" text={m.text} />
             ) : (
               <p className="text">{m.text}</p>
             )}

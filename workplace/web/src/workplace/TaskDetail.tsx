@@ -3,6 +3,7 @@ import { ApiError, enc, get, post } from "../shared/api";
 import { size, taskStateLabel, when } from "../shared/format";
 import { Link } from "../shared/router";
 import type { Activity, Artifact, Items, Message, Task, TaskResult } from "../shared/types";
+import { ResultView } from "../shared/markdown";
 import { Loading, StateNote } from "./components";
 import { foldSteps } from "./presentation";
 import { bearerToken } from "./session";
@@ -105,7 +106,7 @@ export function TaskDetail({ api, taskId, tick, backHref, onChanged, onApiDown }
   if (!detail) return <Loading label="Loading the Task…" />;
   const { task, activities, results, artifacts, context } = detail;
   const { finished, current } = foldSteps(activities);
-  const readable = results.filter((r) => r.text);
+  const readable = results.filter((r) => r.text || (r.output !== null && typeof r.output === "object"));
 
   return (
     <article className="task-detail" aria-labelledby="task-title" data-task-state={task.state}>
@@ -178,7 +179,7 @@ export function TaskDetail({ api, taskId, tick, backHref, onChanged, onApiDown }
         ) : (
           readable.map((r) => (
             <div className="result" key={r.id}>
-              <p>{r.text}</p>
+              <ResultView text={r.text} output={r.output} />
               <span className="muted">{when(r.createdAt)}</span>
             </div>
           ))
