@@ -33,6 +33,9 @@ const MCPPath = "/mcp"
 const (
 	// maxMCPRequestBytes bounds the body of one MCP request (413 Problem Details past it).
 	maxMCPRequestBytes = 1 << 20
+	// maxMCPRequestsPerPrincipal bounds the requests one caller has served at once (429 Problem
+	// Details past it): each holds its body and its calls.
+	maxMCPRequestsPerPrincipal = 16
 	// maxMCPBatchMessages bounds the messages of one JSON-RPC batch; a bigger batch is refused as
 	// a whole before any of its calls runs.
 	maxMCPBatchMessages = 32
@@ -57,6 +60,7 @@ const (
 // runs/execute (as starting work does); an internal tool is a call of its route.
 func (s *routes) registerMCP() {
 	s.mcpCalls = mcpLimits{principal: domain.NewSlots(maxMCPCallsPerPrincipal), workspace: domain.NewSlots(maxMCPCallsPerWorkspace)}
+	s.mcpRequests = domain.NewSlots(maxMCPRequestsPerPrincipal)
 	handler := mcp.NewStreamableHTTPHandler(s.mcpServer, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true,
 		MaxRequestBodyBytes: maxMCPRequestBytes})
 	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
@@ -71,6 +75,13 @@ func (s *routes) registerMCP() {
 			return &huma.StreamResponse{Body: func(hctx huma.Context) {
 				r, w := humago.Unwrap(hctx)
 				r = r.WithContext(domain.WithCallChain(ctx, chain))
+				rc, _ := httpapi.RequestContextFrom(ctx)
+				if !s.mcpRequests.Acquire(rc.PrincipalID) {
+					httpapi.WriteProblem(w, http.StatusTooManyRequests,
+						fmt.Sprintf("at most %d MCP requests are served at once per caller; try again when one ended", maxMCPRequestsPerPrincipal))
+					return
+				}
+				defer s.mcpRequests.Release(rc.PrincipalID)
 				if r.Method == http.MethodPost && !admitBatch(w, r) {
 					return
 				}
@@ -108,13 +119,23 @@ func admitBatch(w http.ResponseWriter, r *http.Request) bool {
 	if len(trimmed) == 0 || trimmed[0] != '[' {
 		return true
 	}
-	var batch []json.RawMessage
-	if err := json.Unmarshal(trimmed, &batch); err != nil {
+	// Count the messages up to one past the limit, without decoding the rest: a refused batch
+	// costs no more than reading its body.
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if _, err := dec.Token(); err != nil {
 		return true // the SDK answers a malformed body
 	}
-	if len(batch) > maxMCPBatchMessages {
+	count := 0
+	for dec.More() && count <= maxMCPBatchMessages {
+		var message json.RawMessage
+		if err := dec.Decode(&message); err != nil {
+			return true
+		}
+		count++
+	}
+	if count > maxMCPBatchMessages {
 		writeJSONRPCError(w, http.StatusBadRequest, domain.CodeCallRefused,
-			fmt.Sprintf("a JSON-RPC batch holds at most %d messages; this one holds %d, and none of them was run", maxMCPBatchMessages, len(batch)))
+			fmt.Sprintf("a JSON-RPC batch holds at most %d messages; none of this one's was run", maxMCPBatchMessages))
 		return false
 	}
 	return true

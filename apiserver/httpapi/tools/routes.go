@@ -18,8 +18,9 @@ const (
 // routes are the tools area's handlers over the shared core.
 type routes struct {
 	*httpapi.Server
-	// mcpCalls bound the tool calls under way at /mcp.
-	mcpCalls mcpLimits
+	// mcpCalls bound the tool calls under way at /mcp, mcpRequests its requests per caller.
+	mcpCalls    mcpLimits
+	mcpRequests *domain.Slots
 }
 
 // Routes registers tool providers, tools, the tool calls of runs, and /mcp.
