@@ -31,8 +31,25 @@ type Result struct {
 // Call calls the enabled Tool named toolName of namespace with arguments (a JSON object) under
 // idempotencyKey. A Tool that does not exist, is disabled or Missing is ErrToolNotAvailable;
 // a provider outage an UnavailableError; a tool that fails, refuses the arguments or answers
-// too much is a Result with IsError.
+// too much is a Result with IsError. A call nested deeper than MaxCallDepth in the chain of ctx
+// (see WithCallChain) is ErrCallChainTooDeep, and one over the workspace's concurrent calls
+// ErrTooManyCalls: neither is made.
 func (m *Manager) Call(ctx context.Context, namespace, toolName string, arguments json.RawMessage, idempotencyKey string) (Result, error) {
+	chain := CallChainFrom(ctx)
+	chain.Depth++
+	if chain.Depth > MaxCallDepth {
+		return Result{}, ErrCallChainTooDeep
+	}
+	if chain.ID == "" {
+		chain.ID = idempotencyKey
+	}
+	if !m.calls.Acquire(namespace) {
+		return Result{}, fmt.Errorf("%w (%d)", ErrTooManyCalls, m.opts.MaxConcurrentCallsPerWorkspace)
+	}
+	defer m.calls.Release(namespace)
+	// The provider's requests carry the chain (see boundedTransport), so that the platform's own
+	// /mcp knows a call that comes back.
+	ctx = WithCallChain(ctx, chain)
 	tool := &platformv1.Tool{}
 	if err := m.opts.Kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: toolName}, tool); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -79,6 +96,10 @@ func (m *Manager) Call(ctx context.Context, namespace, toolName string, argument
 			return Result{Text: fmt.Sprintf("the tool's answer exceeded %d bytes and was discarded", m.opts.MaxMessageBytes), IsError: true, Duration: elapsed}, nil
 		}
 		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) && rpcErr.Code == CodeCallRefused {
+			return Result{Text: fmt.Sprintf("the tool provider refused the call: a limit of nested or concurrent tool calls was reached "+
+				"(JSON-RPC error %d)", rpcErr.Code), IsError: true, Duration: elapsed}, nil
+		}
 		if errors.As(err, &rpcErr) && !transportCodes[rpcErr.Code] {
 			// The provider answered, refusing the call (unknown tool, invalid params): the model
 			// reads it and may correct itself. Only the code is kept: messages may echo input.

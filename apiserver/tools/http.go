@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -85,6 +86,11 @@ type boundedTransport struct {
 }
 
 func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if chain := CallChainFrom(req.Context()); chain.Depth > 0 {
+		req = req.Clone(req.Context())
+		req.Header.Set(CallDepthHeader, strconv.Itoa(chain.Depth))
+		req.Header.Set(CallChainHeader, chain.ID)
+	}
 	if t.bearer != nil {
 		token, err := t.bearer(req.Context())
 		if err != nil {

@@ -62,11 +62,15 @@ type Options struct {
 	MaxResultBytes  int
 	MaxMessageBytes int
 	IdleTimeout     time.Duration
-	Log             logr.Logger
+	// MaxConcurrentCallsPerWorkspace bounds the calls under way in one workspace
+	// (Platform:Tools:MaxConcurrentCallsPerWorkspace); DefaultMaxConcurrentCallsPerWorkspace
+	// when 0.
+	MaxConcurrentCallsPerWorkspace int
+	Log                            logr.Logger
 }
 
-// OptionsFromConfig reads Platform:Tools:AllowedCommands, :MaxResultBytes and
-// :MaxMessageBytes into opts.
+// OptionsFromConfig reads Platform:Tools:AllowedCommands, :MaxResultBytes, :MaxMessageBytes and
+// :MaxConcurrentCallsPerWorkspace into opts.
 func OptionsFromConfig(cfg *config.Config, opts Options) (Options, error) {
 	for _, c := range strings.Split(cfg.Get("Platform:Tools:AllowedCommands"), ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -84,6 +88,13 @@ func OptionsFromConfig(cfg *config.Config, opts Options) (Options, error) {
 		}
 		*target = n
 	}
+	if v := cfg.Get("Platform:Tools:MaxConcurrentCallsPerWorkspace"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1024 {
+			return opts, fmt.Errorf("Platform:Tools:MaxConcurrentCallsPerWorkspace=%q: must be a number from 1 to 1024", v)
+		}
+		opts.MaxConcurrentCallsPerWorkspace = n
+	}
 	return opts, nil
 }
 
@@ -95,6 +106,9 @@ type Manager struct {
 	mu        sync.Mutex
 	providers map[types.NamespacedName]*providerState
 	closed    bool
+
+	// calls counts the calls under way per workspace.
+	calls *Slots
 }
 
 // providerState is what the Manager keeps of one provider between calls.
@@ -171,10 +185,14 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
+	if opts.MaxConcurrentCallsPerWorkspace <= 0 {
+		opts.MaxConcurrentCallsPerWorkspace = DefaultMaxConcurrentCallsPerWorkspace
+	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	return &Manager{opts: opts, providers: map[types.NamespacedName]*providerState{}}, nil
+	return &Manager{opts: opts, providers: map[types.NamespacedName]*providerState{},
+		calls: NewSlots(opts.MaxConcurrentCallsPerWorkspace)}, nil
 }
 
 // Close ends every session (STDIO processes are stopped) and refuses new ones.

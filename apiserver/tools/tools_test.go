@@ -424,3 +424,78 @@ func TestFunctionNamesFitModelsAndNeverCollide(t *testing.T) {
 	g.Expect(tools.ObjectName("kb", "Search")).To(MatchRegexp(`^kb-search-[0-9a-f]{8}$`))
 	g.Expect(tools.ObjectName("kb", "web/search")).To(MatchRegexp(`^kb-web-search-[0-9a-f]{8}$`))
 }
+
+// A call is not made past MaxCallDepth nested calls (a tool that calls back into the platform),
+// nor past the workspace's concurrent calls; the provider sees neither. Once a call ended, its
+// slot serves the next.
+func TestACallIsNotMadePastTheDepthOfItsChainOrTheWorkspacesConcurrentCalls(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startKube(t)
+	srv := mcptest.StartHTTP(mcptest.HTTPOptions{})
+	t.Cleanup(srv.Close)
+	ns := newNamespace(t)
+	m, err := tools.NewManager(tools.Options{Kube: kube, Secrets: noSecrets, MaxConcurrentCallsPerWorkspace: 1})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(m.Close)
+	_, err = m.Refresh(ctx, create(t, httpProvider(ns, "kb", srv.Endpoint())))
+	g.Expect(err).NotTo(HaveOccurred())
+	enable(g, ns, "kb-echo")
+	enable(g, ns, "kb-wait")
+
+	deep := tools.WithCallChain(ctx, tools.CallChain{ID: "chain-1", Depth: tools.MaxCallDepth})
+	_, err = m.Call(deep, ns, "kb-echo", json.RawMessage(`{"text":"hi"}`), "k1")
+	g.Expect(err).To(MatchError(tools.ErrCallChainTooDeep))
+	g.Expect(tools.IsRefused(err)).To(BeTrue())
+	_, err = m.Call(tools.WithCallChain(ctx, tools.CallChain{ID: "chain-1", Depth: tools.MaxCallDepth - 1}), ns, "kb-echo",
+		json.RawMessage(`{"text":"hi"}`), "k2")
+	g.Expect(err).NotTo(HaveOccurred(), "the last level allowed")
+
+	waited := make(chan error, 1)
+	go func() {
+		_, err := m.Call(ctx, ns, "kb-wait", nil, "k3")
+		waited <- err
+	}()
+	select {
+	case <-srv.Recorder.Entered():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait tool was not called")
+	}
+	_, err = m.Call(ctx, ns, "kb-echo", json.RawMessage(`{"text":"hi"}`), "k4")
+	g.Expect(err).To(MatchError(tools.ErrTooManyCalls))
+	g.Expect(srv.Recorder.CallsOf("echo")).To(Equal(map[string]int{"k2": 1}), "refused calls never reach the provider")
+
+	srv.Recorder.Release()
+	g.Expect(<-waited).NotTo(HaveOccurred())
+	_, err = m.Call(ctx, ns, "kb-echo", json.RawMessage(`{"text":"hi"}`), "k5")
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
+func TestCallChainHeadersAreReadStrictly(t *testing.T) {
+	for name, tc := range map[string]struct {
+		depth, id string
+		want      int
+		wantErr   bool
+		keepsID   bool
+	}{
+		"no headers begin a chain":            {want: 0},
+		"a depth is kept":                     {depth: "2", id: "run-1/ask/tool/1", want: 2, keepsID: true},
+		"a depth that is not a number":        {depth: "two", wantErr: true},
+		"a negative depth":                    {depth: "-1", wantErr: true},
+		"an absurd depth":                     {depth: "100000", wantErr: true},
+		"an unprintable chain id is replaced": {depth: "1", id: "a b\n", want: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			chain, err := tools.ParseCallChain(tc.depth, tc.id)
+			if tc.wantErr {
+				g.Expect(err).To(HaveOccurred())
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(chain.Depth).To(Equal(tc.want))
+			g.Expect(chain.ID).NotTo(BeEmpty())
+			g.Expect(chain.ID == tc.id).To(Equal(tc.keepsID))
+		})
+	}
+}

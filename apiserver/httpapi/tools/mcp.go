@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"platform.dev/platform/apiserver/httpapi"
@@ -24,8 +26,27 @@ import (
 // MCPPath is where MCP clients reach the platform (Streamable HTTP).
 const MCPPath = "/mcp"
 
-// maxMCPRequestBytes bounds the body of one MCP request.
-const maxMCPRequestBytes = 1 << 20
+// Bounds of /mcp: one request's body and messages, and the tool calls under way at once for one
+// request, one Principal and one workspace. The SDK serves every call of a JSON-RPC batch at once,
+// each in a goroutine of its own, so a batch of thousands of calls that each start a run would
+// take the process's memory and the store from everyone else.
+const (
+	// maxMCPRequestBytes bounds the body of one MCP request (413 Problem Details past it).
+	maxMCPRequestBytes = 1 << 20
+	// maxMCPRequestsPerPrincipal bounds the requests one caller has served at once (429 Problem
+	// Details past it): each holds its body and its calls.
+	maxMCPRequestsPerPrincipal = 16
+	// maxMCPBatchMessages bounds the messages of one JSON-RPC batch; a bigger batch is refused as
+	// a whole before any of its calls runs.
+	maxMCPBatchMessages = 32
+	// maxMCPCallsPerRequest is how many tool calls of one batch run at once; the others wait.
+	maxMCPCallsPerRequest = 4
+	// maxMCPCallsPerPrincipal and maxMCPCallsPerWorkspace bound the tool calls under way at
+	// /mcp for one caller and one workspace across requests; a call past them is refused with
+	// a JSON-RPC error (CodeCallRefused), and the client may try again.
+	maxMCPCallsPerPrincipal = 8
+	maxMCPCallsPerWorkspace = 16
+)
 
 // registerMCP serves MCP over Streamable HTTP at /mcp behind the platform's authentication: a
 // PAT, a JWT bearer token or the session cookie, the workspace chosen as for any workspace
@@ -38,18 +59,145 @@ const maxMCPRequestBytes = 1 << 20
 // Every call is authorized like the route it matches: calling a workspace tool needs
 // runs/execute (as starting work does); an internal tool is a call of its route.
 func (s *routes) registerMCP() {
+	s.mcpCalls = mcpLimits{principal: domain.NewSlots(maxMCPCallsPerPrincipal), workspace: domain.NewSlots(maxMCPCallsPerWorkspace)}
+	s.mcpRequests = domain.NewSlots(maxMCPRequestsPerPrincipal)
 	handler := mcp.NewStreamableHTTPHandler(s.mcpServer, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true,
 		MaxRequestBodyBytes: maxMCPRequestBytes})
 	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		huma.Register(s.API(), httpapi.Secured(huma.Operation{
 			OperationID: "mcp-" + strings.ToLower(method), Method: method, Path: MCPPath, Tags: []string{tagTools},
 			Summary: "MCP over Streamable HTTP", Hidden: true,
-		}, httpapi.PolicyResourcesRead), func(ctx context.Context, _ *httpapi.WorkspaceInput) (*huma.StreamResponse, error) {
+		}, httpapi.PolicyResourcesRead), func(ctx context.Context, in *mcpInput) (*huma.StreamResponse, error) {
+			chain, err := domain.ParseCallChain(in.CallDepth, in.CallChain)
+			if err != nil {
+				return nil, huma.Error400BadRequest(err.Error())
+			}
 			return &huma.StreamResponse{Body: func(hctx huma.Context) {
 				r, w := humago.Unwrap(hctx)
-				handler.ServeHTTP(w, r.WithContext(ctx))
+				r = r.WithContext(domain.WithCallChain(ctx, chain))
+				rc, _ := httpapi.RequestContextFrom(ctx)
+				if !s.mcpRequests.Acquire(rc.PrincipalID) {
+					httpapi.WriteProblem(w, http.StatusTooManyRequests,
+						fmt.Sprintf("at most %d MCP requests are served at once per caller; try again when one ended", maxMCPRequestsPerPrincipal))
+					return
+				}
+				defer s.mcpRequests.Release(rc.PrincipalID)
+				if r.Method == http.MethodPost && !admitBatch(w, r) {
+					return
+				}
+				handler.ServeHTTP(w, r)
 			}}, nil
 		})
+	}
+}
+
+// mcpInput is what /mcp reads of a request before the SDK: the workspace and the tool-call
+// chain the request is made in, when a tool of the platform (or a provider that forwards the
+// headers) makes it.
+type mcpInput struct {
+	httpapi.WorkspaceInput
+	CallDepth string `header:"Platform-Tool-Call-Depth" maxLength:"8" doc:"How many tool calls the request is nested in"`
+	CallChain string `header:"Platform-Tool-Call-Chain" maxLength:"128" doc:"The chain of tool calls the request belongs to"`
+}
+
+// admitBatch reads the body of a POST (at most maxMCPRequestBytes: 413 Problem Details past it)
+// and refuses a JSON-RPC batch of more than maxMCPBatchMessages messages as a whole, with a
+// JSON-RPC error, before any of its calls runs. What it admits goes on to the SDK unchanged.
+func admitBatch(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxMCPRequestBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			httpapi.WriteProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("an MCP request holds at most %d bytes", maxMCPRequestBytes))
+		} else {
+			httpapi.WriteProblem(w, http.StatusBadRequest, "the request body could not be read")
+		}
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return true
+	}
+	// Count the messages up to one past the limit, without decoding the rest: a refused batch
+	// costs no more than reading its body.
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if _, err := dec.Token(); err != nil {
+		return true // the SDK answers a malformed body
+	}
+	count := 0
+	for dec.More() && count <= maxMCPBatchMessages {
+		var message json.RawMessage
+		if err := dec.Decode(&message); err != nil {
+			return true
+		}
+		count++
+	}
+	if count > maxMCPBatchMessages {
+		writeJSONRPCError(w, http.StatusBadRequest, domain.CodeCallRefused,
+			fmt.Sprintf("a JSON-RPC batch holds at most %d messages; none of this one's was run", maxMCPBatchMessages))
+		return false
+	}
+	return true
+}
+
+// writeJSONRPCError answers a JSON-RPC error that belongs to no one request of the body (id null).
+func writeJSONRPCError(w http.ResponseWriter, status int, code int64, message string) {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// mcpLimits count the tool calls under way at /mcp per Principal and per workspace.
+type mcpLimits struct {
+	principal, workspace *domain.Slots
+}
+
+// refused is the JSON-RPC error of a call past a limit of /mcp.
+func refused(format string, args ...any) error {
+	return &jsonrpc.Error{Code: domain.CodeCallRefused, Message: fmt.Sprintf(format, args...)}
+}
+
+// boundCalls is the middleware of one request's MCP server: every call ends when the HTTP
+// request ends (the SDK does not end a handler whose client went away, and the work a tool
+// call starts must not outlive it), and a tool call runs only within the request's, the
+// Principal's and the workspace's share and within the depth of its chain.
+func (s *routes) boundCalls(r *http.Request, rc httpapi.RequestContext) mcp.Middleware {
+	perRequest := make(chan struct{}, maxMCPCallsPerRequest)
+	chain := domain.CallChainFrom(r.Context())
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(r.Context(), cancel)()
+			ctx = domain.WithCallChain(ctx, chain)
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			if chain.Depth >= domain.MaxCallDepth {
+				s.Log().Info("tool call at /mcp refused: nested too deeply", "callChain", chain.ID, "depth", chain.Depth,
+					"principalId", rc.PrincipalID, "workspaceId", rc.WorkspaceID)
+				return nil, refused("this request is made inside %d nested tool calls; tool calls nest at most %d deep "+
+					"(a tool that calls back into the platform)", chain.Depth, domain.MaxCallDepth)
+			}
+			select {
+			case perRequest <- struct{}{}:
+				defer func() { <-perRequest }()
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if !s.mcpCalls.principal.Acquire(rc.PrincipalID) {
+				return nil, refused("you have %d tool calls under way at /mcp, the most at once; try again when one ended", maxMCPCallsPerPrincipal)
+			}
+			defer s.mcpCalls.principal.Release(rc.PrincipalID)
+			if !s.mcpCalls.workspace.Acquire(rc.WorkspaceID) {
+				return nil, refused("workspace %q has %d tool calls under way at /mcp, the most at once; try again when one ended",
+					rc.Namespace, maxMCPCallsPerWorkspace)
+			}
+			defer s.mcpCalls.workspace.Release(rc.WorkspaceID)
+			return next(ctx, method, req)
+		}
 	}
 }
 
@@ -61,6 +209,7 @@ func (s *routes) mcpServer(r *http.Request) *mcp.Server {
 		Instructions: "Tools of workspace " + rc.Namespace + " of the work-delegation platform: its enabled tools, and platform_* tools " +
 			"that list and start its Entries and read its Tasks and runs.",
 	})
+	server.AddReceivingMiddleware(s.boundCalls(r, rc))
 	if m := s.Tools(); m != nil {
 		offered, err := m.WorkspaceTools(ctx, rc.Namespace)
 		if err != nil {
@@ -93,7 +242,7 @@ func (s *routes) workspaceTool(rc httpapi.RequestContext, t domain.Offered) mcp.
 			"workspaceId", rc.WorkspaceID, "idempotencyKey", key)
 		res, err := s.Tools().Call(ctx, rc.Namespace, t.Tool, req.Params.Arguments, key)
 		switch {
-		case errors.Is(err, domain.ErrToolNotAvailable), domain.IsUnavailable(err):
+		case errors.Is(err, domain.ErrToolNotAvailable), domain.IsUnavailable(err), domain.IsRefused(err):
 			return errorResult(err.Error()), nil
 		case err != nil:
 			var configErr *domain.ConfigurationError

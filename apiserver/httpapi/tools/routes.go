@@ -16,11 +16,16 @@ const (
 )
 
 // routes are the tools area's handlers over the shared core.
-type routes struct{ *httpapi.Server }
+type routes struct {
+	*httpapi.Server
+	// mcpCalls bound the tool calls under way at /mcp, mcpRequests its requests per caller.
+	mcpCalls    mcpLimits
+	mcpRequests *domain.Slots
+}
 
 // Routes registers tool providers, tools, the tool calls of runs, and /mcp.
 func Routes(s *httpapi.Server) {
-	r := &routes{s}
+	r := &routes{Server: s}
 	s.AddTags(
 		&huma.Tag{Name: tagToolProviders, Description: "Tool providers: MCP servers reached over STDIO or Streamable HTTP; discovery lists their tools."},
 		&huma.Tag{Name: tagTools, Description: "Tools: discovered tools, disabled until enabled; agents call enabled ones through governed execution."},
