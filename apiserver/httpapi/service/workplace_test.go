@@ -419,7 +419,7 @@ func TestAFileAnswerWhoseMediaTypeIsNotATypeAndSubtypeIsRefusedWith400NamingTheF
 		"white space inside the type":               `text /csv`,
 		"a type and subtype separated by no slash":  `text-csv`,
 		"a non-ASCII character in the subtype":      `text/\u00e7sv`,
-		"quotes that are not closed in a parameter": `text/csv; charset="utf-8`,
+		"quotes that are not closed in a parameter": `text/csv; charset=\"utf-8`,
 	}
 	for name, mediaType := range cases {
 		t.Run(name, func(t *testing.T) {
