@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,6 +128,12 @@ type Server struct {
 	tokens *oidc.Verifier
 }
 
+// MetricsSetting, when "true", serves the Prometheus metrics at /metrics on the service API's
+// port, to anyone who reaches that port. Off by default: the service port faces the API's users,
+// and the metrics (the platform's load, its failures) are the operator's; `--metrics-addr`
+// serves the same metrics on a listener of the operator's choosing instead.
+const MetricsSetting = "Platform:Metrics:ServiceApi"
+
 // Area registers the routes of one functional area of the service API (identity, management,
 // work, ...) on the server. Each area lives in its own package beside this one.
 type Area func(*Server)
@@ -180,8 +188,14 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	if opts.Config.IsDevelopmentOrTesting() {
 		swaggerui.Register(mux, "/swagger", OpenAPIPath+".json")
 	}
-	// Run, step and controller metrics for Prometheus; they hold counts by type and state only.
-	mux.Handle("GET /metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
+	serveMetrics, err := strconv.ParseBool(strings.TrimSpace(opts.Config.GetOr(MetricsSetting, "false")))
+	if err != nil {
+		return nil, fmt.Errorf("%s must be true or false", MetricsSetting)
+	}
+	if serveMetrics {
+		// Run, step and controller metrics for Prometheus; they hold counts by type and state only.
+		mux.Handle("GET /metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
+	}
 	mux.HandleFunc("/api/", s.noRoute)
 	// Cross-site state-changing requests (by Sec-Fetch-Site, else Origin against Host) are
 	// refused: the session cookie must not act for another site's page.

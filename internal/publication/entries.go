@@ -2,13 +2,16 @@ package publication
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,17 +49,17 @@ func (p *Publisher) PublishEntry(ctx context.Context, entry *platformv1.Entry, b
 	if err != nil {
 		return EntryResult{}, err
 	}
-	target, err := p.resolveBinding(ctx, entry.Namespace, &def.Binding, field.NewPath("definition", "binding"))
+	target, pins, err := p.resolveBinding(ctx, entry.Namespace, &def.Binding, field.NewPath("definition", "binding"))
 	if err != nil {
 		return EntryResult{}, err
 	}
 	var continuation *platformv1.FlowVersionReference
 	if def.Continuation != nil {
-		ref, err := p.resolveBinding(ctx, entry.Namespace, def.Continuation, field.NewPath("definition", "continuation"))
+		ref, more, err := p.resolveBinding(ctx, entry.Namespace, def.Continuation, field.NewPath("definition", "continuation"))
 		if err != nil {
 			return EntryResult{}, err
 		}
-		continuation = &ref
+		continuation, pins = &ref, append(pins, more...)
 	}
 	now := p.now()
 	want := &platformv1.PublishedEntry{
@@ -75,6 +78,11 @@ func (p *Publisher) PublishEntry(ctx context.Context, entry *platformv1.Entry, b
 	result, err := p.replacePublished(ctx, want)
 	if err != nil {
 		return EntryResult{}, err
+	}
+	if result.Changed {
+		if err := p.pinDependencies(ctx, result.Published, pins); err != nil {
+			return EntryResult{}, err
+		}
 	}
 	if result.Changed || entry.Status.PublishedGeneration != entry.Generation {
 		record := platformv1.EntryPublicationRecord{
@@ -172,58 +180,152 @@ func (p *Publisher) ownerWorkspaceID(ctx context.Context, ns string) (string, er
 }
 
 // resolveBinding is the exact Flow version a binding publishes to: the pinned or active version
-// of a user Flow of the workspace, or the one version of the agent's Direct Agent Flow.
-func (p *Publisher) resolveBinding(ctx context.Context, ns string, b *platformv1.EntryBinding, path *field.Path) (platformv1.FlowVersionReference, error) {
+// of a user Flow of the workspace, or the one version of the agent's Direct Agent Flow. It also
+// answers the dependencies that the publication pins, whose deletion the published Entry refuses.
+func (p *Publisher) resolveBinding(ctx context.Context, ns string, b *platformv1.EntryBinding, path *field.Path) (platformv1.FlowVersionReference, []pin, error) {
 	if b.Agent != nil {
+		agentPath := path.Child("agent", "name")
 		agent := &platformv1.Agent{}
 		err := p.reader().Get(ctx, client.ObjectKey{Namespace: ns, Name: string(b.Agent.Name)}, agent)
-		if apierrors.IsNotFound(err) {
-			return platformv1.FlowVersionReference{}, invalid(field.NotFound(path.Child("agent", "name"), b.Agent.Name))
+		if apierrors.IsNotFound(err) || (err == nil && !agent.DeletionTimestamp.IsZero()) {
+			return platformv1.FlowVersionReference{}, nil, invalid(field.NotFound(agentPath, b.Agent.Name))
 		}
 		if err != nil {
-			return platformv1.FlowVersionReference{}, err
+			return platformv1.FlowVersionReference{}, nil, err
 		}
 		ref, err := p.EnsureDirectAgentFlow(ctx, ns, agent)
 		if errors.Is(err, ErrConflict) {
-			return ref, invalid(field.Invalid(path.Child("agent", "name"), b.Agent.Name, err.Error()))
+			return ref, nil, invalid(field.Invalid(agentPath, b.Agent.Name, err.Error()))
 		}
-		return ref, err
+		return ref, []pin{{object: agent, gone: field.NotFound(agentPath, b.Agent.Name)}}, err
 	}
 	ref := b.Flow
+	flowPath := path.Child("flow", "name")
 	flowNS, err := resourcenamespace.Resolve(ctx, p.reader(), ns, ref.Namespace)
 	if errors.Is(err, resourcenamespace.ErrNotFound) {
-		return platformv1.FlowVersionReference{}, invalid(field.NotFound(path.Child("flow", "namespace"), ref.Namespace))
+		return platformv1.FlowVersionReference{}, nil, invalid(field.NotFound(path.Child("flow", "namespace"), ref.Namespace))
 	}
 	if err != nil {
-		return platformv1.FlowVersionReference{}, err
+		return platformv1.FlowVersionReference{}, nil, err
 	}
 	flow := &platformv1.Flow{}
 	err = p.reader().Get(ctx, client.ObjectKey{Namespace: flowNS, Name: string(ref.Name)}, flow)
-	if apierrors.IsNotFound(err) {
-		return platformv1.FlowVersionReference{}, invalid(field.NotFound(path.Child("flow", "name"), ref.Name))
+	if apierrors.IsNotFound(err) || (err == nil && !flow.DeletionTimestamp.IsZero()) {
+		return platformv1.FlowVersionReference{}, nil, invalid(field.NotFound(flowPath, ref.Name))
 	}
 	if err != nil {
-		return platformv1.FlowVersionReference{}, err
+		return platformv1.FlowVersionReference{}, nil, err
 	}
 	if IsSystemManaged(flow) {
-		return platformv1.FlowVersionReference{}, invalid(field.Invalid(path.Child("flow", "name"), ref.Name,
+		return platformv1.FlowVersionReference{}, nil, invalid(field.Invalid(flowPath, ref.Name,
 			"is a system-managed Direct Agent Flow; bind its agent instead"))
 	}
 	version := ref.Version
 	if version == "" {
 		if version = flow.Status.ActiveVersion; version == "" {
-			return platformv1.FlowVersionReference{}, invalid(field.Invalid(path.Child("flow", "version"), "",
+			return platformv1.FlowVersionReference{}, nil, invalid(field.Invalid(path.Child("flow", "version"), "",
 				fmt.Sprintf("Flow %q has no active version: publish and activate one, or name an exact version", ref.Name)))
 		}
 	}
 	fv, err := FindFlowVersion(ctx, p.reader(), flowNS, flow.Name, version)
 	if err != nil {
-		return platformv1.FlowVersionReference{}, err
+		return platformv1.FlowVersionReference{}, nil, err
 	}
 	if fv == nil {
-		return platformv1.FlowVersionReference{}, invalid(field.NotFound(path.Child("flow", "version"), version))
+		return platformv1.FlowVersionReference{}, nil, invalid(field.NotFound(path.Child("flow", "version"), version))
 	}
-	return platformv1.FlowVersionReference{Name: ref.Name, Namespace: ref.Namespace, Version: version}, nil
+	pins := []pin{{object: flow, gone: field.NotFound(flowPath, ref.Name)}}
+	// The agents the pinned version hands work to are protected by the published Entry too (see
+	// the admission rules). One that does not exist now is not pinned: it was never there to lose.
+	for _, name := range agentsOf(&fv.Definition.Snapshot) {
+		agent := &platformv1.Agent{}
+		err := p.reader().Get(ctx, client.ObjectKey{Namespace: flowNS, Name: name}, agent)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return platformv1.FlowVersionReference{}, nil, err
+		}
+		pins = append(pins, pin{object: agent, gone: field.Invalid(flowPath, ref.Name,
+			fmt.Sprintf("Agent %q, which version %s of the Flow hands work to, was deleted while the Entry was published", name, version))})
+	}
+	return platformv1.FlowVersionReference{Name: ref.Name, Namespace: ref.Namespace, Version: version}, pins, nil
+}
+
+// agentsOf are the names of the agents a Flow definition hands work to: the target of a Direct
+// Flow and the agents of the Agent steps of an Orchestration Flow, each once.
+func agentsOf(definition *platformv1.FlowDefinition) []string {
+	var names []string
+	add := func(name string) {
+		if name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	if target := definition.Target; target != nil && target.Kind == platformv1.AgentFlowTarget {
+		add(string(target.ID))
+	}
+	for _, step := range definition.Steps {
+		if step.Type == platformv1.AgentStep && step.Agent != nil {
+			add(string(step.Agent.Name))
+		}
+	}
+	return names
+}
+
+// PinnedByAnnotation names, on an Agent or a Flow, the last PublishedEntry whose publication
+// pinned it (`<namespace>/<name>/<uid>`). It is written after that PublishedEntry is created,
+// so that a concurrent delete of the object sees the publication (see pinDependencies).
+const PinnedByAnnotation = "platform/pinned-by"
+
+// pin is an object a publication depends on, and the field error of the draft when that object
+// is deleted while the Entry is published.
+type pin struct {
+	object client.Object
+	gone   *field.Error
+}
+
+// pinDependencies makes the publication of published and the deletion of what it pins exclude
+// each other. The admission rule that refuses to delete an Agent or a Flow that a PublishedEntry
+// references reads the PublishedEntries, and the kube API deletes an object only if it did not
+// change since the rule was checked against it (the delete is conditional on the object's
+// revision, and re-checked when that moved). So a write to each dependency after the
+// PublishedEntry exists settles any race: a delete that committed before the write makes the
+// write fail (the dependency is gone, and the publication is withdrawn), and a delete that
+// commits after it was checked after the write, when the PublishedEntry was already there to
+// refuse it. A dependency that is gone or terminating withdraws the publication with the draft's
+// field error; nothing is left pinned to it.
+func (p *Publisher) pinDependencies(ctx context.Context, published *platformv1.PublishedEntry, pins []pin) error {
+	// The value changes with every publication, so that the write is never a no-op that the kube
+	// API would skip without a new revision.
+	by := published.Namespace + "/" + published.Name + "/" + string(published.UID)
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{PinnedByAnnotation: by}}})
+	if err != nil {
+		return err
+	}
+	var errs field.ErrorList
+	for _, pin := range pins {
+		err := p.Client.Patch(ctx, pin.object, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldOwner))
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && !pin.object.GetDeletionTimestamp().IsZero()):
+			errs = append(errs, pin.gone)
+		case err != nil:
+			return p.withdraw(ctx, published, err)
+		}
+	}
+	if len(errs) > 0 {
+		return p.withdraw(ctx, published, &InvalidError{Errs: errs})
+	}
+	return nil
+}
+
+// withdraw deletes a PublishedEntry whose publication could not pin what it depends on, and
+// returns why.
+func (p *Publisher) withdraw(ctx context.Context, published *platformv1.PublishedEntry, why error) error {
+	uid := published.UID
+	if err := p.Client.Delete(ctx, published, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("%w; and withdrawing published entry %s/%s failed: %w", why, published.Namespace, published.Name, err)
+	}
+	return why
 }
 
 // ValidateDraft checks what the CRD schema cannot about a draft that is to be published, with

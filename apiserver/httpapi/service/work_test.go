@@ -384,7 +384,7 @@ func TestACallerHoldsAtMostItsShareOfRunStreams(t *testing.T) {
 func TestMetricsCountRunsAndStepsInPrometheusFormat(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
-		server := workServer(t, s)
+		server := workServerOn(t, s, kube, kube, map[string]string{httpapi.MetricsSetting: "true"}, nil)
 		flow := reportFlowSetup(t, server)
 		submitted := submitWork(t, server, `{"name":"`+flow+`"}`)
 		runID := field(submitted.body, "flowRun", "id").(string)
@@ -402,6 +402,38 @@ func TestMetricsCountRunsAndStepsInPrometheusFormat(t *testing.T) {
 			MatchRegexp(`platform_flow_runs_claimed_total [1-9]`),
 		))
 		g.Expect(string(data)).NotTo(ContainSubstring(runID), "metrics never name runs")
+	})
+}
+
+func TestMetricsAreServedOnTheServicePortOnlyWhereTheOperatorSaysSo(t *testing.T) {
+	cases := map[string]struct {
+		settings map[string]string
+		status   int
+	}{
+		"not by default":                       {settings: nil, status: http.StatusNotFound},
+		"not when the setting says false":      {settings: map[string]string{httpapi.MetricsSetting: "false"}, status: http.StatusNotFound},
+		"to anyone when the setting says true": {settings: map[string]string{httpapi.MetricsSetting: "true"}, status: http.StatusOK},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			settings := map[string]string{"Platform:Authentication:Mode": "Development"}
+			maps.Copy(settings, tc.settings)
+			server := newServer(t, config.Testing, settings)
+			r := call(t, server, http.MethodGet, "/metrics", "")
+			g.Expect(r.status).To(Equal(tc.status), "%s", r.raw)
+			if tc.status == http.StatusOK {
+				g.Expect(r.raw).To(ContainSubstring("# TYPE "))
+			} else {
+				g.Expect(r.raw).NotTo(ContainSubstring("# TYPE "), "no metric leaks")
+			}
+		})
+	}
+	t.Run("a setting that is not a boolean stops the server from starting", func(t *testing.T) {
+		g := NewWithT(t)
+		_, err := service.New(httpapi.Options{Config: config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development", httpapi.MetricsSetting: "admins"}),
+			Kube: kube, PlatformKube: platformKube, Ready: func(context.Context) error { return nil }})
+		g.Expect(err).To(MatchError(ContainSubstring(httpapi.MetricsSetting)))
 	})
 }
 

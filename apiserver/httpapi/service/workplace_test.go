@@ -465,6 +465,59 @@ func TestFileAndApprovalQuestionsAreAnsweredInTheConversationAndTheFileBecomesAD
 		http.StatusNotFound)
 }
 
+func TestAFileAnswerWhoseMediaTypeIsNotATypeAndSubtypeIsRefusedWith400NamingTheField(t *testing.T) {
+	g := NewWithT(t)
+	server := workServer(t, storeFor(t))
+	ws, in := entryWorkspace(t, server)
+	for _, c := range []struct{ path, body string }{
+		{"/api/agents", agentBody("reviewer", "Reviewer")},
+		{"/api/flows", `{"name":"upload","kind":"Orchestration","definition":{"steps":[{"name":"in","type":"Input"},` +
+			`{"name":"upload","type":"Agent","agent":{"name":"reviewer"},"suspend":{"kind":"File","prompt":"Send the draft"}},` +
+			`{"name":"out","type":"Output"}],"edges":[{"from":"in","to":"upload"},{"from":"upload","to":"out"}]}}`},
+		{"/api/flows/upload/versions", `{"version":"1.0.0","activate":true}`},
+		{"/api/entries", entryBody("upload", "Upload", `{"flow":{"name":"upload"}}`)},
+	} {
+		r := in(http.MethodPost, c.path, c.body)
+		g.Expect(r.status).To(Equal(http.StatusCreated), "%s: %v", c.path, r.body)
+	}
+	g.Expect(in(http.MethodPost, "/api/entries/upload/publish", "").status).To(Equal(http.StatusOK))
+	c := workplaceClient{t: t, server: server, ws: ws}
+	opened := c.must(http.StatusCreated, http.MethodPost, "/entries/upload/interactions?waitSeconds=10", `{"input":{"request":"Q3 review"}}`)
+	g.Expect(field(opened, "action", "pendingAction", "kind")).To(Equal("file"), "%v", opened)
+	responses := "/interactions/" + field(opened, "interaction", "id").(string) + "/pending-actions/" + field(opened, "action", "pendingAction", "id").(string) + "/responses"
+	taskID := field(opened, "task", "id").(string)
+
+	cases := map[string]string{
+		"a word that is no media type":              `garbage`,
+		"a type without a subtype":                  `text`,
+		"a subtype without a type":                  `/csv`,
+		"a header injected after the subtype":       `text/csv\r\nX-Injected: yes`,
+		"CR LF hidden between parameters":           `text/csv;\r\n charset=utf-8`,
+		"a control character":                       `text/csv\u0007`,
+		"a parameter that is not name=value":        `text/csv; charset`,
+		"white space inside the type":               `text /csv`,
+		"a type and subtype separated by no slash":  `text-csv`,
+		"a non-ASCII character in the subtype":      `text/\u00e7sv`,
+		"quotes that are not closed in a parameter": `text/csv; charset=\"utf-8`,
+	}
+	for name, mediaType := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := c.call(http.MethodPost, responses, `{"resumeToken":"`+opened["resumeToken"].(string)+`",`+
+				`"file":{"name":"draft.csv","mediaType":"`+mediaType+`","contentBase64":"cmVnaW9uLHNhbGVzCm5vcnRoLDEy"}}`)
+			expectProblem(g, r, http.StatusBadRequest)
+			g.Expect(r.body["errors"]).To(ConsistOf(HaveKeyWithValue("location", "body.file.mediaType")))
+			g.Expect(r.raw).NotTo(ContainSubstring("Injected"), "the refused value is not echoed")
+		})
+	}
+	g.Expect(c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/artifacts", "")["items"]).To(BeEmpty(), "a refused answer stores nothing")
+
+	done := c.answer(opened, `"file":{"name":"draft.csv","mediaType":"text/csv; charset=utf-8","contentBase64":"cmVnaW9uLHNhbGVzCm5vcnRoLDEy"}`)
+	g.Expect(field(done, "interaction", "state")).To(Equal("Idle"), "the question is still open to a valid answer")
+	artifacts := c.must(http.StatusOK, http.MethodGet, "/tasks/"+taskID+"/artifacts", "")["items"].([]any)
+	g.Expect(artifacts).To(ConsistOf(HaveKeyWithValue("mediaType", "text/csv; charset=utf-8")))
+}
+
 func TestDeletingAnEntryClosesItsEligibleConversationsOnlyWhenAsked(t *testing.T) {
 	g := NewWithT(t)
 	server := workServer(t, storeFor(t))

@@ -20,6 +20,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/work"
 	domain "platform.dev/platform/apiserver/workplace"
+	"platform.dev/platform/internal/mediatype"
 	"platform.dev/platform/internal/publication"
 	"platform.dev/platform/internal/resourcenamespace"
 )
@@ -136,7 +137,7 @@ type AnswerRequest struct {
 // store.
 type FileAnswer struct {
 	Name          string `json:"name" minLength:"1" maxLength:"255" doc:"A display name, no path"`
-	MediaType     string `json:"mediaType" minLength:"1" maxLength:"255" doc:"Its media type, such as text/csv"`
+	MediaType     string `json:"mediaType" minLength:"1" maxLength:"255" doc:"Its media type: type/subtype with optional parameters, such as text/csv; anything else is refused with 400"`
 	ContentBase64 string `json:"contentBase64" doc:"Its bytes, Base64-encoded (standard alphabet), at most 16 MiB decoded"`
 }
 
@@ -417,6 +418,12 @@ func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, a
 	}
 	var artifact *domain.Artifact
 	if f := body.File; f != nil {
+		// The media type is served back as the artifact's Content-Type: only a real one is kept.
+		// The value is not repeated: Problem Details never echo submitted values.
+		if !mediatype.Valid(f.MediaType) {
+			return work.PendingAction{}, "", huma.Error400BadRequest("the file's media type is not a media type",
+				&huma.ErrorDetail{Location: "body.file.mediaType", Message: "type/subtype with optional parameters, such as text/csv, without control characters"})
+		}
 		data, err := base64.StdEncoding.DecodeString(f.ContentBase64)
 		if err != nil {
 			return work.PendingAction{}, "", huma.Error400BadRequest("the file is not Base64", &huma.ErrorDetail{Location: "body.file.contentBase64", Message: "standard Base64"})
