@@ -19,8 +19,13 @@ type failure struct{ cause error }
 
 type failureKey struct{}
 
-// noteFailure records the cause of the request's 5xx answer, once.
+// noteFailure records the cause of the request's 5xx answer, once: the cause of an Internal
+// error, else the error itself.
 func noteFailure(ctx context.Context, cause error) {
+	var internal *internalError
+	if errors.As(cause, &internal) {
+		cause = internal.cause
+	}
 	if f, ok := ctx.Value(failureKey{}).(*failure); ok && f.cause == nil && cause != nil {
 		f.cause = cause
 	}
@@ -47,16 +52,8 @@ func noteFailures(ctx huma.Context, status string, v any) (any, error) {
 	if len(status) != 3 || status[0] != '5' {
 		return v, nil
 	}
-	var internal *internalError
-	switch err := v.(type) {
-	case *internalError:
-		noteFailure(ctx.Context(), err.cause)
-	case error:
-		if errors.As(err, &internal) {
-			noteFailure(ctx.Context(), internal.cause)
-		} else {
-			noteFailure(ctx.Context(), err)
-		}
+	if err, ok := v.(error); ok {
+		noteFailure(ctx.Context(), err)
 	}
 	return v, nil
 }
