@@ -113,7 +113,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// the store and etcd, which die without descriptors. What net/http itself answers a malformed
 	// request is Problem Details, as every other answer of the service API.
 	budget := listener.ProcessBudget()
-	httpListener = listener.Limit(listener.Problems(httpListener), budget.ServiceAPI)
+	httpListener = listener.Bound(httpListener, budget.ServiceAPI)
 	opts.MaxConnections = budget.KubeAPI
 
 	// The SQL store (identity and Work planes) opens, migrated, before the control plane, whose

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	connlimit "platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/internal/config"
 )
 
@@ -78,11 +79,14 @@ func NewCommand() *cobra.Command {
 	return cmd
 }
 
-// Serve answers on listener until ctx ends, then drains requests for up to 5 s.
+// Serve answers on listener until ctx ends, then drains requests for up to 5 s. The host is
+// bounded as the service API is: at most connlimit.HostConnections connections open (the
+// quietest closed to make room), headers within 10 s, a keep-alive connection closed after a
+// minute without a request.
 func Serve(ctx context.Context, handler http.Handler, listener net.Listener) error {
-	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	server := connlimit.Server(handler)
 	done := make(chan error, 1)
-	go func() { done <- server.Serve(listener) }()
+	go func() { done <- server.Serve(connlimit.Bound(listener, connlimit.HostConnections())) }()
 	select {
 	case err := <-done:
 		return err

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	connlimit "platform.dev/platform/apiserver/listener"
 )
 
 // The cookies of the same-session local topology, named as the server names them: the session
@@ -123,6 +125,11 @@ func joinPath(base, rest string) string {
 // filterResponse passes back only the cookies the relay forwards (so that sign-out and the
 // workspace selection work) and never a redirect: the app's calls stay on this host.
 func (r *relay) filterResponse(resp *http.Response) error {
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The hub's WebSocket lives long and is quiet between pings: the host's listener must
+		// not close it to make room. The API's hub bounds how many there are.
+		connlimit.Keep(resp.Request.Context())
+	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.StatusCode != http.StatusNotModified {
 		return errRedirect
 	}

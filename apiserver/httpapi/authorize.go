@@ -225,8 +225,13 @@ func (s *Server) resolveWorkspace(ctx huma.Context, caller Caller) (RequestConte
 	if explicit == "" {
 		explicit = ctx.Header(WorkspaceHeader)
 	}
+	// A selector that no workspace can have is not found, whoever asks; a cookie that holds one
+	// is stale and ignored.
+	if explicit != "" && !IsWorkspaceSelector(explicit) {
+		return RequestContext{}, huma.Error404NotFound("workspace not found: workspaces are named by a DNS label")
+	}
 	var cookie string
-	if c, err := huma.ReadCookie(ctx, WorkspaceCookie); err == nil {
+	if c, err := huma.ReadCookie(ctx, WorkspaceCookie); err == nil && IsWorkspaceSelector(c.Value) {
 		cookie = c.Value
 	}
 	var (
@@ -333,8 +338,12 @@ func (s *Server) CheckNamespace(ctx context.Context, name string) error {
 func WriteError(api huma.API, ctx huma.Context, err error) {
 	var statusErr huma.StatusError
 	if !errors.As(Problem(err), &statusErr) {
+		noteFailure(ctx.Context(), err)
 		_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
 		return
+	}
+	if statusErr.GetStatus() >= http.StatusInternalServerError {
+		noteFailure(ctx.Context(), err)
 	}
 	_ = huma.WriteErr(api, ctx, statusErr.GetStatus(), statusErr.Error())
 }

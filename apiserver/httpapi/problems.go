@@ -47,7 +47,7 @@ func Problem(err error) error {
 	}
 	var kube apierrors.APIStatus
 	if !errors.As(err, &kube) {
-		return huma.Error500InternalServerError("internal error")
+		return Internal(err)
 	}
 	status := kube.Status()
 	resource := describe(status.Details)
@@ -75,7 +75,7 @@ func Problem(err error) error {
 	case apierrors.IsServiceUnavailable(err):
 		return huma.Error503ServiceUnavailable("the management store is not ready; retry")
 	}
-	return huma.Error500InternalServerError("internal error")
+	return Internal(err)
 }
 
 // ruleRefusal is the reason of a refusal by the platform's admission rules, which carries a cause

@@ -2,23 +2,31 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/go-logr/logr"
 )
 
 // answerProblems makes every answer of next Problem Details. A path under /api/ with a segment
 // that no object can be named (a dot segment or an encoded slash, plain or percent-encoded) is
 // 404 before routing: the mux would redirect it to another route and the kube client refuse it.
-// The plain-text errors of net/http (the mux's 404 and 405, http.Error) are rewritten.
-func answerProblems(next, notFoundPage http.Handler) http.Handler {
+// The plain-text errors of net/http (the mux's 404 and 405, http.Error) are rewritten. Every
+// answer of 500 or more is logged to log, with its cause (see failures.go). A browser's page that
+// no route serves is notFoundPage, when there is one.
+func answerProblems(next, notFoundPage http.Handler, log logr.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") && !namable(r.URL.EscapedPath()) {
 			WriteProblem(w, http.StatusNotFound, "no object has the name this path gives: names are never . or .. and hold no slash")
 			return
 		}
+		f := &failure{}
+		// The mux records the route pattern on the request it is given: this one.
+		r = r.WithContext(context.WithValue(r.Context(), failureKey{}, f))
 		pw := &problemWriter{ResponseWriter: w, pageFor404: notFoundPage != nil && wantsPage(r)}
 		next.ServeHTTP(pw, r)
 		if pw.status == http.StatusNotFound && pw.pageFor404 {
@@ -34,6 +42,12 @@ func answerProblems(next, notFoundPage http.Handler) http.Handler {
 				detail = fmt.Sprintf("%s %s is not allowed; allowed: %s", r.Method, r.URL.Path, w.Header().Get("Allow"))
 			}
 			WriteProblem(w, pw.status, detail)
+			pw.code = pw.status
+			pw.answer.Reset()
+			pw.answer.WriteString(detail)
+		}
+		if pw.code >= http.StatusInternalServerError {
+			logFailure(log, r, pw.code, f, pw.answer.String())
 		}
 	})
 }
@@ -64,6 +78,10 @@ type problemWriter struct {
 	wrote      bool
 	status     int
 	text       strings.Builder
+	// code is the status of the answer; answer the start of its body when it is a 5xx, for
+	// the log line of a failure whose cause no handler recorded.
+	code   int
+	answer strings.Builder
 }
 
 func (w *problemWriter) WriteHeader(code int) {
@@ -79,7 +97,10 @@ func (w *problemWriter) WriteHeader(code int) {
 		w.wrote, w.status = true, code
 		return
 	}
-	w.wrote = true
+	if !w.wrote && code >= http.StatusOK {
+		w.code = code
+	}
+	w.wrote = w.wrote || code >= http.StatusOK
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -90,7 +111,12 @@ func (w *problemWriter) Write(p []byte) (int, error) {
 		}
 		return len(p), nil
 	}
-	w.wrote = true
+	if !w.wrote {
+		w.wrote, w.code = true, http.StatusOK
+	}
+	if w.code >= http.StatusInternalServerError && w.answer.Len() < 512 {
+		w.answer.Write(p[:min(len(p), 512-w.answer.Len())])
+	}
 	return w.ResponseWriter.Write(p)
 }
 

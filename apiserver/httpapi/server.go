@@ -160,6 +160,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	humaConfig.Tags = tags
 	// The $schema links of huma's default transformers are not part of our contract.
 	humaConfig.CreateHooks = nil
+	humaConfig.Transformers = append(humaConfig.Transformers, noteFailures)
 	humaConfig.SchemasPath = ""
 	api := humago.New(mux, humaConfig)
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
@@ -179,7 +180,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	if err := s.configureOIDC(opts.Config); err != nil {
 		return nil, err
 	}
-	api.UseMiddleware(s.authenticate(api), s.authorize(api))
+	api.UseMiddleware(checkInput(api), s.authenticate(api), s.authorize(api))
 
 	s.registerHealth()
 	for _, area := range areas {
@@ -206,7 +207,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteProblem(w, http.StatusForbidden, "cross-origin request refused")
 	}))
-	s.handler = answerProblems(csrf.Handler(mux), s.notFoundPage)
+	s.handler = answerProblems(csrf.Handler(mux), s.notFoundPage, s.log)
 	return s, nil
 }
 
@@ -313,13 +314,10 @@ func (s *Server) API() huma.API { return s.api }
 
 // Serve answers on listener until ctx ends, then drains requests for up to 10 s.
 func (s *Server) Serve(ctx context.Context, listener net.Listener) error {
-	// Every connection is bounded in time: headers must arrive within 10 s and a keep-alive
-	// connection is closed after a minute without a request. Bodies and answers are not: a
-	// waiting request or a run stream may last. (The listener caps how many are open.)
-	// A connection a handler takes over for a long life (the hub's WebSockets) asks the listener,
-	// through ConnContext, never to close it to make room (connlimit.Keep).
-	server := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-		MaxHeaderBytes: 64 << 10, ConnContext: connlimit.ConnContext}
+	// Every connection is bounded in time (connlimit.Server; the listener caps how many are
+	// open). A connection a handler takes over for a long life (the hub's WebSockets) asks the
+	// listener never to close it to make room (connlimit.Keep).
+	server := connlimit.Server(s.handler)
 	done := make(chan error, 1)
 	go func() { done <- server.Serve(listener) }()
 	select {

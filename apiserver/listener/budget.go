@@ -21,3 +21,17 @@ func BudgetOf(limit uint64) Budget {
 // ProcessBudget is the Budget of this process's descriptor limit (Go raises the soft limit to
 // the hard one at start).
 func ProcessBudget() Budget { return BudgetOf(descriptorLimit()) }
+
+// HostConnectionsOf is how many connections the Workplace host, a process of its own, may hold
+// open under a descriptor limit: the same reserve as BudgetOf, and half of the rest, since every
+// request the host relays holds a connection to the API as well.
+func HostConnectionsOf(limit uint64) int {
+	reserve := max(256, limit/4)
+	if limit < reserve+64 {
+		return 32
+	}
+	return int(limit-reserve) / 2
+}
+
+// HostConnections is HostConnectionsOf this process's descriptor limit.
+func HostConnections() int { return HostConnectionsOf(descriptorLimit()) }

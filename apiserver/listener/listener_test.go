@@ -139,6 +139,15 @@ func TestTheBudgetLeavesHeadroomForTheStoreAndEtcd(t *testing.T) {
 	g.Expect(listener.BudgetOf(100)).To(Equal(listener.Budget{ServiceAPI: 32, KubeAPI: 32}))
 }
 
+// The Workplace host keeps the same reserve and holds half of the rest: every request it relays
+// holds a connection to the API as well.
+func TestTheWorkplaceHostsCapLeavesADescriptorForEachRelayedConnection(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(listener.HostConnectionsOf(4096)).To(Equal(1536))
+	g.Expect(2*listener.HostConnectionsOf(20000) + 5000).To(BeNumerically("<=", 20000))
+	g.Expect(listener.HostConnectionsOf(100)).To(Equal(32))
+}
+
 // exchange sends raw bytes to a server on a Problems listener and returns its answer.
 func exchange(t *testing.T, request string) *http.Response {
 	t.Helper()

@@ -28,6 +28,7 @@ var (
 func TestMain(m *testing.M) {
 	// The STDIO tool provider of the tool tests is this test binary, started by the platform.
 	mcptest.ServeStdioIfRequested()
+	holdConnectionsIfRequested()
 	os.Exit(runTests(m))
 }
 

@@ -101,7 +101,7 @@ type response struct {
 	raw string
 }
 
-func call(t *testing.T, server *httptest.Server, method, path, body string, headers ...string) response {
+func call(t testing.TB, server *httptest.Server, method, path, body string, headers ...string) response {
 	t.Helper()
 	req, err := http.NewRequest(method, server.URL+path, strings.NewReader(body))
 	if err != nil {

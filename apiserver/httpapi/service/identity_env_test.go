@@ -29,7 +29,7 @@ import (
 // identityEnv is a Local-mode server over one store (of either dialect), bootstrapped through the
 // API: its Platform administrator (no membership) and its workspace.
 type identityEnv struct {
-	t         *testing.T
+	t         testing.TB
 	workplace *workplace.Store
 	server    *httptest.Server
 	api       huma.API
@@ -46,7 +46,7 @@ type identityEnv struct {
 	values *secrets.Service
 }
 
-func newIdentityEnv(t *testing.T, db *store.Store) *identityEnv {
+func newIdentityEnv(t testing.TB, db *store.Store) *identityEnv {
 	t.Helper()
 	g := NewWithT(t)
 	svc := identity.New(db)

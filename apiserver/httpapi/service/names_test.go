@@ -17,9 +17,9 @@ import (
 	"platform.dev/platform/apiserver/store/storetest"
 )
 
-// badNames are path parameter values that no object can be named and that a path treats
-// specially: dot segments, plain and percent-encoded, and an encoded slash.
-var badNames = []string{".", "..", "%2E", "%2e%2E", "a%2Fb", "%2F", "..%2F..", "a%5Cb"}
+// badNames are path parameter values that no object can be named and that a path or a client
+// treats specially: dot segments, plain and percent-encoded, an encoded slash, '%', NUL, unicode.
+var badNames = []string{".", "..", "%2E", "%2e%2E", "a%2Fb", "%2F", "..%2F..", "a%5Cb", "%25", "a%00b", "%C3%A9"}
 
 // Every route with a path parameter answers a name that no object can have with a 4xx Problem
 // Details, never a 5xx or a redirect, even for a Platform administrator, who passes every
