@@ -585,5 +585,10 @@ func pendingActionOf(a *work.PendingAction) *InteractionPendingAction {
 	if a == nil {
 		return nil
 	}
-	return &InteractionPendingAction{ID: a.ID, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: a.Status, ExpiresAt: a.ExpiresAt}
+	status := a.Status
+	if status == work.ActionCreated && !time.Now().Before(a.ExpiresAt) {
+		// Past its expiry it can no longer be answered, even before the expiry sweep marks it.
+		status = work.ActionExpired
+	}
+	return &InteractionPendingAction{ID: a.ID, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: status, ExpiresAt: a.ExpiresAt}
 }
