@@ -118,6 +118,10 @@ func (s *routes) registerNotifications() {
 			}
 		}{}
 		out.Body.Marked = marked
+		// The count after the change, for the badge to agree with the list at once.
+		if out.Body.UnreadCount, err = s.workplace.UnreadCount(ctx, rc.WorkspaceID, rc.PrincipalID); err != nil {
+			return nil, httpapi.Problem(err)
+		}
 		return out, nil
 	})
 }
