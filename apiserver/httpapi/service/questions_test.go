@@ -158,7 +158,16 @@ func TestOpenQuestionsAreReadOnTheirTaskAndInTheInboxOldestFirst(t *testing.T) {
 		g.Expect(note).To(And(HaveKeyWithValue("resolved", true), HaveKeyWithValue("resolution", "answered"), HaveKeyWithValue("read", true),
 			HaveKeyWithValue("attention", false)), "the question's notification follows its question")
 		g.Expect(note["title"]).To(HavePrefix("Question answered: "))
-		g.Expect(c.must(http.StatusOK, http.MethodGet, "/notifications", "")["unreadCount"]).To(BeNumerically("<", unread))
+		// The next question may be asked meanwhile: the count is checked against the list, as the badge is.
+		list := c.must(http.StatusOK, http.MethodGet, "/notifications", "")
+		unreadItems := 0
+		for _, n := range list["items"].([]any) {
+			if n.(map[string]any)["read"] == false {
+				unreadItems++
+			}
+		}
+		g.Expect(list["unreadCount"]).To(BeNumerically("==", unreadItems), "the unread count is the unread items")
+		g.Expect(unreadItems).To(BeNumerically("<=", unread))
 		g.Expect(c.must(http.StatusOK, http.MethodGet, "/pending-actions", "")["items"]).NotTo(ContainElement(HaveKeyWithValue("id", actionID)),
 			"an answered question leaves the inbox")
 		messages := c.must(http.StatusOK, http.MethodGet, "/interactions/"+field(first, "interaction", "id").(string)+"/messages", "")["items"].([]any)
