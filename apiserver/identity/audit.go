@@ -29,6 +29,9 @@ const (
 	ActionPersonalAccessTokenCreated    = "personal-access-token.created"
 	ActionPersonalAccessTokenRevoked    = "personal-access-token.revoked"
 	ActionPersonalAccessTokenRevokedAll = "personal-access-token.revoked-all"
+	// ActionResumeTokenReissued records that a person was given a fresh resume token for an open
+	// pending action (its target): who, which, when; never the token.
+	ActionResumeTokenReissued = "pending-action.resume-token-reissued"
 )
 
 var knownActions = map[string]bool{
@@ -37,7 +40,7 @@ var knownActions = map[string]bool{
 	ActionLocalAccountEnabled: true, ActionLocalAccountDisabled: true, ActionLocalAccountPasswordChanged: true,
 	ActionLocalAccountSessionsRevoked: true, ActionExternalIdentityLinked: true, ActionExternalIdentityUnlinked: true,
 	ActionWorkspaceMembershipSet: true, ActionWorkspaceMembershipRemoved: true, ActionPersonalAccessTokenCreated: true,
-	ActionPersonalAccessTokenRevoked: true, ActionPersonalAccessTokenRevokedAll: true,
+	ActionPersonalAccessTokenRevoked: true, ActionPersonalAccessTokenRevokedAll: true, ActionResumeTokenReissued: true,
 }
 
 // Audit outcomes.

@@ -722,3 +722,79 @@ func (s *Store) ExpirePendingActions(ctx context.Context) (int, error) {
 	}
 	return expired, nil
 }
+
+// MaxReissuesPerMinute bounds how many fresh resume tokens one pending action is given in a
+// minute: enough for a person's tabs and devices, too few to grind at a question.
+const MaxReissuesPerMinute = 5
+
+// ErrTooManyReissues refuses a reissue over MaxReissuesPerMinute.
+var ErrTooManyReissues = errors.New("too many resume tokens reissued")
+
+// Reissue asks for a fresh resume token for an open PendingAction of a run of the workspace.
+type Reissue struct {
+	WorkspaceID string
+	RunID       string
+	ActionID    string
+	// Record, when set, writes the durable record of the reissue in its transaction (who, which
+	// action, when; never the token).
+	Record func(tx *sql.Tx) error
+}
+
+// ReissueResumeToken gives an open PendingAction a fresh single-use resume token: its stored hash
+// is replaced in one UPDATE guarded by the action's version, so the token given before stops
+// answering it, and the raw token is returned only here. An action no longer open is
+// ErrConflict; more than MaxReissuesPerMinute in a minute ErrTooManyReissues.
+func (s *Store) ReissueResumeToken(ctx context.Context, r Reissue) (PendingAction, string, error) {
+	var (
+		action PendingAction
+		token  string
+	)
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		var window int64
+		var reissues int
+		a, _, err := scanAction(s.txQueryRow(ctx, tx, `SELECT `+actionColumns+`, token_hash FROM pending_actions
+			WHERE id = ? AND run_id = ? AND workspace_id = ?`, r.ActionID, r.RunID, r.WorkspaceID))
+		if err != nil {
+			return err
+		}
+		if err := s.txQueryRow(ctx, tx, `SELECT reissue_window_at, reissues FROM pending_actions WHERE id = ?`, a.ID).Scan(&window, &reissues); err != nil {
+			return err
+		}
+		now := s.now()
+		switch {
+		case a.Status != ActionCreated:
+			return fmt.Errorf("the pending action is already %s: %w", a.Status, ErrConflict)
+		case !now.Before(a.ExpiresAt):
+			return fmt.Errorf("the pending action expired at %s: %w", a.ExpiresAt.Format(time.RFC3339), ErrConflict)
+		}
+		if now.Sub(fromMS(window)) >= time.Minute {
+			window, reissues = ms(now), 0
+		}
+		if reissues >= MaxReissuesPerMinute {
+			return fmt.Errorf("the pending action was given %d resume tokens in a minute; try again later: %w", reissues, ErrTooManyReissues)
+		}
+		var hash string
+		token, hash = NewResumeToken()
+		res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET token_hash = ?, reissue_window_at = ?, reissues = ?, version = version + 1
+			WHERE id = ? AND version = ? AND status = ?`, hash, window, reissues+1, a.ID, a.Version, ActionCreated)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return errors.Join(err, fmt.Errorf("the pending action changed concurrently: %w", ErrConflict))
+		}
+		a.Version++
+		action = a
+		if r.Record != nil {
+			return r.Record(tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return PendingAction{}, "", err
+	}
+	return action, token, nil
+}
+
+// SQL is the SQL store the Work store writes to (for records that commit with its changes).
+func (s *Store) SQL() *store.Store { return s.db }

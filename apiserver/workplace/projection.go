@@ -150,7 +150,9 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventPendingActionCreated, c.actionPayload(action)); err != nil {
 			return err
 		}
-		return s.notifyAbout(ctx, tx, c, NotifyQuestion, true, action.Prompt)
+		return s.notifyAbout(ctx, tx, c, NotifyQuestion, true, action.ID)
+	case work.EventPendingActionExpired:
+		return s.resolveQuestions(ctx, tx, c, ResolutionExpired)
 	case work.EventPendingActionResolved:
 		c.answered = true
 		action, err := s.actionOf(ctx, tx, e)
@@ -164,6 +166,9 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 			}
 		}
 		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventPendingActionResolved, c.actionPayload(action)); err != nil {
+			return err
+		}
+		if err := s.resolveQuestions(ctx, tx, c, ResolutionAnswered); err != nil {
 			return err
 		}
 		return s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseAnswered, Label: action.Prompt, RunID: run.ID, Step: e.Step})
@@ -190,7 +195,10 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: PhaseFailed, Label: "Failed", RunID: run.ID}); err != nil {
 			return err
 		}
-		if err := s.notifyAbout(ctx, tx, c, NotifyFailed, true, run.Reason); err != nil {
+		if err := s.resolveQuestions(ctx, tx, c, ResolutionClosed); err != nil {
+			return err
+		}
+		if err := s.notifyAbout(ctx, tx, c, NotifyFailed, true, ""); err != nil {
 			return err
 		}
 		return s.ended(ctx, tx, c)
@@ -199,6 +207,9 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 			return err
 		}
 		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: PhaseCancelled, Label: "Cancelled", RunID: run.ID}); err != nil {
+			return err
+		}
+		if err := s.resolveQuestions(ctx, tx, c, ResolutionClosed); err != nil {
 			return err
 		}
 		return s.ended(ctx, tx, c)
@@ -333,7 +344,7 @@ func (s *Store) completed(ctx context.Context, tx *sql.Tx, c *conversation) erro
 		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: PhaseCompleted, Label: "Completed", RunID: run.ID}); err != nil {
 			return err
 		}
-		if err := s.notifyAbout(ctx, tx, c, NotifyCompleted, false, c.task.Title); err != nil {
+		if err := s.notifyAbout(ctx, tx, c, NotifyCompleted, false, ""); err != nil {
 			return err
 		}
 	}
@@ -523,26 +534,90 @@ func (s *Store) touchInteraction(ctx context.Context, tx *sql.Tx, c *conversatio
 	return s.emitInteraction(ctx, tx, i.ID)
 }
 
-// notifyAbout notifies the run's Principal, when the work is a Task or a conversation.
-func (s *Store) notifyAbout(ctx context.Context, tx *sql.Tx, c *conversation, kind string, attention bool, detail string) error {
+// notifyAbout notifies the run's Principal, when the work is a Task or a conversation; a
+// question's notification names its pending action (actionID), so that it follows it.
+func (s *Store) notifyAbout(ctx context.Context, tx *sql.Tx, c *conversation, kind string, attention bool, actionID string) error {
 	if c.task == nil {
 		return nil
 	}
 	title := c.task.Title
 	switch kind {
 	case NotifyQuestion:
-		title = "A question is waiting: " + title
+		title = QuestionWaiting + title
 	case NotifyCompleted:
 		title = "Completed: " + title
 	case NotifyFailed:
 		title = "Failed: " + title
 	}
 	n := Notification{WorkspaceID: c.run.WorkspaceID, PrincipalID: c.run.PrincipalID, Kind: kind, Attention: attention, Title: truncate(title, 256),
-		TaskID: c.task.ID, RunID: c.run.ID}
+		TaskID: c.task.ID, RunID: c.run.ID, PendingActionID: actionID}
 	if c.interaction != nil {
 		n.InteractionID = c.interaction.ID
 	}
 	return s.notify(ctx, tx, n)
+}
+
+// QuestionWaiting starts the title of a question's notification.
+const QuestionWaiting = "A question is waiting: "
+
+// How a question's notification was resolved.
+const (
+	ResolutionAnswered = "answered"
+	ResolutionExpired  = "expired"
+	ResolutionClosed   = "closed"
+)
+
+// resolveQuestions resolves the notifications of the run's questions that no longer wait (the
+// question was answered, expired, or closed with its run): each one no longer needs attention and
+// is read, so that neither the list nor the unread count keeps asking for an answer nobody can give.
+func (s *Store) resolveQuestions(ctx context.Context, tx *sql.Tx, c *conversation, resolution string) error {
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, principal_id, read_at FROM notifications
+		WHERE run_id = ? AND kind = ? AND resolved_at = 0 AND NOT EXISTS (
+			SELECT 1 FROM pending_actions p WHERE p.id = notifications.pending_action_id AND p.status = ?)`),
+		c.run.ID, NotifyQuestion, work.ActionCreated)
+	if err != nil {
+		return err
+	}
+	type due struct {
+		id, principalID string
+		unread          bool
+	}
+	var list []due
+	for rows.Next() {
+		var (
+			d      due
+			readAt int64
+		)
+		if err := rows.Scan(&d.id, &d.principalID, &readAt); err != nil {
+			rows.Close()
+			return err
+		}
+		d.unread = readAt == 0
+		list = append(list, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	now := ms(s.now())
+	for _, d := range list {
+		var version int64
+		if err := tx.QueryRowContext(ctx, s.q(`UPDATE notifications SET resolved_at = ?, resolution = ?, attention = 0,
+			read_at = CASE WHEN read_at = 0 THEN ? ELSE read_at END, version = version + 1 WHERE id = ? RETURNING version`),
+			now, resolution, now, d.id).Scan(&version); err != nil {
+			return err
+		}
+		if err := s.emit(ctx, tx, c.run.WorkspaceID, d.principalID, EventNotificationUpdated,
+			map[string]any{"notificationId": d.id, "resolved": true, "read": true, "version": version}); err != nil {
+			return err
+		}
+		if d.unread {
+			if err := s.unreadChanged(ctx, tx, c.run.WorkspaceID, d.principalID, -1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // actionPayload identifies a pending action for the real-time hub: never its token or hash.

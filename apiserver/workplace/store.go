@@ -211,9 +211,14 @@ type Notification struct {
 	TaskID        string
 	InteractionID string
 	RunID         string
-	ReadAt        time.Time
-	Version       int64
-	CreatedAt     time.Time
+	// PendingActionID is the question a question notification is about.
+	PendingActionID string
+	// ResolvedAt is when its question stopped waiting (answered, expired or closed: Resolution).
+	ResolvedAt time.Time
+	Resolution string
+	ReadAt     time.Time
+	Version    int64
+	CreatedAt  time.Time
 }
 
 // Store reads and writes the Workplace plane.
@@ -582,7 +587,8 @@ func (s *Store) Artifact(ctx context.Context, workspaceID, taskID, id string) (A
 		WHERE id = ? AND task_id = ? AND workspace_id = ?`), id, taskID, workspaceID))
 }
 
-const notificationColumns = `id, workspace_id, principal_id, kind, attention, title, task_id, interaction_id, run_id, read_at, version, created_at`
+const notificationColumns = `id, workspace_id, principal_id, kind, attention, title, task_id, interaction_id, run_id, pending_action_id,
+	resolved_at, resolution, read_at, version, created_at`
 
 func scanNotification(row scanner) (Notification, error) {
 	var (
@@ -590,13 +596,15 @@ func scanNotification(row scanner) (Notification, error) {
 		attention         int64
 		task, interaction sql.NullString
 		readAt, createdAt int64
+		resolvedAt        int64
 	)
-	err := row.Scan(&n.ID, &n.WorkspaceID, &n.PrincipalID, &n.Kind, &attention, &n.Title, &task, &interaction, &n.RunID, &readAt, &n.Version, &createdAt)
+	err := row.Scan(&n.ID, &n.WorkspaceID, &n.PrincipalID, &n.Kind, &attention, &n.Title, &task, &interaction, &n.RunID, &n.PendingActionID,
+		&resolvedAt, &n.Resolution, &readAt, &n.Version, &createdAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, fmt.Errorf("notification: %w", ErrNotFound)
 	}
 	n.Attention, n.TaskID, n.InteractionID = attention != 0, task.String, interaction.String
-	n.ReadAt, n.CreatedAt = fromMS(readAt), fromMS(createdAt)
+	n.ReadAt, n.CreatedAt, n.ResolvedAt = fromMS(readAt), fromMS(createdAt), fromMS(resolvedAt)
 	return n, err
 }
 
@@ -700,8 +708,9 @@ func (s *Store) MarkAllRead(ctx context.Context, workspaceID, principalID string
 func (s *Store) notify(ctx context.Context, tx *sql.Tx, n Notification) error {
 	n.ID = newID()
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO notifications (id, workspace_id, principal_id, kind, attention, title, task_id,
-		interaction_id, run_id, read_at, version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?)`),
-		n.ID, n.WorkspaceID, n.PrincipalID, n.Kind, boolInt(n.Attention), n.Title, nullString(n.TaskID), nullString(n.InteractionID), n.RunID, ms(s.now())); err != nil {
+		interaction_id, run_id, pending_action_id, read_at, version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?)`),
+		n.ID, n.WorkspaceID, n.PrincipalID, n.Kind, boolInt(n.Attention), n.Title, nullString(n.TaskID), nullString(n.InteractionID), n.RunID,
+		n.PendingActionID, ms(s.now())); err != nil {
 		return err
 	}
 	if err := s.emit(ctx, tx, n.WorkspaceID, n.PrincipalID, EventNotificationCreated, map[string]any{"notificationId": n.ID, "kind": n.Kind,

@@ -82,6 +82,7 @@ func workplaceRows(rows map[string]tableRow) {
 		return tableRequest{method: http.MethodGet, path: "/api/flowRuns?state=Completed,Failed,Cancelled"}
 	}}
 	rows["list-notifications"] = read(func(*tableFixture, *workplaceFixture) string { return "/notifications" })
+	rows["list-pending-actions"] = read(func(*tableFixture, *workplaceFixture) string { return "/pending-actions?state=open" })
 	rows["read-all-notifications"] = tableRow{httpapi.PolicyRunsRead, workspaceRoles(200), func(f *tableFixture, _ role) tableRequest {
 		f.workplace()
 		return tableRequest{method: http.MethodPost, path: in(f, "/notifications/read-all")}
@@ -109,6 +110,11 @@ func workplaceRows(rows map[string]tableRow) {
 		return tableRequest{method: http.MethodPost,
 			path: in(f, "/interactions/"+field(exchange, "interaction", "id").(string)+"/pending-actions/"+field(exchange, "action", "pendingAction", "id").(string)+"/responses"),
 			body: `{"resumeToken":"` + exchange["resumeToken"].(string) + `","value":"table"}`}
+	}}
+	rows["reissue-interaction-resume-token"] = tableRow{httpapi.PolicyRunsExecute, runsExecute(200), func(f *tableFixture, _ role) tableRequest {
+		_, exchange := f.ownTask()
+		return tableRequest{method: http.MethodPost,
+			path: in(f, "/interactions/"+field(exchange, "interaction", "id").(string)+"/pending-actions/"+field(exchange, "action", "pendingAction", "id").(string)+"/resume-token")}
 	}}
 	rows["pause-task"] = tableRow{httpapi.PolicyRunsExecute, runsExecute(200), func(f *tableFixture, _ role) tableRequest {
 		id, _ := f.ownTask()

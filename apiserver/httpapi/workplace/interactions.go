@@ -68,6 +68,8 @@ type Question struct {
 	PendingActionID string        `json:"pendingActionId"`
 	Kind            string        `json:"kind" enum:"text,choice,confirmation,file,approval"`
 	Options         []work.Option `json:"options,omitempty"`
+	// Status lets a page show an answered or expired question as such before anyone clicks.
+	Status string `json:"status,omitempty" enum:"created,completed,expired,cancelled" doc:"Where the question stands now (an open question past its expiry reads expired)"`
 }
 
 // InteractionAction is the functional action of the conversation's latest run: what the Workplace shows.
@@ -219,7 +221,23 @@ func (s *routes) registerInteractions() {
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		return httpapi.ListOf(messages, messageOf), nil
+		out := httpapi.ListOf(messages, messageOf)
+		var ids []string
+		for _, m := range out.Body.Items {
+			if m.Question != nil {
+				ids = append(ids, m.Question.PendingActionID)
+			}
+		}
+		statuses, err := s.workplace.QuestionStatuses(ctx, rc.WorkspaceID, ids...)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		for _, m := range out.Body.Items {
+			if m.Question != nil {
+				m.Question.Status = statuses[m.Question.PendingActionID]
+			}
+		}
+		return out, nil
 	})
 
 	huma.Register(s.API(), s.operation(huma.Operation{
@@ -574,5 +592,10 @@ func pendingActionOf(a *work.PendingAction) *InteractionPendingAction {
 	if a == nil {
 		return nil
 	}
-	return &InteractionPendingAction{ID: a.ID, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: a.Status, ExpiresAt: a.ExpiresAt}
+	status := a.Status
+	if status == work.ActionCreated && !time.Now().Before(a.ExpiresAt) {
+		// Past its expiry it can no longer be answered, even before the expiry sweep marks it.
+		status = work.ActionExpired
+	}
+	return &InteractionPendingAction{ID: a.ID, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: status, ExpiresAt: a.ExpiresAt}
 }

@@ -3,6 +3,7 @@ package workplace
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -13,15 +14,20 @@ import (
 
 // Notification tells the caller about something that needs attention.
 type Notification struct {
-	ID            string     `json:"id"`
-	Kind          string     `json:"kind" enum:"question,task-completed,task-failed"`
-	Attention     bool       `json:"attention" doc:"A question waiting for an answer, or a failure"`
-	Title         string     `json:"title"`
-	TaskID        string     `json:"taskId,omitempty"`
-	InteractionID string     `json:"interactionId,omitempty"`
-	Read          bool       `json:"read"`
-	ReadAt        *time.Time `json:"readAt,omitempty"`
-	CreatedAt     time.Time  `json:"createdAt"`
+	ID            string `json:"id"`
+	Kind          string `json:"kind" enum:"question,task-completed,task-failed"`
+	Attention     bool   `json:"attention" doc:"A question waiting for an answer, or a failure"`
+	Title         string `json:"title"`
+	TaskID        string `json:"taskId,omitempty"`
+	InteractionID string `json:"interactionId,omitempty"`
+	// PendingActionID names the question of a question notification, answerable where it is shown.
+	PendingActionID string     `json:"pendingActionId,omitempty" doc:"The question a question notification is about"`
+	Resolved        bool       `json:"resolved,omitempty" doc:"The question no longer waits: answered, expired or closed (resolution)"`
+	Resolution      string     `json:"resolution,omitempty" enum:"answered,expired,closed"`
+	ResolvedAt      *time.Time `json:"resolvedAt,omitempty"`
+	Read            bool       `json:"read"`
+	ReadAt          *time.Time `json:"readAt,omitempty"`
+	CreatedAt       time.Time  `json:"createdAt"`
 }
 
 // NotificationList is the caller's notifications, attention first, with the unread count.
@@ -32,12 +38,27 @@ type NotificationList struct {
 
 func notificationOf(n domain.Notification) Notification {
 	out := Notification{ID: n.ID, Kind: n.Kind, Attention: n.Attention, Title: n.Title, TaskID: n.TaskID, InteractionID: n.InteractionID,
-		Read: !n.ReadAt.IsZero(), CreatedAt: n.CreatedAt}
+		PendingActionID: n.PendingActionID, Read: !n.ReadAt.IsZero(), CreatedAt: n.CreatedAt}
+	if !n.ResolvedAt.IsZero() {
+		at := n.ResolvedAt
+		out.Resolved, out.Resolution, out.ResolvedAt = true, n.Resolution, &at
+		// The stored title asked for an answer; a resolved one says what became of the question.
+		if rest, ok := strings.CutPrefix(n.Title, domain.QuestionWaiting); ok {
+			out.Title = resolvedTitles[n.Resolution] + rest
+		}
+	}
 	if out.Read {
 		at := n.ReadAt
 		out.ReadAt = &at
 	}
 	return out
+}
+
+// resolvedTitles start the title of a question's notification once it is resolved.
+var resolvedTitles = map[string]string{
+	domain.ResolutionAnswered: "Question answered: ",
+	domain.ResolutionExpired:  "Question expired: ",
+	domain.ResolutionClosed:   "Question closed: ",
 }
 
 func (s *routes) registerNotifications() {
@@ -97,6 +118,10 @@ func (s *routes) registerNotifications() {
 			}
 		}{}
 		out.Body.Marked = marked
+		// The count after the change, for the badge to agree with the list at once.
+		if out.Body.UnreadCount, err = s.workplace.UnreadCount(ctx, rc.WorkspaceID, rc.PrincipalID); err != nil {
+			return nil, httpapi.Problem(err)
+		}
 		return out, nil
 	})
 }

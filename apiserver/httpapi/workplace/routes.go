@@ -35,6 +35,7 @@ func Routes(s *httpapi.Server) {
 	r.registerInteractions()
 	r.registerTasks()
 	r.registerNotifications()
+	r.registerQuestions()
 }
 
 // operation is op with policy, answering 503 on a server without the Work and Workplace stores.

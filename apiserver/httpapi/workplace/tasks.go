@@ -27,10 +27,13 @@ type Task struct {
 	InteractionID string      `json:"interactionId,omitempty" doc:"The conversation it belongs to; absent for an autonomous Task"`
 	Visible       bool        `json:"visible" doc:"Whether its reference appears in its conversation (the Entry's task.display, or the automatic rules)"`
 	Actions       TaskActions `json:"actions" doc:"What can be done with it now"`
-	Version       string      `json:"version" doc:"Its ETag, for the If-Match of a delete"`
-	CreatedAt     time.Time   `json:"createdAt"`
-	UpdatedAt     time.Time   `json:"updatedAt"`
-	EndedAt       *time.Time  `json:"endedAt,omitempty"`
+	// PendingActions are answered in the Task: an autonomous Task's through its own route, a
+	// conversation's through the conversation's.
+	PendingActions []InteractionPendingAction `json:"pendingActions,omitempty" doc:"The open questions it waits on (id, kind, prompt, options, expiry); never a token"`
+	Version        string                     `json:"version" doc:"Its ETag, for the If-Match of a delete"`
+	CreatedAt      time.Time                  `json:"createdAt"`
+	UpdatedAt      time.Time                  `json:"updatedAt"`
+	EndedAt        *time.Time                 `json:"endedAt,omitempty"`
 }
 
 // TaskActions say which operations apply to a Task in its state.
@@ -127,7 +130,15 @@ func (s *routes) registerTasks() {
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		return httpapi.ListOf(tasks, taskOf), nil
+		out := httpapi.ListOf(tasks, taskOf)
+		items := make([]*Task, len(out.Body.Items))
+		for n := range out.Body.Items {
+			items[n] = &out.Body.Items[n]
+		}
+		if err := s.withQuestions(ctx, items...); err != nil {
+			return nil, err
+		}
+		return out, nil
 	})
 
 	huma.Register(s.API(), s.operation(huma.Operation{
@@ -138,7 +149,7 @@ func (s *routes) registerTasks() {
 		if err != nil {
 			return nil, err
 		}
-		return &taskOutput{ETag: httpapi.ETag(taskETag(t)), Body: taskOf(t)}, nil
+		return s.taskOutput(ctx, t)
 	})
 
 	for _, op := range []struct{ name, summary string }{
@@ -171,7 +182,7 @@ func (s *routes) registerTasks() {
 			if t, err = s.task(ctx, in.ID); err != nil {
 				return nil, err
 			}
-			return &taskOutput{ETag: httpapi.ETag(taskETag(t)), Body: taskOf(t)}, nil
+			return s.taskOutput(ctx, t)
 		})
 	}
 
@@ -330,6 +341,12 @@ func (s *routes) registerTasks() {
 		}
 		return &struct{ Body InteractionPendingAction }{Body: *pendingActionOf(&answered)}, nil
 	})
+}
+
+// taskOutput is the read of a Task, with the questions it waits on.
+func (s *routes) taskOutput(ctx context.Context, t domain.Task) (*taskOutput, error) {
+	out := &taskOutput{ETag: httpapi.ETag(taskETag(t)), Body: taskOf(t)}
+	return out, s.withQuestions(ctx, &out.Body)
 }
 
 func (s *routes) task(ctx context.Context, id string) (domain.Task, error) {

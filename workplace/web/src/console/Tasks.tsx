@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { ApiError, enc, get } from "../shared/api";
 import { taskStateLabel, when } from "../shared/format";
 import { connectHub, type LiveState } from "../shared/hub";
+import { QuestionCard } from "../shared/questions";
 import type { Items, Task } from "../shared/types";
 import type { ConsoleEnv } from "./App";
 
@@ -51,7 +52,7 @@ export function Tasks({ env }: { env: ConsoleEnv }) {
         onState: setLive,
         onJoined: () => void load(),
         onEvent: (e) => {
-          if (e.name.startsWith("Task")) void load();
+          if (e.name.startsWith("Task") || e.name.startsWith("PendingAction")) void load();
         },
       }),
     [env.context.workspace.id, load],
@@ -91,6 +92,10 @@ export function Tasks({ env }: { env: ConsoleEnv }) {
                 <td>
                   <a href={workplace(`w/${enc(ws)}/tasks/${enc(t.id)}`)}>{t.title}</a>
                   {t.reason && <div className="muted">{t.reason}</div>}
+                  {/* A question of the Task is answered here: an autonomous Task's on the Task, a conversation's with a fresh token. */}
+                  {t.pendingActions?.map((q) => (
+                    <QuestionCard key={q.id} place={{ api: `/api/workspaces/${enc(ws)}`, workspace: ws, interactionId: t.interactionId, taskId: t.id }} action={q} onAnswered={() => void load()} />
+                  ))}
                 </td>
                 <td>
                   <span className={`pill state-${t.state}`}>{taskStateLabel(t.state)}</span>

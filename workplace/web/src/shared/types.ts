@@ -96,6 +96,8 @@ export interface Question {
   pendingActionId: string;
   kind: PendingKind;
   options?: Choice[];
+  /** Where the question stands now: an answered or expired one is shown as such before anyone clicks. */
+  status?: PendingAction["status"];
 }
 
 export interface Message {
@@ -146,6 +148,8 @@ export interface Task {
   interactionId?: string;
   visible: boolean;
   actions: { pause: boolean; resume: boolean; cancel: boolean; delete: boolean };
+  /** The open questions it waits on (never a token). */
+  pendingActions?: PendingAction[];
   version: string;
   createdAt: string;
   updatedAt: string;
@@ -194,8 +198,26 @@ export interface Notification {
   title: string;
   taskId?: string;
   interactionId?: string;
+  pendingActionId?: string;
+  /** The question no longer waits: answered, expired or closed. */
+  resolved?: boolean;
+  resolution?: "answered" | "expired" | "closed";
   read: boolean;
   createdAt: string;
+}
+
+/** An open question of the workspace, as the inbox lists it. */
+export interface OpenQuestion extends PendingAction {
+  taskId?: string;
+  interactionId?: string;
+  title: string;
+  createdAt: string;
+}
+
+export interface OpenQuestionList {
+  items: OpenQuestion[];
+  openCount: number;
+  next?: string;
 }
 
 export interface NotificationList {

@@ -32,7 +32,7 @@ export function App() {
   const loc = useLocation();
   const [cfg, setCfg] = useState<HostConfig>();
   const [phase, setPhase] = useState<Phase>({ kind: "loading" });
-  const routeWorkspace = match("/w/:workspace", loc.path) ?? match("/w/:workspace/d/:dashboard", loc.path) ?? match("/w/:workspace/tasks/:task", loc.path);
+  const routeWorkspace = match("/w/:workspace", loc.path) ?? match("/w/:workspace/d/:dashboard", loc.path) ?? match("/w/:workspace/tasks/:task", loc.path) ?? match("/w/:workspace/inbox", loc.path);
   const workspace = routeWorkspace?.workspace;
 
   const load = useCallback(async () => {
@@ -146,8 +146,9 @@ function Routes({ cfg, context }: { cfg: HostConfig; context: IdentityContext })
   const loc = useLocation();
   const dash = match("/w/:workspace/d/:dashboard", loc.path);
   const task = match("/w/:workspace/tasks/:task", loc.path);
+  const inbox = match("/w/:workspace/inbox", loc.path);
   const [error, setError] = useState<string>();
-  const needsResolution = !dash && !task;
+  const needsResolution = !dash && !task && !inbox;
 
   useEffect(() => {
     if (!needsResolution) return;
@@ -173,5 +174,5 @@ function Routes({ cfg, context }: { cfg: HostConfig; context: IdentityContext })
     ) : (
       <Screen title="Workplace" busy>Opening your Dashboard…</Screen>
     );
-  return <Workplace cfg={cfg} context={context} workspace={(dash ?? task)!.workspace} dashboard={dash?.dashboard} taskId={task?.task} />;
+  return <Workplace cfg={cfg} context={context} workspace={(dash ?? task ?? inbox)!.workspace} dashboard={dash?.dashboard} taskId={task?.task} inbox={!!inbox} />;
 }

@@ -4,8 +4,8 @@ import { taskStateLabel } from "../shared/format";
 import { Link } from "../shared/router";
 import type { Activity, Exchange, Items, Message, PendingAction } from "../shared/types";
 import { Loading, StateNote } from "./components";
-import { bytesToBase64, composerState, sendShortcut } from "./presentation";
-import { forgetResumeToken, rememberResumeToken, resumeToken } from "./session";
+import { answerProblem, answerQuestion, closedLabel, PendingActionControls, rememberResumeToken } from "../shared/questions";
+import { composerState, sendShortcut } from "./presentation";
 import { Markdown } from "../shared/markdown";
 
 interface Props {
@@ -64,37 +64,26 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
   }, [live, working, exchange, messages, load]);
 
   const after = (x: Exchange) => {
-    rememberResumeToken(interactionId, x.resumeToken);
+    rememberResumeToken(workspace, interactionId, x.resumeToken);
     setNotice(undefined);
     onChanged();
     void load();
   };
 
   const fail = (e: unknown, answering: boolean) => {
-    if (e instanceof ApiError && e.unavailable) {
-      onApiDown(e.message);
-      setNotice({ state: "api-unavailable", text: "The platform API is unavailable; nothing was sent. Try again in a moment.", tone: "error" });
-    } else if (e instanceof ApiError && e.status === 409 && answering) {
-      setNotice({ state: "expired-action", text: "This question is no longer open: it expired or was already answered. The conversation was refreshed.", tone: "warn" });
+    const p = answerProblem(e);
+    if (p.unavailable && e instanceof ApiError) onApiDown(e.message);
+    if (answering && p.gone) {
+      setNotice({ ...p, text: `${p.text} The conversation was refreshed.` });
       void load();
-    } else if (e instanceof ApiError && e.status === 400 && answering && !resumeToken(interactionId)) {
-      setNotice({
-        state: "expired-action",
-        text: "This question was asked to another page (or before this page was reloaded): only that page can answer it. Cancel the Task or start a new request.",
-        tone: "warn",
-      });
-    } else {
-      setNotice({ state: "failure", text: e instanceof ApiError ? e.message : String(e), tone: "error" });
-    }
+    } else setNotice(p);
   };
 
+  // A question is answered from any tab: without this tab's token, a fresh one is fetched on the click.
   const answer = async (action: PendingAction, body: Record<string, unknown>) => {
     setBusy(true);
     try {
-      const token = resumeToken(interactionId);
-      const x = await post<Exchange>(`${base}/pending-actions/${enc(action.id)}/responses?waitSeconds=5`, { ...body, resumeToken: token });
-      forgetResumeToken(interactionId);
-      after(x);
+      after((await answerQuestion({ api, workspace, interactionId }, action.id, body)) as Exchange);
     } catch (e) {
       fail(e, true);
     } finally {
@@ -123,7 +112,7 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
 
   const i = exchange.interaction;
   const action = exchange.action;
-  const open = action?.pendingAction && action.pendingAction.status === "created" ? action.pendingAction : undefined;
+  const open = action?.pendingAction && !closedLabel(action.pendingAction.status, action.pendingAction.expiresAt) ? action.pendingAction : undefined;
   const state = composerState(i, busy);
   const task = exchange.task;
   const currentActivity = progress.filter((a) => a.phase === "started" || a.phase === "waiting").pop();
@@ -174,7 +163,11 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
             {m.kind === "question" && m.question && open && m.question.pendingActionId === open.id && (
               <PendingActionControls action={open} busy={busy} onAnswer={(body) => void answer(open, body)} />
             )}
-            {m.kind === "question" && m.question && (!open || m.question.pendingActionId !== open.id) && <span className="muted tag">Answered or closed</span>}
+            {m.kind === "question" && m.question && (!open || m.question.pendingActionId !== open.id) && (
+              <span className="muted tag" data-state={closedLabel(m.question.status) === "Expired" ? "expired-action" : undefined}>
+                {closedLabel(m.question.status) ?? "Answered or closed"}
+              </span>
+            )}
           </li>
         ))}
         {open && !messages.some((m) => m.question?.pendingActionId === open.id) && (
@@ -227,84 +220,4 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
       </form>
     </section>
   );
-}
-
-/** Rule 9: a choice is one-click buttons, a confirmation one click, an input a small inline composer; files and approvals inline too. */
-function PendingActionControls({ action, busy, onAnswer }: { action: PendingAction; busy: boolean; onAnswer: (body: Record<string, unknown>) => void }) {
-  const [text, setText] = useState("");
-  const [reason, setReason] = useState("");
-  const [file, setFile] = useState<File>();
-  const id = useId();
-  switch (action.kind) {
-    case "choice":
-      return (
-        <div className="actions" role="group" aria-label={action.prompt}>
-          {(action.options ?? []).map((o) => (
-            <button key={o.value} type="button" className="choice" disabled={busy} onClick={() => onAnswer({ value: o.value })}>
-              {o.label || o.value}
-            </button>
-          ))}
-        </div>
-      );
-    case "confirmation":
-      return (
-        <div className="actions" role="group" aria-label={action.prompt}>
-          <button type="button" className="primary" disabled={busy} onClick={() => onAnswer({ confirmed: true })}>
-            Yes
-          </button>
-          <button type="button" disabled={busy} onClick={() => onAnswer({ confirmed: false })}>
-            No
-          </button>
-        </div>
-      );
-    case "approval":
-      return (
-        <div className="actions approval" role="group" aria-label={action.prompt}>
-          <label htmlFor={`${id}-reason`}>Reason (optional)</label>
-          <input id={`${id}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} disabled={busy} maxLength={2048} />
-          <button type="button" className="primary" disabled={busy} onClick={() => onAnswer({ approved: true, reason })}>
-            Approve
-          </button>
-          <button type="button" disabled={busy} onClick={() => onAnswer({ approved: false, reason })}>
-            Reject
-          </button>
-        </div>
-      );
-    case "file":
-      return (
-        <form
-          className="actions"
-          onSubmit={async (e) => {
-            e.preventDefault();
-            if (!file) return;
-            const bytes = new Uint8Array(await file.arrayBuffer());
-            onAnswer({ file: { name: file.name, mediaType: file.type || "application/octet-stream", contentBase64: bytesToBase64(bytes) } });
-          }}
-        >
-          <label htmlFor={`${id}-file`}>File</label>
-          <input id={`${id}-file`} type="file" onChange={(e) => setFile(e.target.files?.[0])} disabled={busy} />
-          <button type="submit" className="primary" disabled={busy || !file}>
-            Send file
-          </button>
-        </form>
-      );
-    default:
-      return (
-        <form
-          className="actions inline-composer"
-          onSubmit={(e) => {
-            e.preventDefault();
-            if (text.trim()) onAnswer({ value: text });
-          }}
-        >
-          <label htmlFor={`${id}-answer`} className="visually-hidden">
-            Your answer
-          </label>
-          <input id={`${id}-answer`} value={text} onChange={(e) => setText(e.target.value)} disabled={busy} placeholder="Your answer" />
-          <button type="submit" className="primary" disabled={busy || !text.trim()}>
-            Answer
-          </button>
-        </form>
-      );
-  }
 }

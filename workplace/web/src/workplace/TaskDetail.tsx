@@ -4,12 +4,14 @@ import { size, taskStateLabel, when } from "../shared/format";
 import { Link } from "../shared/router";
 import type { Activity, Artifact, Items, Message, Task, TaskResult } from "../shared/types";
 import { ResultView } from "../shared/markdown";
+import { QuestionCard } from "../shared/questions";
 import { Loading, StateNote } from "./components";
 import { foldSteps } from "./presentation";
 import { bearerToken } from "./session";
 
 interface Props {
   api: string;
+  workspace: string;
   taskId: string;
   tick: number;
   backHref: string;
@@ -30,7 +32,7 @@ interface Detail {
  * artifact cards, and pause, resume or cancel only where they apply. No run id, node name,
  * storage key or raw JSON is shown.
  */
-export function TaskDetail({ api, taskId, tick, backHref, onChanged, onApiDown }: Props) {
+export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, onApiDown }: Props) {
   const base = `${api}/tasks/${enc(taskId)}`;
   const [detail, setDetail] = useState<Detail>();
   const [error, setError] = useState<string>();
@@ -127,6 +129,21 @@ export function TaskDetail({ api, taskId, tick, backHref, onChanged, onApiDown }
         </div>
       )}
       {notice && <p className="state-note error" role="alert" data-state="failure">{notice}</p>}
+
+      {task.pendingActions && task.pendingActions.length > 0 && (
+        <section aria-labelledby="questions-h" className="questions">
+          <h2 id="questions-h">{task.pendingActions.length === 1 ? "A question for you" : "Questions for you"}</h2>
+          {task.pendingActions.map((q) => (
+            <QuestionCard
+              key={q.id}
+              place={{ api, workspace, interactionId: task.interactionId, taskId: task.id }}
+              action={q}
+              onApiDown={onApiDown}
+              onAnswered={() => (onChanged(), void load())}
+            />
+          ))}
+        </section>
+      )}
 
       <section aria-labelledby="progress-h">
         <h2 id="progress-h">Progress</h2>

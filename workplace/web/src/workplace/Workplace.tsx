@@ -3,13 +3,15 @@ import { ApiError, enc, get, post } from "../shared/api";
 import { taskStateLabel, when } from "../shared/format";
 import { connectHub, invalidation, type LiveState } from "../shared/hub";
 import { Link, navigate, useLocation } from "../shared/router";
-import type { Dashboard, DashboardView, DashboardViewEntry, Exchange, IdentityContext, Interaction, Items, NotificationList, Task } from "../shared/types";
+import type { Dashboard, DashboardView, DashboardViewEntry, Exchange, IdentityContext, Interaction, Items, Notification, NotificationList, OpenQuestionList, Task } from "../shared/types";
 import { serverPage, type HostConfig } from "./App";
 import { Loading, StateNote } from "./components";
 import { Conversation } from "./Conversation";
 import { EntryForm } from "./EntryForm";
+import { Inbox } from "./Inbox";
 import { dashboardLayout, entryTitle } from "./presentation";
-import { bearerToken, rememberResumeToken } from "./session";
+import { rememberResumeToken } from "../shared/questions";
+import { bearerToken } from "./session";
 import { TaskDetail } from "./TaskDetail";
 
 type Panel = "home" | "conversations" | "tasks" | "notifications";
@@ -20,6 +22,8 @@ export interface WorkplaceProps {
   workspace: string;
   dashboard?: string;
   taskId?: string;
+  /** The "Needs you" inbox is shown in the main column. */
+  inbox?: boolean;
 }
 
 const keyOf = (e: DashboardViewEntry) => `${e.namespace}/${e.name}`;
@@ -39,7 +43,7 @@ async function signOut(cfg: HostConfig) {
   }
 }
 
-export function Workplace({ cfg, context, workspace, dashboard, taskId }: WorkplaceProps) {
+export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }: WorkplaceProps) {
   const loc = useLocation();
   const api = `/api/workspaces/${enc(workspace)}`;
   const wsHeader = { "X-Platform-Workspace": workspace };
@@ -58,6 +62,8 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
   const [openError, setOpenError] = useState<string>();
   const [conversationTick, setConversationTick] = useState(0);
   const [taskTick, setTaskTick] = useState(0);
+  const [inboxTick, setInboxTick] = useState(0);
+  const [openQuestions, setOpenQuestions] = useState<number>();
   const currentRef = useRef(current);
   currentRef.current = current;
   const taskRef = useRef(taskId);
@@ -93,6 +99,11 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
   const refreshNotifications = useCallback(() => {
     guard(get<NotificationList>(`${api}/notifications?take=6`)).then((l) => l && setNotes(l), () => setNotes({ items: [], unreadCount: 0 }));
   }, [api, guard]);
+  // The inbox's count, beside its link: how many questions wait in the workspace.
+  const refreshInbox = useCallback(() => {
+    guard(get<OpenQuestionList>(`${api}/pending-actions?state=open&take=1`)).then((l) => l && setOpenQuestions(l.openCount), () => undefined);
+    setInboxTick((t) => t + 1);
+  }, [api, guard]);
   const refreshView = useCallback(() => {
     guard(get<Items<Dashboard>>("/api/dashboards", wsHeader)).then((l) => l && setDashboards(l.items), () => undefined);
     if (!dashboard) return;
@@ -112,9 +123,10 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
     refreshInteractions();
     refreshTasks();
     refreshNotifications();
+    refreshInbox();
     setConversationTick((t) => t + 1);
     setTaskTick((t) => t + 1);
-  }, [refreshView, refreshInteractions, refreshTasks, refreshNotifications]);
+  }, [refreshView, refreshInteractions, refreshTasks, refreshNotifications, refreshInbox]);
 
   // Entries are published asynchronously (right after the first sign-in, the demo Entries still
   // are): while a reference of the Dashboard waits for its publication, the view is read again,
@@ -136,7 +148,8 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
     refreshInteractions();
     refreshTasks();
     refreshNotifications();
-  }, [refreshView, refreshInteractions, refreshTasks, refreshNotifications]);
+    refreshInbox();
+  }, [refreshView, refreshInteractions, refreshTasks, refreshNotifications, refreshInbox]);
 
   // The hub only invalidates: each event refreshes the one projection it concerns over REST.
   useEffect(() => {
@@ -158,14 +171,30 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
           if (!inv.taskId || inv.taskId === taskRef.current) setTaskTick((t) => t + 1);
         }
         if (inv.notifications) refreshNotifications();
+        // A question asked or answered anywhere changes the inbox, and the Task that waits on it.
+        if (e.name === "PendingActionCreated" || e.name === "PendingActionResolved" || e.name === "TaskStatusChanged") {
+          refreshInbox();
+          if (inv.taskId && inv.taskId === taskRef.current) setTaskTick((t) => t + 1);
+        }
       },
     });
-  }, [cfg, context.workspace.id, refreshAll, refreshInteractions, refreshTasks, refreshNotifications]);
+  }, [cfg, context.workspace.id, refreshAll, refreshInteractions, refreshTasks, refreshNotifications, refreshInbox]);
+
+  // Without live updates the inbox and its count are read again every few seconds.
+  useEffect(() => {
+    if (live === "connected") return;
+    const t = setInterval(refreshInbox, 4000);
+    return () => clearInterval(t);
+  }, [live, refreshInbox]);
 
   const layout = view ? dashboardLayout(view) : undefined;
   const all = layout ? [layout.primary, ...layout.featured, ...layout.standard].filter((e): e is DashboardViewEntry => !!e) : [];
   const selectedEntry = current ? undefined : (all.find((e) => keyOf(e) === selected) ?? all[0]);
   const dashPath = `/w/${enc(workspace)}/d/${enc(dashboard ?? view?.name ?? "home")}`;
+  const inboxPath = `/w/${enc(workspace)}/inbox`;
+  // A notification leads where its subject is answerable or readable: the conversation, else the Task.
+  const notificationHref = (n: Notification) =>
+    n.interactionId ? `${dashPath}?c=${enc(n.interactionId)}` : n.taskId ? `/w/${enc(workspace)}/tasks/${enc(n.taskId)}` : dashPath;
 
   const open = async (e: DashboardViewEntry, input: Record<string, unknown>) => {
     setOpening(true);
@@ -173,7 +202,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
     try {
       const ns = e.namespace && e.namespace !== "default" ? `?namespace=${enc(e.namespace)}&waitSeconds=5` : "?waitSeconds=5";
       const x = await post<Exchange>(`${api}/entries/${enc(e.name)}/interactions${ns}`, { input });
-      rememberResumeToken(x.interaction.id, x.resumeToken);
+      rememberResumeToken(workspace, x.interaction.id, x.resumeToken);
       navigate(`${dashPath}?c=${enc(x.interaction.id)}`);
       setPanel("home");
       refreshInteractions();
@@ -215,6 +244,9 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
             </select>
           </label>
         )}
+        <Link href={inboxPath} className="inbox-link" aria-current={inbox ? "page" : undefined}>
+          Needs you{openQuestions ? <span className="badge" aria-label={`${openQuestions} waiting`}>{openQuestions}</span> : null}
+        </Link>
         <span className={`live live-${live}`} role="status" aria-live="polite">
           {live === "connected" ? "Live" : live === "disconnected" ? "Offline updates" : "Connecting…"}
         </span>
@@ -239,9 +271,13 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
       )}
 
       <main id="main" className="layout" data-panel={panel}>
-        {taskId ? (
+        {inbox ? (
+          <section className="col-main panel" data-panel="home" aria-label="Needs you">
+            <Inbox api={api} workspace={workspace} dashPath={dashPath} tick={inboxTick} onChanged={() => (refreshTasks(), refreshInteractions(), refreshNotifications(), refreshInbox())} onApiDown={setApiDown} />
+          </section>
+        ) : taskId ? (
           <section className="col-main panel" data-panel="home" aria-label="Task">
-            <TaskDetail api={api} taskId={taskId} tick={taskTick} backHref={dashPath} onChanged={() => (refreshTasks(), refreshInteractions(), refreshNotifications())} onApiDown={setApiDown} />
+            <TaskDetail api={api} workspace={workspace} taskId={taskId} tick={taskTick} backHref={dashPath} onChanged={() => (refreshTasks(), refreshInteractions(), refreshNotifications(), refreshInbox())} onApiDown={setApiDown} />
           </section>
         ) : (
           <section className="col-main panel" data-panel="home" aria-label="Dashboard">
@@ -281,7 +317,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
                 live={live === "connected"}
                 workspace={workspace}
                 onNewRequest={newRequest}
-                onChanged={() => (refreshInteractions(), refreshTasks(), refreshNotifications())}
+                onChanged={() => (refreshInteractions(), refreshTasks(), refreshNotifications(), refreshInbox())}
                 onApiDown={setApiDown}
                 onTask={onConversationTask}
                 title={currentInteraction?.title}
@@ -321,9 +357,14 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
               <>
                 <ul className="list notifications">
                   {notes.items.map((n) => (
-                    <li key={n.id} className={`${n.attention ? "attention" : ""} ${n.read ? "read" : "unread"}`}>
+                    <li
+                      key={n.id}
+                      className={`${n.attention && !n.read ? "attention" : ""} ${n.read ? "read" : "unread"} ${n.resolved ? "resolved" : ""}`}
+                      data-notification-kind={n.kind}
+                      data-resolved={n.resolved ? n.resolution : undefined}
+                    >
                       <Link
-                        href={n.interactionId ? `${dashPath}?c=${enc(n.interactionId)}` : n.taskId ? `/w/${enc(workspace)}/tasks/${enc(n.taskId)}` : dashPath}
+                        href={notificationHref(n)}
                         onClick={() => {
                           if (!n.read) void post(`${api}/notifications/${enc(n.id)}/read`).then(refreshNotifications, () => undefined);
                           setPanel("home");
@@ -331,6 +372,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
                       >
                         {n.title}
                       </Link>
+                      {!n.read && <span className="visually-hidden"> (unread)</span>}
                       <span className="muted">{when(n.createdAt)}</span>
                     </li>
                   ))}
@@ -369,16 +411,32 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId }: Workpl
         {(
           [
             ["home", "Home"],
+            ["inbox", "Needs you"],
             ["conversations", "Conversations"],
             ["tasks", "Tasks"],
             ["notifications", "Notifications"],
-          ] as [Panel, string][]
-        ).map(([p, label]) => (
-          <button key={p} type="button" aria-current={panel === p ? "page" : undefined} onClick={() => setPanel(p)}>
-            {label}
-            {p === "notifications" && notes && notes.unreadCount > 0 ? ` (${notes.unreadCount})` : ""}
-          </button>
-        ))}
+          ] as [Panel | "inbox", string][]
+        ).map(([p, label]) =>
+          p === "inbox" ? (
+            <Link key={p} href={inboxPath} aria-current={inbox ? "page" : undefined}>
+              {label}
+              {openQuestions ? ` (${openQuestions})` : ""}
+            </Link>
+          ) : (
+            <button
+              key={p}
+              type="button"
+              aria-current={!inbox && panel === p ? "page" : undefined}
+              onClick={() => {
+                setPanel(p);
+                if (inbox) navigate(dashPath);
+              }}
+            >
+              {label}
+              {p === "notifications" && notes && notes.unreadCount > 0 ? ` (${notes.unreadCount})` : ""}
+            </button>
+          ),
+        )}
       </nav>
     </div>
   );

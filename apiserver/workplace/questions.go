@@ -1,0 +1,144 @@
+package workplace
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"platform.dev/platform/apiserver/work"
+)
+
+// Question is an open pending action as the Workplace shows it wherever it can be answered: in
+// its conversation, in its Task and in the inbox. It never holds the resume token or its hash.
+type Question struct {
+	ID            string
+	Kind          string
+	Prompt        string
+	Options       []work.Option
+	ExpiresAt     time.Time
+	CreatedAt     time.Time
+	TaskID        string
+	InteractionID string
+	// Title is its Task's title, else its conversation's.
+	Title string
+}
+
+const questionColumns = `p.id, p.kind, p.prompt, p.options, p.expires_at, p.created_at, p.task_id, COALESCE(p.interaction_id, ''),
+	COALESCE(t.title, i.title, '')`
+
+const questionFrom = ` FROM pending_actions p LEFT JOIN work_tasks t ON t.id = p.task_id LEFT JOIN interactions i ON i.id = p.interaction_id`
+
+func scanQuestion(row scanner) (Question, error) {
+	var (
+		q                    Question
+		options              sql.NullString
+		expiresAt, createdAt int64
+	)
+	err := row.Scan(&q.ID, &q.Kind, &q.Prompt, &options, &expiresAt, &createdAt, &q.TaskID, &q.InteractionID, &q.Title)
+	if options.Valid {
+		_ = json.Unmarshal([]byte(options.String), &q.Options)
+	}
+	q.ExpiresAt, q.CreatedAt = fromMS(expiresAt), fromMS(createdAt)
+	return q, err
+}
+
+func (s *Store) questions(ctx context.Context, where string, args ...any) ([]Question, error) {
+	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT `+questionColumns+questionFrom+` WHERE `+where), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Question
+	for rows.Next() {
+		q, err := scanQuestion(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// OpenQuestionsOf are the open, unexpired questions of the workspace's Tasks taskIDs, by Task,
+// oldest first.
+func (s *Store) OpenQuestionsOf(ctx context.Context, workspaceID string, taskIDs ...string) (map[string][]Question, error) {
+	out := map[string][]Question{}
+	if len(taskIDs) == 0 {
+		return out, nil
+	}
+	args := []any{workspaceID, work.ActionCreated, ms(s.now())}
+	for _, id := range taskIDs {
+		args = append(args, id)
+	}
+	list, err := s.questions(ctx, `p.workspace_id = ? AND p.status = ? AND p.expires_at > ? AND p.task_id IN (?`+
+		strings.Repeat(", ?", len(taskIDs)-1)+`) ORDER BY p.created_at, p.id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range list {
+		out[q.TaskID] = append(out[q.TaskID], q)
+	}
+	return out, nil
+}
+
+// QuestionCursor is where a page of the inbox starts: after the question created at CreatedAt
+// with id ID.
+type QuestionCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// OpenQuestions lists the workspace's open, unexpired questions, of conversations and of
+// autonomous Tasks, oldest first, at most take, after the cursor when it is set; and how many
+// are open in all.
+func (s *Store) OpenQuestions(ctx context.Context, workspaceID string, after QuestionCursor, take int) ([]Question, int, error) {
+	now := ms(s.now())
+	where := `p.workspace_id = ? AND p.status = ? AND p.expires_at > ?`
+	args := []any{workspaceID, work.ActionCreated, now}
+	var total int
+	if err := s.db.DB().QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM pending_actions p WHERE `+where), args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	if after.ID != "" {
+		where += ` AND (p.created_at > ? OR (p.created_at = ? AND p.id > ?))`
+		args = append(args, ms(after.CreatedAt), ms(after.CreatedAt), after.ID)
+	}
+	list, err := s.questions(ctx, where+` ORDER BY p.created_at, p.id LIMIT ?`, append(args, take)...)
+	return list, total, err
+}
+
+// QuestionStatuses says where the workspace's pending actions ids stand: created, completed,
+// expired (also an open one past its expiry) or cancelled.
+func (s *Store) QuestionStatuses(ctx context.Context, workspaceID string, ids ...string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := []any{workspaceID}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT id, status, expires_at FROM pending_actions WHERE workspace_id = ? AND id IN (?`+
+		strings.Repeat(", ?", len(ids)-1)+`)`), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	now := s.now()
+	for rows.Next() {
+		var (
+			id, status string
+			expiresAt  int64
+		)
+		if err := rows.Scan(&id, &status, &expiresAt); err != nil {
+			return nil, err
+		}
+		if status == work.ActionCreated && !now.Before(fromMS(expiresAt)) {
+			status = work.ActionExpired
+		}
+		out[id] = status
+	}
+	return out, rows.Err()
+}

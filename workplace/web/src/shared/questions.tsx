@@ -1,0 +1,230 @@
+// Questions (pending actions) are answerable wherever they are shown: in their conversation, in
+// their Task (Workplace and Console), in the inbox. A conversation's question needs its resume
+// token: the tab that received it keeps it in sessionStorage (its own reloads); any other page
+// asks the API for a fresh single-use one on the click (the old one stops working) and answers.
+// An autonomous Task's question is answered on the Task, with no token.
+import { useId, useState, type ReactNode } from "react";
+import { bytesToBase64 } from "../workplace/presentation";
+import { ApiError, enc, post } from "./api";
+import type { Exchange, PendingAction } from "./types";
+
+const tokenKey = (workspace: string, interactionId: string) => `platform.resumeToken/${workspace}/${interactionId}`;
+
+function storage(): Storage | undefined {
+  try {
+    return window.sessionStorage;
+  } catch {
+    return undefined; // storage disabled: the token is then fetched fresh at each answer
+  }
+}
+
+/** The token of a conversation answers its run's next pending action; this tab keeps it across its reloads. */
+export function rememberResumeToken(workspace: string, interactionId: string, token: string | undefined) {
+  if (token) storage()?.setItem(tokenKey(workspace, interactionId), token);
+}
+
+export function resumeToken(workspace: string, interactionId: string): string | undefined {
+  return storage()?.getItem(tokenKey(workspace, interactionId)) ?? undefined;
+}
+
+export function forgetResumeToken(workspace: string, interactionId: string) {
+  storage()?.removeItem(tokenKey(workspace, interactionId));
+}
+
+/** Where a question is answered: its conversation (interactionId) or, for an autonomous Task, the Task. */
+export interface QuestionPlace {
+  /** The workspace's API base: /api/workspaces/{workspace}. */
+  api: string;
+  workspace: string;
+  interactionId?: string;
+  taskId?: string;
+}
+
+const tokenRefused = (e: unknown) => e instanceof ApiError && e.status === 400 && /resume token/i.test(e.message);
+
+/**
+ * answerQuestion answers a question where it belongs. For a conversation's question without a
+ * token here (a reload in another tab, a notification, the inbox), or with one that no longer
+ * matches (another page took a fresh one), it gets a fresh token first, transparently.
+ */
+export async function answerQuestion(place: QuestionPlace, actionId: string, body: Record<string, unknown>): Promise<Exchange | PendingAction> {
+  const { api, workspace, interactionId, taskId } = place;
+  if (!interactionId) return post<PendingAction>(`${api}/tasks/${enc(taskId ?? "")}/pending-actions/${enc(actionId)}/responses`, body);
+  const path = `${api}/interactions/${enc(interactionId)}/pending-actions/${enc(actionId)}`;
+  const reissue = async () => (await post<{ resumeToken: string }>(`${path}/resume-token`)).resumeToken;
+  let token = resumeToken(workspace, interactionId);
+  const kept = !!token;
+  if (!token) token = await reissue();
+  let x: Exchange;
+  try {
+    x = await post<Exchange>(`${path}/responses?waitSeconds=5`, { ...body, resumeToken: token });
+  } catch (e) {
+    if (!kept || !tokenRefused(e)) throw e;
+    x = await post<Exchange>(`${path}/responses?waitSeconds=5`, { ...body, resumeToken: await reissue() });
+  }
+  forgetResumeToken(workspace, interactionId);
+  rememberResumeToken(workspace, interactionId, x.resumeToken);
+  return x;
+}
+
+/** The label of a question that can no longer be answered, else undefined. */
+export function closedLabel(status: PendingAction["status"] | undefined, expiresAt?: string): string | undefined {
+  if (status === "created" && expiresAt && new Date(expiresAt).getTime() <= Date.now()) return "Expired";
+  switch (status) {
+    case "completed":
+      return "Answered";
+    case "expired":
+      return "Expired";
+    case "cancelled":
+      return "Closed";
+  }
+  return undefined;
+}
+
+/** What a refused answer tells the person, and whether the question is gone. */
+export function answerProblem(e: unknown): { state: string; text: string; tone: "warn" | "error"; gone: boolean; unavailable: boolean } {
+  if (e instanceof ApiError && e.unavailable)
+    return { state: "api-unavailable", text: "The platform API is unavailable; nothing was sent. Try again in a moment.", tone: "error", gone: false, unavailable: true };
+  if (e instanceof ApiError && (e.status === 409 || e.status === 404))
+    return { state: "expired-action", text: "This question is no longer open: it expired or was already answered.", tone: "warn", gone: true, unavailable: false };
+  if (e instanceof ApiError && e.status === 429) return { state: "failure", text: e.message, tone: "warn", gone: false, unavailable: false };
+  if (e instanceof ApiError && e.status === 403) return { state: "failure", text: "You may read this question but not answer it.", tone: "warn", gone: false, unavailable: false };
+  return { state: "failure", text: e instanceof ApiError ? e.message : String(e), tone: "error", gone: false, unavailable: false };
+}
+
+/**
+ * A question with its controls, answerable in place (Task detail, inbox, Console): the same
+ * controls the conversation shows. A question that can no longer be answered shows why, disabled.
+ */
+export function QuestionCard({
+  place,
+  action,
+  onAnswered,
+  onApiDown,
+  heading,
+}: {
+  place: QuestionPlace;
+  action: PendingAction;
+  onAnswered: () => void;
+  onApiDown?: (detail: string) => void;
+  heading?: ReactNode;
+}) {
+  const [busy, setBusy] = useState(false);
+  const [notice, setNotice] = useState<ReturnType<typeof answerProblem>>();
+  const [done, setDone] = useState(false);
+  const closed = done ? "Answered" : (closedLabel(action.status, action.expiresAt) ?? (notice?.gone ? "No longer open" : undefined));
+  const answer = async (body: Record<string, unknown>) => {
+    setBusy(true);
+    setNotice(undefined);
+    try {
+      await answerQuestion(place, action.id, body);
+      setDone(true);
+      onAnswered();
+    } catch (e) {
+      const p = answerProblem(e);
+      if (p.unavailable && e instanceof ApiError) onApiDown?.(e.message);
+      setNotice(p);
+      if (p.gone) onAnswered();
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="question-card" data-question-id={action.id} data-question-state={closed ? "closed" : "open"}>
+      {heading}
+      <p className="text">{action.prompt}</p>
+      {closed ? (
+        <span className="muted tag" data-state={closed === "Expired" ? "expired-action" : undefined}>
+          {closed}
+        </span>
+      ) : (
+        <PendingActionControls action={action} busy={busy} onAnswer={(body) => void answer(body)} />
+      )}
+      {notice && (
+        <p className={`state-note ${notice.tone}`} role="alert" data-state={notice.state}>
+          {notice.text}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** Rule 9: a choice is one-click buttons, a confirmation one click, an input a small inline composer; files and approvals inline too. */
+export function PendingActionControls({ action, busy, onAnswer }: { action: PendingAction; busy: boolean; onAnswer: (body: Record<string, unknown>) => void }) {
+  const [text, setText] = useState("");
+  const [reason, setReason] = useState("");
+  const [file, setFile] = useState<File>();
+  const id = useId();
+  switch (action.kind) {
+    case "choice":
+      return (
+        <div className="actions" role="group" aria-label={action.prompt}>
+          {(action.options ?? []).map((o) => (
+            <button key={o.value} type="button" className="choice" disabled={busy} onClick={() => onAnswer({ value: o.value })}>
+              {o.label || o.value}
+            </button>
+          ))}
+        </div>
+      );
+    case "confirmation":
+      return (
+        <div className="actions" role="group" aria-label={action.prompt}>
+          <button type="button" className="primary" disabled={busy} onClick={() => onAnswer({ confirmed: true })}>
+            Yes
+          </button>
+          <button type="button" disabled={busy} onClick={() => onAnswer({ confirmed: false })}>
+            No
+          </button>
+        </div>
+      );
+    case "approval":
+      return (
+        <div className="actions approval" role="group" aria-label={action.prompt}>
+          <label htmlFor={`${id}-reason`}>Reason (optional)</label>
+          <input id={`${id}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} disabled={busy} maxLength={2048} />
+          <button type="button" className="primary" disabled={busy} onClick={() => onAnswer({ approved: true, reason })}>
+            Approve
+          </button>
+          <button type="button" disabled={busy} onClick={() => onAnswer({ approved: false, reason })}>
+            Reject
+          </button>
+        </div>
+      );
+    case "file":
+      return (
+        <form
+          className="actions"
+          onSubmit={async (e) => {
+            e.preventDefault();
+            if (!file) return;
+            const bytes = new Uint8Array(await file.arrayBuffer());
+            onAnswer({ file: { name: file.name, mediaType: file.type || "application/octet-stream", contentBase64: bytesToBase64(bytes) } });
+          }}
+        >
+          <label htmlFor={`${id}-file`}>File</label>
+          <input id={`${id}-file`} type="file" onChange={(e) => setFile(e.target.files?.[0])} disabled={busy} />
+          <button type="submit" className="primary" disabled={busy || !file}>
+            Send file
+          </button>
+        </form>
+      );
+    default:
+      return (
+        <form
+          className="actions inline-composer"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (text.trim()) onAnswer({ value: text });
+          }}
+        >
+          <label htmlFor={`${id}-answer`} className="visually-hidden">
+            Your answer
+          </label>
+          <input id={`${id}-answer`} value={text} onChange={(e) => setText(e.target.value)} disabled={busy} placeholder="Your answer" />
+          <button type="submit" className="primary" disabled={busy || !text.trim()}>
+            Answer
+          </button>
+        </form>
+      );
+  }
+}
