@@ -50,7 +50,7 @@ async function autonomousTask(title) {
     type: "report",
     title,
     instruction: "Prepare the nightly report",
-    flowReference: { name: "prepare-report-builtin", version: "1.0.0" },
+    flowReference: { name: "prepare-report-builtin" },
   });
   assert.equal(r.status, 202, JSON.stringify(r.body));
   assert.ok(r.body.flowRun.pendingAction, "the Task waits on its first question");
