@@ -5,12 +5,14 @@ include hack/tools.mk
 # Where `make run` keeps its data (embedded etcd, SQLite, blobs).
 DATA_DIR ?= .data
 # The loopback ports of `make run`: the service API and Console, the Workplace (whose API base URL
-# follows HTTP_PORT) and the kube API.
+# follows HTTP_PORT, and whose URL the server's sign-in redirects and Console links follow) and the
+# kube API.
 HTTP_PORT ?= 5100
 WORKPLACE_PORT ?= 5180
 KUBE_PORT ?= 6443
-# What `make run` writes besides its ready lines: debug, info, warn or error and above.
-LOG_LEVEL ?= warn
+# What `make run` writes besides its ready lines: debug, info, warn or error and above (empty: the
+# setting Platform:Logging:Level, else warn).
+LOG_LEVEL ?=
 # The binary `make run` starts (`make -o build run PLATFORM=...` runs another one without building).
 PLATFORM ?= bin/platform
 # Flags of `make test`; for example GO_TEST_FLAGS='-count=1 -timeout 30m -race -run TestX'.
@@ -141,8 +143,9 @@ build: ## Build the platform binary into bin/platform.
 .PHONY: run
 run: build ## Build bin/platform, then run `platform serve` (API and Console on HTTP_PORT, default 5100; kube API on KUBE_PORT, 6443) and `platform workplace` (Workplace on WORKPLACE_PORT, 5180) with data in DATA_DIR (default .data); open the Workplace to create the first administrator.
 	@export PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development}; \
-	$(PLATFORM) serve --data-dir $(DATA_DIR) --http-addr 127.0.0.1:$(HTTP_PORT) --kube-addr 127.0.0.1:$(KUBE_PORT) --log-level $(LOG_LEVEL) & serve=$$!; \
-	$(PLATFORM) workplace --addr 127.0.0.1:$(WORKPLACE_PORT) --api-base-url http://127.0.0.1:$(HTTP_PORT)/ --log-level $(LOG_LEVEL) & workplace=$$!; \
+	export Platform__Workplace__Url=$${Platform__Workplace__Url:-http://127.0.0.1:$(WORKPLACE_PORT)/}; \
+	$(PLATFORM) serve --data-dir $(DATA_DIR) --http-addr 127.0.0.1:$(HTTP_PORT) --kube-addr 127.0.0.1:$(KUBE_PORT) $(if $(LOG_LEVEL),--log-level $(LOG_LEVEL)) & serve=$$!; \
+	$(PLATFORM) workplace --addr 127.0.0.1:$(WORKPLACE_PORT) --api-base-url http://127.0.0.1:$(HTTP_PORT)/ $(if $(LOG_LEVEL),--log-level $(LOG_LEVEL)) & workplace=$$!; \
 	trap 'kill $$serve $$workplace 2>/dev/null || true; wait; exit 0' INT TERM; \
 	trap 'kill $$serve $$workplace 2>/dev/null || true; wait' EXIT; \
 	wait -n $$serve $$workplace

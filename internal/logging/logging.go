@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
@@ -153,7 +154,14 @@ func Setup(l Level, w io.Writer) {
 		}
 	}
 	klog.SetOutput(&klogFilter{level: l, w: w})
-	ctrl.SetLogger(zap.New(zap.WriteTo(w), zap.UseDevMode(false), zap.Level(l.Zap())))
+	// controller-runtime takes the first logger it is given only: once per process.
+	ctrl.SetLogger(Logger(l, w))
+}
+
+// Logger is the logr logger of the platform's own code and controller-runtime at level l: JSON
+// lines on w.
+func Logger(l Level, w io.Writer) logr.Logger {
+	return zap.New(zap.WriteTo(w), zap.UseDevMode(false), zap.Level(l.Zap()))
 }
 
 // klogFilter receives klog's entries, one per Write, each starting with its severity letter
