@@ -353,6 +353,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 
 	select {
 	case <-ctx.Done():
+		logging.Stopping()
 		fmt.Fprintln(out, "shutting down")
 		if err := <-apiDone; err != nil {
 			return err
@@ -365,6 +366,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 			}
 			return fmt.Errorf("service API stopped: %w", err)
 		}
+		logging.Stopping()
 		fmt.Fprintln(out, "shutting down")
 		if err != nil {
 			return err

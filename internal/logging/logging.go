@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -161,8 +162,28 @@ func Setup(l Level, w io.Writer) {
 // Logger is the logr logger of the platform's own code and controller-runtime at level l: JSON
 // lines on w.
 func Logger(l Level, w io.Writer) logr.Logger {
-	return zap.New(zap.WriteTo(w), zap.UseDevMode(false), zap.Level(l.Zap()))
+	return zap.New(zap.WriteTo(w), zap.UseDevMode(false), zap.Level(l.Zap()),
+		zap.RawZapOpts(uberzap.WrapCore(func(c zapcore.Core) zapcore.Core { return stopCore{c} })))
 }
+
+// stopping is set once the process stops on a signal.
+var stopping atomic.Bool
+
+// Stopping says that the process stops on a signal: controllers stopped while they still start
+// then report their informers' cancelled sync as errors, which are not.
+func Stopping() { stopping.Store(true) }
+
+// stopCore drops the errors of a stop during start (see Stopping).
+type stopCore struct{ zapcore.Core }
+
+func (c stopCore) Check(entry zapcore.Entry, checked *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if stopping.Load() && entry.Message == "failed to get informer from cache" {
+		return checked
+	}
+	return c.Core.Check(entry, checked)
+}
+
+func (c stopCore) With(fields []zapcore.Field) zapcore.Core { return stopCore{c.Core.With(fields)} }
 
 // klogFilter receives klog's entries, one per Write, each starting with its severity letter
 // (I, W, E, F) as klog's header does.
