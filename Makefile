@@ -4,6 +4,17 @@ include hack/tools.mk
 
 # Where `make run` keeps its data (embedded etcd, SQLite, blobs).
 DATA_DIR ?= .data
+# The loopback ports of `make run`: the service API and Console, the Workplace (whose API base URL
+# follows HTTP_PORT, and whose URL the server's sign-in redirects and Console links follow) and the
+# kube API.
+HTTP_PORT ?= 5100
+WORKPLACE_PORT ?= 5180
+KUBE_PORT ?= 6443
+# What `make run` writes besides its ready lines: debug, info, warn or error and above (empty: the
+# setting Platform:Logging:Level, else warn).
+LOG_LEVEL ?=
+# The binary `make run` starts (`make -o build run PLATFORM=...` runs another one without building).
+PLATFORM ?= bin/platform
 # Flags of `make test`; for example GO_TEST_FLAGS='-count=1 -timeout 30m -race -run TestX'.
 GO_TEST_FLAGS ?= -count=1 -timeout 18m
 # Packages of `make test` and `make bench`.
@@ -123,16 +134,20 @@ verify-web: web ## Rebuild the web apps and fail if the committed build output d
 
 .PHONY: build
 build: ## Build the platform binary into bin/platform.
-	go build -o bin/platform .
-
-.PHONY: run
-run: ## Build bin/platform, then run `platform serve` (API and Console on :5100) and `platform workplace` (Workplace on :5180) with data in DATA_DIR (default .data); open the Workplace to create the first administrator.
 	@echo "building bin/platform (the first build compiles the whole platform: about a minute on 2 cores)..."
-	go build -o bin/platform .
+	@go build -o bin/platform .
+
+# Ctrl-C reaches both processes, which stop cleanly; the recipe then exits 0 itself, so that make
+# reports no "Interrupt" or "Error" for an expected stop. When either process fails, the other is
+# stopped and the failure is make's.
+.PHONY: run
+run: build ## Build bin/platform, then run `platform serve` (API and Console on HTTP_PORT, default 5100; kube API on KUBE_PORT, 6443) and `platform workplace` (Workplace on WORKPLACE_PORT, 5180) with data in DATA_DIR (default .data); open the Workplace to create the first administrator.
 	@export PLATFORM_ENVIRONMENT=$${PLATFORM_ENVIRONMENT:-Development}; \
-	bin/platform serve --data-dir $(DATA_DIR) & serve=$$!; \
-	bin/platform workplace & workplace=$$!; \
-	trap 'kill $$serve $$workplace 2>/dev/null; wait' EXIT INT TERM; \
+	export Platform__Workplace__Url=$${Platform__Workplace__Url:-http://127.0.0.1:$(WORKPLACE_PORT)/}; \
+	$(PLATFORM) serve --data-dir $(DATA_DIR) --http-addr 127.0.0.1:$(HTTP_PORT) --kube-addr 127.0.0.1:$(KUBE_PORT) $(if $(LOG_LEVEL),--log-level $(LOG_LEVEL)) & serve=$$!; \
+	$(PLATFORM) workplace --addr 127.0.0.1:$(WORKPLACE_PORT) --api-base-url http://127.0.0.1:$(HTTP_PORT)/ $(if $(LOG_LEVEL),--log-level $(LOG_LEVEL)) & workplace=$$!; \
+	trap 'kill $$serve $$workplace 2>/dev/null || true; wait; exit 0' INT TERM; \
+	trap 'kill $$serve $$workplace 2>/dev/null || true; wait' EXIT; \
 	wait -n $$serve $$workplace
 
 ##@ Test

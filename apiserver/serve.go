@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -39,6 +40,8 @@ import (
 	"platform.dev/platform/crds"
 	"platform.dev/platform/internal/config"
 	"platform.dev/platform/internal/demo"
+	"platform.dev/platform/internal/logging"
+	"platform.dev/platform/internal/readiness"
 )
 
 // NewServeCommand runs the platform until SIGTERM or SIGINT.
@@ -50,6 +53,7 @@ func NewServeCommand() *cobra.Command {
 		configFile  string
 		databaseURL string
 		ctrlOpts    = controllers.Options{LeaderElection: true}
+		logLevel    logging.Level
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -64,6 +68,10 @@ func NewServeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if logLevel, err = logging.Resolve(cmd.Flags(), logLevel, cfg); err != nil {
+				return err
+			}
+			logging.Setup(logLevel, cmd.ErrOrStderr())
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			return serve(ctx, cmd, opts, cfg, httpAddr, databaseURL, ctrlOpts)
@@ -76,6 +84,7 @@ func NewServeCommand() *cobra.Command {
 	cmd.Flags().StringVar(&databaseURL, "database-url", "", "postgres://user:password@host:port/database of the SQL store (default: SQLite file "+store.FileName+" in the data directory)")
 	controllers.AddFlags(cmd.Flags(), &ctrlOpts)
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML file of settings (Platform:..., AI:...); environment variables such as Platform__Authentication__Mode override it")
+	logging.AddFlag(cmd.Flags(), &logLevel, logging.Warn)
 	return cmd
 }
 
@@ -179,7 +188,6 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
-	controllers.SetLogger()
 	// Runs resolve their Flow versions and agents, and agent calls their model profiles and
 	// providers, from informers instead of a kube API request each (the API answers what the
 	// cache does not have yet). The informers stop with the executor, before the kube API.
@@ -251,8 +259,17 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
+	// /readyz answers 503 until the service API has said it is ready, so that what waits for it
+	// (the Workplace host of `make run`) announces itself after it.
+	announced := &atomic.Bool{}
+	ready := func(ctx context.Context) error {
+		if !announced.Load() {
+			return errors.New("starting")
+		}
+		return server.Ready(ctx)
+	}
 	api, err := service.New(httpapi.Options{
-		Config: cfg, Kube: serviceKube, PlatformKube: kube, Reads: resolve, Ready: server.Ready,
+		Config: cfg, Kube: serviceKube, PlatformKube: kube, Reads: resolve, Ready: ready,
 		Identity:           ids,
 		ProvisionWorkspace: httpapi.NamespaceProvisioner(serviceKube),
 		SeedFirstWorkspace: func(ctx context.Context, ws identity.Workspace) error { return demo.Seed(ctx, kube, ws.RouteName) },
@@ -305,17 +322,38 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}
 	defer stopControllers()
 
-	apiDone := make(chan error, 1)
-	go func() { apiDone <- api.Serve(ctx, httpListener) }()
-
+	// The kube API's lines come first: it serves since controlplane.Start returned, and the
+	// service API, which answers only from here on, relies on it.
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "kube API ready at https://%s\n", server.Address)
 	fmt.Fprintf(out, "kubeconfig: export KUBECONFIG=%s   (or: platform kubeconfig --data-dir %s > kubeconfig)\n", kubeconfig, opts.DataDir)
-	fmt.Fprintf(out, "service API ready at http://%s (OpenAPI: http://%s%s.json)\n", httpListener.Addr(), httpListener.Addr(), httpapi.OpenAPIPath)
-	fmt.Fprintf(out, "Console ready at http://%s/ (Tasks: /tasks, Triggers: /triggers, cleanup: /cleanup, settings: /settings/profile)\n", httpListener.Addr())
+
+	apiDone := make(chan error, 1)
+	go func() { apiDone <- api.Serve(ctx, httpListener) }()
+	// The service API's and the Console's lines come once the service API answers, in one write
+	// so that no other process's line falls between them.
+	announceCtx, stopAnnouncing := context.WithCancel(ctx)
+	announcing := make(chan struct{})
+	go func() {
+		defer close(announcing)
+		addr := httpListener.Addr()
+		if readiness.Wait(announceCtx, readiness.Default, func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "service API: %v\n", err) },
+			"http://"+addr.String()+"/livez") != nil {
+			return
+		}
+		announced.Store(true)
+		fmt.Fprintf(out, "service API ready at http://%s (OpenAPI: http://%s%s.json)\n"+
+			"Console ready at http://%s/ (Tasks: /tasks, Triggers: /triggers, cleanup: /cleanup, settings: /settings/profile)\n",
+			addr, addr, httpapi.OpenAPIPath, addr)
+	}()
+	defer func() {
+		stopAnnouncing()
+		<-announcing
+	}()
 
 	select {
 	case <-ctx.Done():
+		logging.Stopping()
 		fmt.Fprintln(out, "shutting down")
 		if err := <-apiDone; err != nil {
 			return err
@@ -328,6 +366,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 			}
 			return fmt.Errorf("service API stopped: %w", err)
 		}
+		logging.Stopping()
 		fmt.Fprintln(out, "shutting down")
 		if err != nil {
 			return err

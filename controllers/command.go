@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"platform.dev/platform/internal/logging"
 )
 
 // NewCommand is `platform controllers`: the controller manager alone, against any Kubernetes
@@ -21,6 +21,7 @@ func NewCommand() *cobra.Command {
 	var (
 		kubeconfig string
 		o          = Options{LeaderElection: true}
+		logLevel   logging.Level
 	)
 	cmd := &cobra.Command{
 		Use:   "controllers [--kubeconfig FILE]",
@@ -30,7 +31,8 @@ func NewCommand() *cobra.Command {
 			"Replicas share the work through a Lease (leader election).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			SetLogger()
+			// Only the flag: this command reads no settings file.
+			logging.Setup(logLevel, cmd.ErrOrStderr())
 			rules := clientcmd.NewDefaultClientConfigLoadingRules()
 			rules.ExplicitPath = kubeconfig
 			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -47,6 +49,8 @@ func NewCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, then in-cluster)")
 	AddFlags(cmd.Flags(), &o)
+	// In a cluster the manager's info logs are what its pod's log is for.
+	logging.AddFlag(cmd.Flags(), &logLevel, logging.Info)
 	cmd.Flags().BoolVar(&o.LeaderElection, "leader-elect", true, "share the work between replicas through a Lease; turn off only when a single replica runs")
 	cmd.Flags().StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", metav1.NamespaceSystem, "namespace of the leader election Lease")
 	return cmd
@@ -58,9 +62,4 @@ func AddFlags(fs *pflag.FlagSet, o *Options) {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, "how long the controllers' leader election Lease holds without renewal")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", DefaultRenewDeadline, "how long the Lease holder tries to renew before its controllers step down (and campaign again)")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "how often the controllers try to acquire or renew the Lease")
-}
-
-// SetLogger sends controller-runtime's logs to stderr as JSON, at info level.
-func SetLogger() {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(false)))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 
 	connlimit "platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/internal/config"
+	"platform.dev/platform/internal/logging"
+	"platform.dev/platform/internal/readiness"
 )
 
 // Settings of the host, under Platform:Workplace in the YAML file or the environment
@@ -29,7 +32,10 @@ const (
 
 // NewCommand is `platform workplace`: the Workplace UI host.
 func NewCommand() *cobra.Command {
-	var addr, apiBase, hubURL, auth, configFile string
+	var (
+		addr, apiBase, hubURL, auth, configFile string
+		logLevel                                logging.Level
+	)
 	cmd := &cobra.Command{
 		Use:   "workplace",
 		Short: "Serve the Workplace UI (default 127.0.0.1:5180), relaying its API and hub calls to the platform's API",
@@ -44,6 +50,10 @@ func NewCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if logLevel, err = logging.Resolve(cmd.Flags(), logLevel, cfg); err != nil {
+				return err
+			}
+			logging.Setup(logLevel, cmd.ErrOrStderr())
 			pick := func(flag, key, value string) string {
 				if cmd.Flags().Changed(flag) {
 					return value
@@ -66,9 +76,26 @@ func NewCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			fmt.Fprintf(cmd.OutOrStdout(), "Workplace ready at http://%s (API %s, hub %s, %s authentication)\n",
-				listener.Addr(), host.APIBaseURL(), host.HubURL(), opts.Authentication)
-			return Serve(ctx, host.Handler(), listener)
+			served := make(chan error, 1)
+			go func() { served <- Serve(ctx, host.Handler(), listener) }()
+			// The ready line is a promise that the Workplace works: it waits for this host and for
+			// the API it relays to.
+			announceCtx, stopAnnouncing := context.WithCancel(ctx)
+			announced := make(chan struct{})
+			go func() {
+				defer close(announced)
+				line := fmt.Sprintf("Workplace ready at http://%s (API %s, hub %s, %s authentication)\n",
+					listener.Addr(), host.APIBaseURL(), host.HubURL(), opts.Authentication)
+				if readiness.Wait(announceCtx, readiness.Default, func(err error) {
+					opts.Log.Printf("%v (the ready line follows once it answers)", err)
+				}, "http://"+listener.Addr().String()+"/config.json", host.api.JoinPath("readyz").String()) == nil {
+					_, _ = io.WriteString(cmd.OutOrStdout(), line)
+				}
+			}()
+			err = <-served
+			stopAnnouncing()
+			<-announced
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", DefaultAddr, "host:port to listen on ("+settingAddress+")")
@@ -76,6 +103,7 @@ func NewCommand() *cobra.Command {
 	cmd.Flags().StringVar(&hubURL, "hub-url", "", "the real-time hub's URL; default "+HubPath+" under the API base URL ("+settingHubURL+")")
 	cmd.Flags().StringVar(&auth, "authentication", AuthSession, "session (relay the session cookie, local topology) or bearer (independent deployment) ("+settingAuthentication+")")
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML file of settings (Platform:Workplace:...); environment variables such as Platform__Workplace__ApiBaseUrl override it")
+	logging.AddFlag(cmd.Flags(), &logLevel, logging.Warn)
 	return cmd
 }
 

@@ -244,6 +244,11 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files, listener ne
 
 	config := genericapiserver.NewRecommendedConfig(apiextensionsapiserver.Codecs)
 	runOptions := genericoptions.NewServerRunOptions()
+	// The component versions and feature gates are final here (there are no flags to parse):
+	// saying so spares the apiserver's warning that it had to settle them itself.
+	if err := runOptions.ComponentGlobalsRegistry.Set(); err != nil {
+		return nil, err
+	}
 	if err := runOptions.ApplyTo(&config.Config); err != nil {
 		return nil, err
 	}

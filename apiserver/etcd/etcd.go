@@ -18,6 +18,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"platform.dev/platform/internal/logging"
 )
 
 // Server is a running embedded etcd member.
@@ -43,11 +45,14 @@ func Start(ctx context.Context, dir string, readyTimeout time.Duration) (*Server
 	// milliseconds instead of up to a second, which is most of the platform's start time.
 	cfg.TickMs = 10
 	cfg.ElectionMs = 100
-	// Quiet: etcd's info logs would drown the platform's own; errors still reach stderr until
-	// Stop, after which etcd reports its closed listeners as errors.
+	// etcd's authentication is never enabled (loopback only, one client: the apiserver), so no
+	// token provider: the default one warns at every start that its tokens are unsigned.
+	cfg.AuthToken = ""
+	// etcd logs at the process's level (warn by default: its info logs would drown the platform's
+	// own) until Stop, after which it reports its closed listeners as errors.
 	stopping := &atomic.Bool{}
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr),
-		zap.LevelEnablerFunc(func(l zapcore.Level) bool { return l >= zapcore.ErrorLevel && !stopping.Load() }))
+		zap.LevelEnablerFunc(func(l zapcore.Level) bool { return l >= logging.Current().Zap() && !stopping.Load() }))
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(benignFirstStartErrors{core}))
 
 	if err := checkDatabase(filepath.Join(dir, "member", "snap", "db")); err != nil {
@@ -164,13 +169,22 @@ func freeLoopbackPorts(n int) ([]string, error) {
 	return ports, nil
 }
 
-// benignFirstStartErrors drops the error a new member logs when its storage-version monitor runs
-// before the first raft term is applied (more likely with the short ticks above); the monitor
-// retries and succeeds a moment later.
+// expectedMessages are what etcd logs as warnings or errors on every start of this embedded
+// member, with nothing for a user to do:
+var expectedMessages = map[string]bool{
+	// A new member's storage-version monitor runs before the first raft term is applied (more
+	// likely with the short ticks above); it retries and succeeds a moment later.
+	"failed to update storage version": true,
+	"Failed to detect schema version":  true,
+	// The member listens on loopback only, for this process: one port serves both protocols.
+	"Running http and grpc server on single port. This is not recommended for production.": true,
+}
+
+// benignFirstStartErrors drops expectedMessages.
 type benignFirstStartErrors struct{ zapcore.Core }
 
 func (c benignFirstStartErrors) Check(entry zapcore.Entry, checked *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if entry.Message == "failed to update storage version" {
+	if expectedMessages[entry.Message] {
 		return checked
 	}
 	return c.Core.Check(entry, checked)

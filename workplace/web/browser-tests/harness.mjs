@@ -112,10 +112,18 @@ async function startServe({ name, dataDir, httpPort, workplaceUrl, env }) {
   return serve;
 }
 
-export async function startWorkplace({ name = "workplace", apiUrl, port, args = [] }) {
+/**
+ * startWorkplace runs the Workplace host. It prints its ready line once the API it relays to
+ * answers too; with apiAnswers false (no platform behind it) the host is ready once its own
+ * /config.json answers.
+ */
+export async function startWorkplace({ name = "workplace", apiUrl, port, args = [], apiAnswers = true }) {
   port ??= await freePort();
   const host = run(name, ["workplace", "--addr", `127.0.0.1:${port}`, "--api-base-url", `${apiUrl}/`, ...args], {}, /Workplace ready at (http:\/\/\S+)/, 20_000);
-  const url = (await host.found)[1];
+  if (apiAnswers) return { url: (await host.found)[1], stop: host.stop };
+  host.found.catch(() => {}); // the line never comes
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => (await fetch(`${url}/config.json`)).ok, { timeout: 20_000, message: `${name}'s /config.json` });
   return { url, stop: host.stop };
 }
 

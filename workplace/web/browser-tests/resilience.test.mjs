@@ -17,7 +17,7 @@ after(async () => {
 describe("the Workplace without its API", () => {
   it("says that the API is unavailable when nothing answers at the API base URL (rule 17)", async () => {
     const closed = await h.freePort();
-    const host = await h.startWorkplace({ name: "workplace-no-api", apiUrl: `http://127.0.0.1:${closed}` });
+    const host = await h.startWorkplace({ name: "workplace-no-api", apiUrl: `http://127.0.0.1:${closed}`, apiAnswers: false });
     try {
       const page = await h.newPage(browser);
       await page.goto(host.url);

@@ -1,0 +1,92 @@
+package logging
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+
+	"platform.dev/platform/internal/config"
+)
+
+func TestTheLevelIsTheFlagsThenTheSettingsThenTheDefault(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args    []string
+		environ []string
+		want    Level
+		wantErr string
+	}{
+		"the default":                      {want: Warn},
+		"the setting from the environment": {environ: []string{"Platform__Logging__Level=debug"}, want: Debug},
+		"the flag over the setting":        {args: []string{"--log-level", "error"}, environ: []string{"Platform__Logging__Level=debug"}, want: Error},
+		"any case, and warning for warn":   {environ: []string{"Platform__Logging__Level=WARNING"}, want: Warn},
+		"a bad setting names itself":       {environ: []string{"Platform__Logging__Level=loud"}, wantErr: `Platform:Logging:Level="loud": must be debug, info, warn or error`},
+		"a bad flag is refused":            {args: []string{"--log-level", "loud"}, wantErr: `must be debug, info, warn or error`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			var l Level
+			AddFlag(fs, &l, Warn)
+			err := fs.Parse(tc.args)
+			if err == nil {
+				cfg, loadErr := config.Load("", tc.environ)
+				if loadErr != nil {
+					t.Fatal(loadErr)
+				}
+				l, err = Resolve(fs, l, cfg)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || l != tc.want {
+				t.Fatalf("level = %s (%v), want %s", l, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestOnlyMessagesAtOrAboveTheLevelAreWritten(t *testing.T) {
+	for name, tc := range map[string]struct {
+		level Level
+		want  []string
+	}{
+		"warn (the terminal's)": {level: Warn, want: []string{"klog warning", "klog error", "controller error"}},
+		"error":                 {level: Error, want: []string{"klog error", "controller error"}},
+		"info":                  {level: Info, want: []string{"klog info", "klog warning", "klog error", "controller info", "controller error", "apiextensions.k8s.io/v1beta1"}},
+		"debug":                 {level: Debug, want: []string{"klog verbose", "klog info", "controller debug", "controller info"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			Setup(tc.level, &out)
+			klog.V(4).Info("klog verbose")
+			klog.Info("klog info")
+			klog.Warning("klog warning")
+			klog.Warning("Skipping API apiextensions.k8s.io/v1beta1 because it has no resources.")
+			klog.Error("klog error")
+			klog.Flush()
+			log := Logger(tc.level, &out)
+			log.V(1).Info("controller debug")
+			log.Info("controller info")
+			log.Error(nil, "controller error")
+			all := []string{"klog verbose", "klog info", "klog warning", "klog error", "controller debug", "controller info", "controller error", "apiextensions.k8s.io/v1beta1"}
+			for _, msg := range all {
+				wanted := false
+				for _, w := range tc.want {
+					wanted = wanted || w == msg
+				}
+				if tc.level == Debug {
+					wanted = true
+				}
+				if strings.Contains(out.String(), msg) != wanted {
+					t.Errorf("%q written = %v, want %v; output:\n%s", msg, !wanted, wanted, out.String())
+				}
+			}
+		})
+	}
+	Setup(Warn, &bytes.Buffer{})
+}
