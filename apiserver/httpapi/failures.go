@@ -31,7 +31,7 @@ func noteFailure(ctx context.Context, cause error) {
 	}
 }
 
-// internalError is a 500 whose cause is logged, never answered.
+// internalError is a 5xx whose cause is logged, never answered.
 type internalError struct {
 	*huma.ErrorModel
 	cause error
@@ -43,6 +43,12 @@ func (e *internalError) Unwrap() error { return e.cause }
 // with err logged as its cause.
 func Internal(err error) huma.StatusError {
 	model, _ := huma.Error500InternalServerError("internal error").(*huma.ErrorModel)
+	return &internalError{ErrorModel: model, cause: err}
+}
+
+// Unavailable is a 503 whose detail tells the caller to retry, with err logged as its cause.
+func Unavailable(detail string, err error) huma.StatusError {
+	model, _ := huma.Error503ServiceUnavailable(detail).(*huma.ErrorModel)
 	return &internalError{ErrorModel: model, cause: err}
 }
 

@@ -217,7 +217,7 @@ func identityProblem(err error) error {
 	case errors.Is(err, identity.ErrRoleAboveCaller):
 		return huma.Error403Forbidden("not permitted: the caller may set, change or remove only roles whose permissions it holds in the workspace")
 	case errors.Is(err, identity.ErrProvisioningFailed):
-		return huma.Error503ServiceUnavailable("the workspace could not be provisioned; nothing was created, retry")
+		return Unavailable("the workspace could not be provisioned; nothing was created, retry", err)
 	case errors.Is(err, identity.ErrNotFound):
 		return huma.Error404NotFound("account not found")
 	case errors.Is(err, identity.ErrPrincipalNotFound):

@@ -174,7 +174,7 @@ func bootstrapProblem(err error) error {
 	case errors.Is(err, domain.ErrInvalidUsername):
 		return huma.Error422UnprocessableEntity("the request body is invalid", &huma.ErrorDetail{Location: "body.username", Message: "1 to 64 characters without control characters or surrounding spaces"})
 	case errors.Is(err, domain.ErrProvisioningFailed):
-		return huma.Error503ServiceUnavailable("the workspace could not be provisioned; nothing was created, retry")
+		return httpapi.Unavailable("the workspace could not be provisioned; nothing was created, retry", err)
 	}
 	return httpapi.Problem(err)
 }
