@@ -46,7 +46,7 @@ func answerProblems(next, notFoundPage http.Handler, log logr.Logger) http.Handl
 			pw.answer.Reset()
 			pw.answer.WriteString(detail)
 		}
-		if pw.code >= http.StatusInternalServerError {
+		if pw.code >= http.StatusInternalServerError && !probe(r) {
 			logFailure(log, r, pw.code, f, pw.answer.String())
 		}
 	})
@@ -147,4 +147,10 @@ func wantsPage(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// probe tells the health probes, whose 503 says "not ready yet" (while starting, while the store
+// does not answer) to whoever polls them: a state they report, not a failure to log.
+func probe(r *http.Request) bool {
+	return r.URL.Path == "/readyz" || r.URL.Path == "/livez"
 }

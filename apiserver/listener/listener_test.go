@@ -78,7 +78,8 @@ func TestAListenerAtItsCapClosesTheQuietestConnectionForANewcomer(t *testing.T) 
 	time.Sleep(1100 * time.Millisecond) // past the second a busy connection is spared
 
 	g.Expect(get(addr)).To(Equal("ok"))
-	g.Expect(closed(idle[0])).To(BeTrue(), "the connection silent longest made room")
+	// The eviction may land just after the newcomer's answer on a loaded machine.
+	g.Eventually(func() bool { return closed(idle[0]) }).WithTimeout(3*time.Second).Should(BeTrue(), "the connection silent longest made room")
 	g.Expect(listener.Open(l)).To(BeNumerically("<=", 4))
 }
 

@@ -93,7 +93,8 @@ func TestIdleConnectionsBeyondTheDescriptorLimitLeaveThePlatformServingOthers(t 
 // over and nothing reports it lost, with a stack trace, on the way out.
 func TestACleanSIGTERMLogsNoError(t *testing.T) {
 	g := NewWithT(t)
-	s, err := startServer(filepath.Join(t.TempDir(), "data"))
+	// At info level, to see when the controllers have started (and any error line, as at warn).
+	s, err := startServer(filepath.Join(t.TempDir(), "data"), "--log-level", "info")
 	g.Expect(err).NotTo(HaveOccurred())
 	// Once every controller of the term has started its workers (a SIGTERM during the start
 	// makes controller-runtime report the caches it could not fill).

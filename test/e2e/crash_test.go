@@ -197,9 +197,11 @@ func (r *reportRun) result(c serviceClient) map[string]any {
 	return c.must(http.StatusOK, http.MethodGet, "/api/work/workitems/"+r.itemID+"/result", "")
 }
 
-// expectEachStepCompletedOnce checks the run's history: every step that ran completed exactly
-// once, however many times a crash made a worker start it. It logs the steps a crash interrupted
-// (restarted under the same attempt), to show where the kills landed.
+// expectEachStepCompletedOnce checks the run's history: every step that ran completed exactly as
+// often as in an uninterrupted run, however many times a crash made a worker start it. An agent
+// that asks completes its step twice: once with its question, once with its answer after the
+// person's. It logs the steps a crash interrupted (restarted under the same attempt), to show
+// where the kills landed.
 func expectEachStepCompletedOnce(g Gomega, c serviceClient, runID string) {
 	events := c.must(http.StatusOK, http.MethodGet, "/api/flowRuns/"+runID+"/events", "")["items"].([]any)
 	completed, started := map[string]int{}, map[string]int{}
@@ -215,7 +217,7 @@ func expectEachStepCompletedOnce(g Gomega, c serviceClient, runID string) {
 	for step, n := range started {
 		c.t.Logf("run %s: step %q was interrupted by a kill and restarted %d time(s)", runID, step, n)
 	}
-	g.ExpectWithOffset(1, completed).To(Equal(map[string]int{"in": 1, "choose": 1, "check": 1, "confirm": 1, "out": 1}), "history of run %s: %v", runID, events)
+	g.ExpectWithOffset(1, completed).To(Equal(map[string]int{"in": 1, "choose": 2, "check": 1, "confirm": 2, "out": 1}), "history of run %s: %v", runID, events)
 }
 
 func TestAFlowRunSurvivesSIGKILLAndCompletesWithTheSameResultAsAnUninterruptedRun(t *testing.T) {

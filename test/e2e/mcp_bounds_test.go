@@ -86,7 +86,9 @@ func usageOf(t *testing.T, s *server) processUsage {
 func TestAToolThatCallsItselfThroughThePlatformsOwnMCPIsRefusedPastTheDepthLimitAndLeavesNothingBehind(t *testing.T) {
 	requireKubectl(t)
 	g := NewWithT(t)
-	s, err := startServerEnv(filepath.Join(t.TempDir(), "data"), []string{"PLATFORM_ENVIRONMENT=Testing", "Platform__Authentication__Mode=Development"})
+	// At info level: each tool call reaching /mcp is a log line, which the test counts.
+	s, err := startServerEnv(filepath.Join(t.TempDir(), "data"), []string{"PLATFORM_ENVIRONMENT=Testing", "Platform__Authentication__Mode=Development"},
+		"--log-level", "info")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if code, _, err := s.stop(); err != nil || code != 0 {

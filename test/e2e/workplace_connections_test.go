@@ -61,7 +61,14 @@ func holdConnectionsIfRequested() {
 // inherited one) and returns its address. No API answers behind it: /config.json needs none.
 func startWorkplace(t *testing.T, openFiles int) string {
 	t.Helper()
-	args := []string{"workplace", "--addr", "127.0.0.1:0", "--api-base-url", "http://127.0.0.1:9/"}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	// No API answers at the base URL: the host serves on its own, so it is waited for by its
+	// /config.json (its ready line waits for the API it relays to).
+	args := []string{"workplace", "--addr", addr, "--api-base-url", "http://127.0.0.1:9/"}
 	cmd := exec.Command(platformBinary, args...)
 	if openFiles > 0 {
 		cmd = exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, openFiles), platformBinary}, args...)...)
@@ -69,10 +76,6 @@ func startWorkplace(t *testing.T, openFiles int) string {
 	cmd.SysProcAttr = childProcAttr()
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -82,24 +85,23 @@ func startWorkplace(t *testing.T, openFiles int) string {
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	ready := make(chan string, 1)
-	go func() {
-		scanner := bufio.NewScanner(out)
-		for scanner.Scan() {
-			if rest, ok := strings.CutPrefix(scanner.Text(), "Workplace ready at http://"); ok {
-				addr, _, _ := strings.Cut(rest, " ")
-				ready <- addr
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			t.Fatalf("platform workplace exited:\n%s", stderr.String())
+		default:
+		}
+		if resp, err := client.Get("http://" + addr + "/config.json"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return addr
 			}
 		}
-	}()
-	select {
-	case addr := <-ready:
-		return addr
-	case <-exited:
-		t.Fatalf("platform workplace exited:\n%s", stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("platform workplace did not start:\n%s", stderr.String())
+		time.Sleep(50 * time.Millisecond)
 	}
+	t.Fatalf("platform workplace did not start:\n%s", stderr.String())
 	return ""
 }
 

@@ -38,10 +38,16 @@ type submission struct {
 
 func (f *tableFixture) submit(flow string) submission {
 	f.t.Helper()
+	return f.submitReference(`{"name":"` + flow + `","version":"1.0.0"}`)
+}
+
+// submitReference submits a WorkItem on the Flow reference given as JSON (exact or active).
+func (f *tableFixture) submitReference(reference string) submission {
+	f.t.Helper()
 	r := f.as(platformAdmin, http.MethodPost, "/api/work/workitems?waitSeconds=10",
-		`{"type":"table","title":"Table","instruction":"Route it","flowReference":{"name":"`+flow+`","version":"1.0.0"}}`)
+		`{"type":"table","title":"Table","instruction":"Route it","flowReference":`+reference+`}`)
 	if r.status != http.StatusAccepted {
-		f.t.Fatalf("submit %s: %d %v", flow, r.status, r.body)
+		f.t.Fatalf("submit %s: %d %v", reference, r.status, r.body)
 	}
 	s := submission{itemID: field(r.body, "workItem", "id").(string), runID: field(r.body, "flowRun", "id").(string),
 		token: r.body["resumeToken"].(string), body: r.body}

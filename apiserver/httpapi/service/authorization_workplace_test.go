@@ -142,7 +142,7 @@ func workplaceRows(rows map[string]tableRow) {
 	rows["answer-task-pending-action"] = tableRow{httpapi.PolicyRunsExecute, runsExecute(200), func(f *tableFixture, _ role) tableRequest {
 		f.workplace()
 		// An autonomous Task: a WorkItem of the Work API on the demo flow, asking its first question.
-		s := f.submit("prepare-report-builtin")
+		s := f.submitReference(`{"name":"prepare-report-builtin"}`)
 		return tableRequest{method: http.MethodPost, path: in(f, "/tasks/"+s.itemID+"/pending-actions/"+s.actionID+"/responses"), body: `{"value":"table"}`}
 	}}
 }

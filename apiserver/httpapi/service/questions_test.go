@@ -112,7 +112,7 @@ func TestOpenQuestionsAreReadOnTheirTaskAndInTheInboxOldestFirst(t *testing.T) {
 		first := c.must(http.StatusCreated, http.MethodPost, "/entries/prepare-report/interactions?waitSeconds=10", `{"input":{"request":"Q1"}}`)
 		time.Sleep(5 * time.Millisecond)
 		submitted := call(t, server, http.MethodPost, "/api/work/workitems?waitSeconds=10",
-			`{"type":"report","title":"Nightly","instruction":"Prepare","flowReference":{"name":"prepare-report-builtin","version":"1.0.0"}}`,
+			`{"type":"report","title":"Nightly","instruction":"Prepare","flowReference":{"name":"prepare-report-builtin"}}`,
 			httpapi.WorkspaceHeader, ws)
 		g.Expect(submitted.status).To(Equal(http.StatusAccepted), "%v", submitted.body)
 		taskID := field(submitted.body, "workItem", "id").(string)

@@ -398,7 +398,7 @@ func TestADeletedTaskTakesItsHistoryAndTheInteractionKeepsItsConversation(t *tes
 	g.Expect(c.must(http.StatusOK, http.MethodGet, "/notifications", "")["items"]).To(BeEmpty(), "its notifications go with it")
 	kept := c.must(http.StatusOK, http.MethodGet, "/interactions/"+interaction, "")
 	g.Expect(kept["interaction"]).NotTo(HaveKey("taskId"), "the conversation is detached from the deleted Task")
-	g.Expect(c.must(http.StatusOK, http.MethodGet, "/interactions/"+interaction+"/messages", "")["items"]).To(HaveLen(5), "and keeps its messages")
+	g.Expect(c.must(http.StatusOK, http.MethodGet, "/interactions/"+interaction+"/messages", "")["items"]).To(HaveLen(6), "and keeps its messages, the closing answer included")
 }
 
 // storeFor is a fresh SQLite store for a test that runs on one dialect.
