@@ -165,12 +165,12 @@ func composeReport(c Choices) string {
 	title := capitalize(c.Subject)
 	switch c.Format {
 	case "summary":
-		fmt.Fprintf(&b, "## %s: summary outline\n\nA short outline of the report (%s detail):\n\n", title, detail)
+		fmt.Fprintf(&b, "## %s: summary outline\n\nA short outline of the report (detail level: %s):\n\n", title, detail)
 		for i, s := range sections {
 			fmt.Fprintf(&b, "%d. **%s**: %s\n", i+1, s.name, s.covers)
 		}
 	case "table":
-		fmt.Fprintf(&b, "## %s: report outline as a table\n\nThe report's sections (%s detail):\n\n", title, detail)
+		fmt.Fprintf(&b, "## %s: report outline as a table\n\nThe report's sections (detail level: %s):\n\n", title, detail)
 		if detail == "detailed" {
 			b.WriteString("| Section | What it covers | Key points |\n|---|---|---|\n")
 		} else {
@@ -185,7 +185,7 @@ func composeReport(c Choices) string {
 		}
 	case "narrative":
 		fmt.Fprintf(&b, "## %s: narrative report outline\n\n", title)
-		fmt.Fprintf(&b, "This report tells the story of %s in %d parts (%s detail).\n", c.Subject, len(sections), detail)
+		fmt.Fprintf(&b, "This report tells the story of %s in %d parts (detail level: %s).\n", c.Subject, len(sections), detail)
 		for _, s := range sections {
 			fmt.Fprintf(&b, "\n**%s.** It explains %s.", s.name, s.covers)
 			if detail == "detailed" {
@@ -194,7 +194,7 @@ func composeReport(c Choices) string {
 			b.WriteString("\n")
 		}
 	default:
-		fmt.Fprintf(&b, "## %s: report outline\n\nThe report in %d sections (%s detail):\n", title, len(sections), detail)
+		fmt.Fprintf(&b, "## %s: report outline\n\nThe report in %d sections (detail level: %s):\n", title, len(sections), detail)
 		for _, s := range sections {
 			fmt.Fprintf(&b, "\n### %s\n\n%s.\n", s.name, capitalize(s.covers))
 			if detail != "brief" {

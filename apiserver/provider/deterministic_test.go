@@ -92,7 +92,7 @@ func TestTheDeterministicProviderAnswersAQuestionItsAgentAskedOnceItIsAnswered(t
 		"answered, with no directive after it, the default answer takes the choice": {
 			instructions: "@requestChoice Level?\n@option brief\n@option detailed",
 			transcript:   answered("requestChoice", "Level?", "brief"),
-			want: provider.Action{Type: provider.ActionRespond, Text: "## Hello: report outline\n\nThe report in 3 sections (brief detail):\n\n" +
+			want: provider.Action{Type: provider.ActionRespond, Text: "## Hello: report outline\n\nThe report in 3 sections (detail level: brief):\n\n" +
 				"### Overview\n\nWhat hello covers and why it matters now.\n\n### Key figures\n\nThe main numbers behind hello.\n\n" +
 				"### Recommendations\n\nWhat to do next, in order of impact."},
 		},
@@ -127,11 +127,11 @@ func TestTheDeterministicProviderWritesReadableProseShapedByTheChoices(t *testin
 	}{
 		"a detailed report has sections with bullet points": {
 			instructions: report, message: "Subject: Monthly cloud costs\nDetail: detailed",
-			contains: []string{"Monthly cloud costs", "detailed detail", "### Risks", "\n- Open issues and their owners"},
+			contains: []string{"Monthly cloud costs", "detail level: detailed", "### Risks", "\n- Open issues and their owners"},
 		},
 		"a brief report has sections without points": {
 			instructions: report, message: "Subject: Monthly cloud costs\nDetail: brief",
-			contains: []string{"3 sections (brief detail)", "### Overview"}, lacks: []string{"\n- ", "### Risks"},
+			contains: []string{"3 sections (detail level: brief)", "### Overview"}, lacks: []string{"\n- ", "### Risks"},
 		},
 		"a summary is a short numbered outline": {
 			instructions: report, message: "Subject: Monthly cloud costs\nFormat: summary\nDetail: standard",
@@ -165,7 +165,7 @@ func TestTheDeterministicProviderWritesReadableProseShapedByTheChoices(t *testin
 			instructions: "@requestChoice Which level of detail?\n@option brief\n@option detailed\n@report",
 			message:      `{"instruction":"Prepare it","title":"Q3","type":"report"}`,
 			transcript:   answered("requestChoice", "Which level of detail?", "detailed"),
-			contains:     []string{"## Q3: report outline", "5 sections (detailed detail)", "- Scope and period covered"},
+			contains:     []string{"## Q3: report outline", "5 sections (detail level: detailed)", "- Scope and period covered"},
 		},
 	}
 	for name, tc := range cases {

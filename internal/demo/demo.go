@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"k8s.io/client-go/util/retry"
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -94,25 +95,28 @@ func Seed(ctx context.Context, c client.Client, ns string) error {
 			return fmt.Errorf("demo %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 		}
 	}
-	home := &platformv1.Dashboard{}
-	err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: workspace.HomeDashboard}, home)
-	switch {
-	case apierrors.IsNotFound(err):
-		home = workspace.NewHomeDashboard(ns)
+	// The workspace controller creates and updates the same home meanwhile: a write that meets
+	// its change reads the home again and tries once more.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		home := &platformv1.Dashboard{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: workspace.HomeDashboard}, home)
+		switch {
+		case apierrors.IsNotFound(err):
+			home = workspace.NewHomeDashboard(ns)
+			home.Definition.Entries = Entries
+			err := c.Create(ctx, home, client.FieldOwner(FieldOwner))
+			if !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			// Created empty meanwhile: read it again and place the Entries on it.
+			return apierrors.NewConflict(platformv1.GroupVersion.WithResource("dashboards").GroupResource(), home.Name, err)
+		case err != nil:
+			return err
+		}
+		if len(home.Definition.Entries) > 0 {
+			return nil
+		}
 		home.Definition.Entries = Entries
-		if err := c.Create(ctx, home, client.FieldOwner(FieldOwner)); err == nil || !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-		// The workspace controller created an empty home meanwhile: place the Entries on it.
-		if err := c.Get(ctx, client.ObjectKeyFromObject(home), home); err != nil {
-			return err
-		}
-	case err != nil:
-		return err
-	}
-	if len(home.Definition.Entries) > 0 {
-		return nil
-	}
-	home.Definition.Entries = Entries
-	return c.Update(ctx, home, client.FieldOwner(FieldOwner))
+		return c.Update(ctx, home, client.FieldOwner(FieldOwner))
+	})
 }

@@ -69,7 +69,7 @@ describe("the offline demo", () => {
     { format: "Table", detail: "detailed", expect: async (result) => assert.equal(await result.locator("table th").first().innerText(), "Section") },
     { format: "Summary", detail: "brief", expect: async (result) => assert.equal(await result.locator("ol > li").count(), 3) },
   ]) {
-    it(`prepare-report as a ${format.toLowerCase()} at the ${detail} detail ends with a closing answer and a readable outline in its Task`, async () => {
+    it(`prepare-report as a ${format.toLowerCase()} at the ${detail} level ends with a closing answer and a readable outline in its Task`, async () => {
       for (const width of [1280, 375]) {
         const page = await h.newPage(browser, { width });
         await h.signIn(page, session);
@@ -86,7 +86,7 @@ describe("the offline demo", () => {
         const { title, text, result } = await taskResult(page, conversation, `demo-report-${format.toLowerCase()}-task-${width}`);
         assert.equal(title, `Prepare the report: ${subject}`);
         assert.ok(text.includes(subject), text);
-        assert.ok(text.includes(`${detail} detail`), text);
+        assert.ok(text.includes(`detail level: ${detail}`), text);
         await shape(result);
         assert.deepEqual(page.errors, []);
         await page.context().close();
