@@ -295,13 +295,9 @@ func (s *routes) registerInteractions() {
 		Body AnswerRequest
 	}) (*exchangeOutput, error) {
 		rc, _ := httpapi.RequestContextFrom(ctx)
-		i, err := s.workplace.Interaction(ctx, rc.WorkspaceID, in.ID)
+		i, runID, err := s.interactionQuestion(ctx, rc.WorkspaceID, in.ID, in.ActionID)
 		if err != nil {
-			return nil, httpapi.Problem(err)
-		}
-		runID, err := s.workplace.PendingActionOf(ctx, rc.WorkspaceID, i.ID, "", in.ActionID)
-		if err != nil {
-			return nil, httpapi.Problem(err)
+			return nil, err
 		}
 		answered, token, err := s.answer(ctx, rc, runID, in.ActionID, in.Body, true)
 		if err != nil {
@@ -598,4 +594,18 @@ func pendingActionOf(a *work.PendingAction) *InteractionPendingAction {
 		status = work.ActionExpired
 	}
 	return &InteractionPendingAction{ID: a.ID, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: status, ExpiresAt: a.ExpiresAt}
+}
+
+// interactionQuestion is the Interaction of the workspace and the run its pending action
+// suspends: 404 Problem Details when either is not the workspace's.
+func (s *routes) interactionQuestion(ctx context.Context, workspaceID, interactionID, actionID string) (domain.Interaction, string, error) {
+	i, err := s.workplace.Interaction(ctx, workspaceID, interactionID)
+	if err != nil {
+		return i, "", httpapi.Problem(err)
+	}
+	runID, err := s.workplace.PendingActionOf(ctx, workspaceID, i.ID, "", actionID)
+	if err != nil {
+		return i, "", httpapi.Problem(err)
+	}
+	return i, runID, nil
 }

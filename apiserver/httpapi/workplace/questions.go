@@ -119,13 +119,9 @@ func (s *routes) registerQuestions() {
 		Body         ResumeTokenGrant
 	}, error) {
 		rc, _ := httpapi.RequestContextFrom(ctx)
-		i, err := s.workplace.Interaction(ctx, rc.WorkspaceID, in.ID)
+		_, runID, err := s.interactionQuestion(ctx, rc.WorkspaceID, in.ID, in.ActionID)
 		if err != nil {
-			return nil, httpapi.Problem(err)
-		}
-		runID, err := s.workplace.PendingActionOf(ctx, rc.WorkspaceID, i.ID, "", in.ActionID)
-		if err != nil {
-			return nil, httpapi.Problem(err)
+			return nil, err
 		}
 		audit := &identity.Audit{Store: s.Work().SQL()}
 		action, token, err := s.Work().ReissueResumeToken(ctx, work.Reissue{WorkspaceID: rc.WorkspaceID, RunID: runID, ActionID: in.ActionID,
