@@ -248,7 +248,8 @@ describe("the Console's Triggers", () => {
     await page.getByRole("button", { name: "Next" }).click();
     await range.filter({ hasText: "51" }).waitFor();
     assert.ok((await rows.count()) >= 5, "the next page holds the rest");
-    assert.equal(await page.getByRole("button", { name: "Next" }).isDisabled(), true, "the last page");
+    // The pager settles once the page's rows are in: then the last page offers no Next.
+    await h.waitFor(async () => await page.getByRole("button", { name: "Next" }).isDisabled(), { message: "the last page" });
     await h.screenshot(page, "triggers-second-page");
     await page.getByRole("button", { name: "Previous" }).click();
     await range.filter({ hasText: "1–50" }).waitFor();
