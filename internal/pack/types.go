@@ -206,10 +206,10 @@ type ChangeSet struct {
 	// FromVersion is the installed version an update starts from; empty for an install.
 	FromVersion string `json:"fromVersion,omitempty"`
 	// Namespace is the installation's resource namespace, `publisher.name`.
-	Namespace string           `json:"namespace"`
-	Changes   []Change         `json:"changes"`
-	Bindings  []BindingState   `json:"bindings"`
-	Readiness string           `json:"readiness"`
+	Namespace string         `json:"namespace"`
+	Changes   []Change       `json:"changes"`
+	Bindings  []BindingState `json:"bindings"`
+	Readiness string         `json:"readiness"`
 	// Blocked is true when any change is a conflict: the operation would be refused.
 	Blocked bool `json:"blocked"`
 }
