@@ -1,7 +1,7 @@
 // Command platform is the whole product in one binary: `serve` runs the control plane and the
 // controllers, `controllers` runs only the controllers against an existing cluster, `kubeconfig`
-// prints the administrator's kubeconfig, `workplace` serves the Workplace UI, `version` prints the
-// version.
+// prints the administrator's kubeconfig, `workplace` serves the Workplace UI, `openapi` prints the
+// service API's contract, `version` prints the version.
 package main
 
 import (
@@ -24,7 +24,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(apiserver.NewServeCommand(), controllers.NewCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), workplace.NewCommand(), &cobra.Command{
+	root.AddCommand(apiserver.NewServeCommand(), controllers.NewCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), workplace.NewCommand(), apiserver.NewOpenAPICommand(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,

@@ -342,9 +342,13 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 			return
 		}
 		announced.Store(true)
-		fmt.Fprintf(out, "service API ready at http://%s (OpenAPI: http://%s%s.json)\n"+
+		contract := "OpenAPI: `platform openapi`"
+		if cfg.IsDevelopmentOrTesting() {
+			contract = fmt.Sprintf("OpenAPI: http://%s%s.json", addr, httpapi.OpenAPIPath)
+		}
+		fmt.Fprintf(out, "service API ready at http://%s (%s)\n"+
 			"Console ready at http://%s/ (Tasks: /tasks, Triggers: /triggers, cleanup: /cleanup, settings: /settings/profile)\n",
-			addr, addr, httpapi.OpenAPIPath, addr)
+			addr, contract, addr)
 	}()
 	defer func() {
 		stopAnnouncing()

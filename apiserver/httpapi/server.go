@@ -84,6 +84,9 @@ type Options struct {
 	// Triggers fires Run now and reads the occurrence history of Triggers. Optional: without it
 	// those routes answer 503.
 	Triggers *triggers.Service
+	// DocumentOnly builds the server only to describe its routes (`platform openapi`): no
+	// backend is needed, and its handler is never served.
+	DocumentOnly bool
 }
 
 // Server is the service API.
@@ -140,7 +143,7 @@ type Area func(*Server)
 
 // New builds the service API with the routes of areas and checks its configuration.
 func New(opts Options, areas ...Area) (*Server, error) {
-	if opts.Config == nil || opts.Kube == nil || opts.Ready == nil {
+	if opts.Config == nil || !opts.DocumentOnly && (opts.Kube == nil || opts.Ready == nil) {
 		return nil, errors.New("httpapi: Config, Kube and Ready are required")
 	}
 	if opts.Identity != nil && opts.ProvisionWorkspace == nil {
@@ -152,7 +155,12 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	humaConfig := huma.DefaultConfig("platform", version.Version)
-	humaConfig.OpenAPIPath = OpenAPIPath
+	// The contract document and its browser are served in Development or Testing only (the
+	// spec's endpoint table); `platform openapi` prints the same document everywhere.
+	humaConfig.OpenAPIPath = ""
+	if opts.Config.IsDevelopmentOrTesting() {
+		humaConfig.OpenAPIPath = OpenAPIPath
+	}
 	// huma's own docs page loads its scripts from a CDN; the platform serves its own copy.
 	humaConfig.DocsPath = ""
 	humaConfig.Info.Description = "The service API of the work-delegation platform: Management resources, Flows, Work and Runtime, and identity administration."

@@ -370,3 +370,29 @@ func TestSwaggerIsServedOnlyInDevelopmentOrTestingAndWorksOffline(t *testing.T) 
 	resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusNotFound))
 }
+
+// Versioning 4 and the endpoint table: the contract document is served in Development or Testing
+// only; everyone else prints it with `platform openapi`, which gives the same document.
+func TestTheOpenAPIDocumentIsServedOnlyInDevelopmentOrTestingAndPrintedEverywhere(t *testing.T) {
+	g := NewWithT(t)
+	for _, path := range []string{"/openapi/v1.json", "/openapi/v1.yaml"} {
+		resp, err := http.Get(newServer(t, config.Production, nil).URL + path)
+		g.Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusNotFound), path)
+	}
+
+	resp, err := http.Get(devServer(t).URL + "/openapi/v1.json")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	var served map[string]any
+	g.Expect(json.NewDecoder(resp.Body).Decode(&served)).To(Succeed())
+
+	doc, err := service.OpenAPIDocument()
+	g.Expect(err).NotTo(HaveOccurred())
+	var printed map[string]any
+	g.Expect(json.Unmarshal(doc, &printed)).To(Succeed())
+	g.Expect(printed["paths"]).To(Equal(served["paths"]), "the printed document describes the served routes")
+	g.Expect(printed["components"]).To(Equal(served["components"]))
+}

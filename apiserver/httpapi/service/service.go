@@ -3,6 +3,8 @@
 package service
 
 import (
+	"encoding/json"
+
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/httpapi/console"
 	"platform.dev/platform/apiserver/httpapi/hub"
@@ -13,6 +15,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi/triggers"
 	"platform.dev/platform/apiserver/httpapi/work"
 	"platform.dev/platform/apiserver/httpapi/workplace"
+	"platform.dev/platform/internal/config"
 )
 
 // Areas are the functional areas of the service API, in the order their routes and tags appear
@@ -22,4 +25,17 @@ var Areas = []httpapi.Area{identity.Routes, management.Routes, work.Routes, work
 // New builds the service API with every area.
 func New(opts httpapi.Options) (*httpapi.Server, error) {
 	return httpapi.New(opts, Areas...)
+}
+
+// OpenAPIDocument is the service API's OpenAPI 3.1 document, as Development serves it at
+// /openapi/v1.json, built without any backend: `platform openapi` prints it in every environment.
+func OpenAPIDocument() ([]byte, error) {
+	api, err := httpapi.New(httpapi.Options{
+		Config:       config.FromMap(config.Development, map[string]string{"Platform:Authentication:Mode": "Development"}),
+		DocumentOnly: true,
+	}, Areas...)
+	if err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(api.API().OpenAPI(), "", "  ")
 }
