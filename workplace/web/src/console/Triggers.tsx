@@ -24,6 +24,7 @@ import {
   type PreviewInstant,
   type Trigger,
   type TriggerForm,
+  targetableFlows,
 } from "./triggers";
 
 interface Flow {
@@ -494,7 +495,7 @@ export function TriggerEditor({ env, name }: { env: ConsoleEnv; name?: string })
           <select {...described("t-flow", true, errorOf("flow"))} value={form.flow} onChange={(e) => set("flow", e.target.value)} disabled={!flows}>
             <option value="">{flows ? "Choose a Flow…" : "Loading the Flows…"}</option>
             {form.flow && flows && !flowNames.has(form.flow) && <option value={form.flow}>{form.flow} (not found)</option>}
-            {flows?.map((f) => (
+            {flows && targetableFlows(flows, form.flow).map((f) => (
               <option key={f.metadata.name} value={f.metadata.name}>
                 {f.definition?.displayName ? `${f.definition.displayName} (${f.metadata.name})` : f.metadata.name}
                 {f.systemManaged ? " — system-managed" : ""}

@@ -12,6 +12,7 @@ import {
   previewLine,
   requestFromForm,
   scheduleSummary,
+  targetableFlows,
   timeZones,
   triggerState,
   type Occurrence,
@@ -171,5 +172,19 @@ describe("LAST is the newest occurrence known", () => {
     expect(latestOccurrence(undefined, [scheduled])?.id).toBe("s");
     expect(latestOccurrence(scheduled, [])?.id).toBe("s");
     expect(latestOccurrence(undefined, undefined)).toBeUndefined();
+  });
+});
+
+describe("the Trigger editor's Flow choices", () => {
+  const flows = [
+    { metadata: { name: "prepare-report-builtin" } },
+    { metadata: { name: "direct-summarizer" }, systemManaged: true },
+    { metadata: { name: "weekly" }, systemManaged: false },
+  ];
+  it("lists only the workspace's own Flows, never the hidden system-managed ones", () => {
+    expect(targetableFlows(flows, "").map((f) => f.metadata.name)).toEqual(["prepare-report-builtin", "weekly"]);
+  });
+  it("keeps a system-managed Flow that the Trigger already targets", () => {
+    expect(targetableFlows(flows, "direct-summarizer").map((f) => f.metadata.name)).toEqual(["prepare-report-builtin", "direct-summarizer", "weekly"]);
   });
 });

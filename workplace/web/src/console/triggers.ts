@@ -342,3 +342,18 @@ export function latestOccurrence(status: Occurrence | undefined, history: Occurr
   if (!head) return status;
   return firedAt(head) > firedAt(status) ? head : status;
 }
+
+/** A Flow as the Flows list reads it: enough to offer it as a Trigger's target. */
+export interface FlowChoice {
+  metadata: { name: string };
+  systemManaged?: boolean;
+}
+
+/**
+ * targetableFlows are the Flows the editor offers: the workspace's own, never the hidden
+ * system-managed Direct Agent Flows that publication keeps for Agent-bound Entries. A Trigger that
+ * already targets one (written with kubectl) keeps it as its current choice.
+ */
+export function targetableFlows<F extends FlowChoice>(flows: F[], current: string): F[] {
+  return flows.filter((f) => !f.systemManaged || f.metadata.name === current);
+}
