@@ -70,7 +70,7 @@ func (r *Rules) Validate(ctx context.Context, a apiadmission.Attributes, _ apiad
 			return refuse(a, msg)
 		}
 		if a.GetOperation() == apiadmission.Delete && a.GetSubresource() == "" {
-			return r.refuseIfReferenced(ctx, a, "Flow", flowReferrer)
+			return r.refuseIfReferenced(ctx, a, "Flow", FlowReferrer)
 		}
 	case "agents":
 		if a.GetOperation() == apiadmission.Delete && a.GetSubresource() == "" {

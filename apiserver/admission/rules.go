@@ -31,9 +31,10 @@ func systemManagedRefusal(a apiadmission.Attributes) string {
 	return ""
 }
 
-// flowReferrer finds a PublishedEntry of the workspace that pins a version of Flow name of
-// namespace ns, as its target or its continuation target.
-func flowReferrer(ctx context.Context, c client.Reader, ns, name string) (string, error) {
+// FlowReferrer finds a PublishedEntry of the workspace that pins a version of Flow name of
+// namespace ns, as its target or its continuation target, and describes it ("" when none does).
+// The platform's own deletes, which admission exempts, check it themselves.
+func FlowReferrer(ctx context.Context, c client.Reader, ns, name string) (string, error) {
 	return publishedReferrer(ctx, c, ns, func(target platformv1.FlowVersionReference) (bool, error) {
 		return string(target.Name) == name, nil
 	})

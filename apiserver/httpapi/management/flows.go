@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"platform.dev/platform/apiserver/admission"
 	"sort"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -174,7 +175,7 @@ func flowVersionFrom(v *platformv1.FlowVersion, activeVersion platformv1.Semanti
 }
 
 func (s *routes) registerFlows() {
-	httpapi.KindRoutes[*platformv1.Flow, Flow]{
+	flows := httpapi.KindRoutes[*platformv1.Flow, Flow]{
 		Noun: "flow", Nouns: "flows", Article: "a", ID: "flow", Path: "/api/flows", Tag: tagFlows,
 		NewObject:     httpapi.Fresh[platformv1.Flow],
 		NewList:       func() client.ObjectList { return &platformv1.FlowList{} },
@@ -188,7 +189,9 @@ func (s *routes) registerFlows() {
 		DeleteDescription: "Refused with 409 while a published Entry pins a version of the Flow (as its target or its " +
 			"continuation target), naming the Entry, and for a system-managed Direct Agent Flow. These rules are the kube " +
 			"API's admission, so kubectl meets them too. The Flow's published versions are deleted with it.",
-	}.Register(s.Server)
+	}
+	flows.Register(s.Server)
+	s.registerSystemFlowCleanup(flows)
 
 	huma.Register(s.API(), httpapi.Secured(huma.Operation{
 		OperationID: "publish-flow-version", Method: http.MethodPost, Path: "/api/flows/{name}/versions", Tags: []string{tagFlows},
@@ -308,4 +311,45 @@ func (s *routes) deleteVersionsOf(ctx context.Context, f *platformv1.Flow) error
 		}
 	}
 	return nil
+}
+
+// systemFlowInput names the system-managed Flow a cleanup removes.
+type systemFlowInput struct {
+	httpapi.WorkspaceInput
+	httpapi.IfMatchInput
+	Name string `path:"name" maxLength:"253" doc:"Name of the system-managed Direct Agent Flow"`
+}
+
+// registerSystemFlowCleanup is the cleanup's system-Flow option (Workplace rules 20 and 21): a
+// system-managed Direct Agent Flow, which the normal Flow delete refuses, is removed once no
+// published Entry pins it any more. The platform deletes it with its own identity, so this
+// operation checks the reference rule itself, as admission does for everyone else.
+func (s *routes) registerSystemFlowCleanup(flows httpapi.KindRoutes[*platformv1.Flow, Flow]) {
+	huma.Register(s.API(), httpapi.Secured(huma.Operation{
+		OperationID: "delete-system-flow", Method: http.MethodDelete, Path: "/api/system-flows/{name}", Tags: []string{tagFlows},
+		Summary: "Remove a system-managed Direct Agent Flow that no published Entry uses (cleanup)", DefaultStatus: http.StatusNoContent,
+		Description: "The cleanup's system-Flow option. Refused with 409 for a Flow that is not system-managed (delete it with " +
+			"DELETE /api/flows/{name}) and while a published Entry pins a version of it, naming the Entry. Needs the Flow's " +
+			"current ETag (If-Match). Its published versions are deleted with it.",
+	}, httpapi.PolicyResourcesDelete), func(ctx context.Context, in *systemFlowInput) (*struct{}, error) {
+		flow, err := flows.Current(ctx, s.Server, in.IfMatchInput, in.Name)
+		if err != nil {
+			return nil, err
+		}
+		if !publication.IsSystemManaged(flow) {
+			return nil, huma.Error409Conflict(fmt.Sprintf("Flow %q is not system-managed: delete it with DELETE /api/flows/%s", flow.Name, flow.Name))
+		}
+		referrer, err := admission.FlowReferrer(ctx, s.PlatformKube(), flow.Namespace, flow.Name)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		if referrer != "" {
+			return nil, huma.Error409Conflict(fmt.Sprintf("Flow %q is still used: %s", flow.Name, referrer))
+		}
+		uid, resourceVersion := flow.UID, flow.ResourceVersion
+		if err := s.PlatformKube().Delete(ctx, flow, client.Preconditions{UID: &uid, ResourceVersion: &resourceVersion}); err != nil {
+			return nil, httpapi.Problem(err)
+		}
+		return nil, s.deleteVersionsOf(ctx, flow)
+	})
 }

@@ -303,3 +303,36 @@ func TestAPackNamespaceOfTheWorkspaceIsReachedThroughTheNamespacedRoutes(t *test
 	expectProblem(g, in(http.MethodGet, "/api/namespaces/other.pack/entries/tooling", ""), http.StatusNotFound)
 	g.Expect(in(http.MethodGet, "/api/entries/tooling", "").status).To(Equal(http.StatusNotFound), "the default namespace does not hold it")
 }
+
+// Rules 20 and 21: the normal Flow delete refuses a system-managed Direct Agent Flow; the
+// cleanup's system-Flow option removes it, with its versions, once no published Entry uses it.
+func TestCleanupRemovesASystemManagedFlowOnlyAfterItsLastPublishedEntryIsGone(t *testing.T) {
+	g := NewWithT(t)
+	server := devServer(t)
+	ws, in := entryWorkspace(t, server)
+	g.Expect(in(http.MethodPost, "/api/agents", agentBody("helper", "Helper")).status).To(Equal(http.StatusCreated))
+	g.Expect(in(http.MethodPost, "/api/entries", entryBody("ask", "Ask", `{"agent":{"name":"helper"}}`)).status).To(Equal(http.StatusCreated))
+	g.Expect(in(http.MethodPost, "/api/entries/ask/publish", "").status).To(Equal(http.StatusOK))
+	g.Expect(in(http.MethodPost, "/api/flows", directFlowBody("answer", "helper", "Answers")).status).To(Equal(http.StatusCreated))
+
+	flowETag := func(name string) string { return in(http.MethodGet, "/api/flows/"+name, "").header.Get("ETag") }
+	expectProblem(g, in(http.MethodDelete, "/api/flows/direct-helper", "", "If-Match", flowETag("direct-helper")), http.StatusConflict)
+	used := in(http.MethodDelete, "/api/system-flows/direct-helper", "", "If-Match", flowETag("direct-helper"))
+	expectProblem(g, used, http.StatusConflict)
+	g.Expect(used.body["detail"]).To(ContainSubstring(`"ask"`), "the refusal names the published Entry that still uses it")
+	expectProblem(g, in(http.MethodDelete, "/api/system-flows/answer", "", "If-Match", flowETag("answer")), http.StatusConflict)
+	g.Expect(in(http.MethodDelete, "/api/system-flows/direct-helper", "").status).To(Equal(http.StatusPreconditionRequired))
+
+	entry := in(http.MethodGet, "/api/entries/ask", "")
+	g.Expect(in(http.MethodDelete, "/api/entries/ask", "", "If-Match", entry.header.Get("ETag")).status).To(Equal(http.StatusNoContent))
+	g.Eventually(func() int {
+		return in(http.MethodDelete, "/api/system-flows/direct-helper", "", "If-Match", flowETag("direct-helper")).status
+	}).Should(Equal(http.StatusNoContent), "with its last published Entry gone, the cleanup removes it")
+	g.Expect(in(http.MethodGet, "/api/flows/direct-helper", "").status).To(Equal(http.StatusNotFound))
+	versions := &platformv1.FlowVersionList{}
+	g.Expect(kube.List(context.Background(), versions, client.InNamespace(ws))).To(Succeed())
+	for _, v := range versions.Items {
+		g.Expect(string(v.Definition.FlowName)).NotTo(Equal("direct-helper"), "its published versions go with it")
+	}
+	g.Expect(in(http.MethodGet, "/api/flows/answer", "").status).To(Equal(http.StatusOK), "a user Flow is not the cleanup's to remove this way")
+}

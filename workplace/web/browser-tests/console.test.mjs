@@ -170,6 +170,29 @@ describe("the Console", () => {
     await page.context().close();
   });
 
+  it("removes a system-managed Direct Agent Flow only with the system-Flow option and only once no published Entry uses it (rules 20, 21)", async () => {
+    // The cleanup above deleted guided-request: its Direct Agent Flow is left with no published Entry.
+    const flows = (await call("GET", "/api/flows")).body.items.filter((f) => f.systemManaged).map((f) => f.metadata.name);
+    const orphan = flows.find((n) => n.includes("guided"));
+    const used = "direct-quick-answer-builtin";
+    assert.ok(orphan && flows.includes(used), JSON.stringify(flows));
+    const page = await consolePage("/cleanup");
+    const box = (name) => page.getByRole("checkbox", { name: `Select Flow ${name}`, exact: true });
+    assert.equal(await box(orphan).isDisabled(), true, "without the option a system-managed Flow cannot be selected");
+    await page.getByRole("checkbox", { name: /Also remove system-managed Direct Agent Flows/ }).check();
+    await box(orphan).check();
+    await box(used).check();
+    await page.getByRole("button", { name: "Delete 2 selected" }).click();
+    const report = page.locator("section.report");
+    await h.waitFor(async () => /deleted 1 of 2; 1 failed/.test(await report.innerText()), { message: "the system-Flow report" });
+    assert.match(await report.innerText(), /still used: published entry "quick-answer"/);
+    await h.screenshot(page, "console-cleanup-system-flows-1280");
+    assert.equal((await call("GET", `/api/flows/${orphan}`)).status, 404, "the unused system-managed Flow is gone");
+    assert.equal((await call("GET", `/api/flows/${used}`)).status, 200, "the one a published Entry uses stays");
+    assert.equal(await box(used).isChecked(), true, "the failed selection stays");
+    await page.context().close();
+  });
+
   it("serves the settings pages to the administrator", async () => {
     const pages = [
       ["/settings/profile", "Profile"],

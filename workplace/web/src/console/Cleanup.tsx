@@ -43,6 +43,7 @@ export function Cleanup({ env }: { env: ConsoleEnv }) {
   const [selected, setSelected] = useState<Map<string, CleanupItem>>(new Map());
   const [removeDashboardReferences, setRemoveDashboardReferences] = useState(false);
   const [closeInteractions, setCloseInteractions] = useState(false);
+  const [systemFlows, setSystemFlows] = useState(false);
   const [running, setRunning] = useState(false);
   const [outcomes, setOutcomes] = useState<CleanupOutcome[]>();
 
@@ -100,7 +101,9 @@ export function Cleanup({ env }: { env: ConsoleEnv }) {
       case "agent": {
         const path = `/api/${item.kind}s/${enc(item.id)}`;
         const { etag } = await requestWithETag(path);
-        return del(path, { "If-Match": etag });
+        // The normal Flow delete refuses a system-managed Flow; the platform removes it once no
+        // published Entry uses it (rules 20 and 21).
+        return del(item.systemManaged ? `/api/system-flows/${enc(item.id)}` : path, { "If-Match": etag });
       }
     }
   };
@@ -205,7 +208,21 @@ export function Cleanup({ env }: { env: ConsoleEnv }) {
           </section>
           <section aria-labelledby="c-flows">
             <h2 id="c-flows">Flows</h2>
-            <ResourceTable items={lists.flows} kind="flow" box={box} />
+            <div className="toolbar">
+              <label className="inline">
+                <input
+                  type="checkbox"
+                  checked={systemFlows}
+                  onChange={(e) => {
+                    setSystemFlows(e.target.checked);
+                    if (!e.target.checked) setSelected((old) => new Map([...old].filter(([, i]) => !i.systemManaged)));
+                  }}
+                  disabled={running}
+                />{" "}
+                Also remove system-managed Direct Agent Flows that no published Entry uses any more
+              </label>
+            </div>
+            <ResourceTable items={lists.flows} kind="flow" box={box} systemFlows={systemFlows} />
           </section>
           <section aria-labelledby="c-agents">
             <h2 id="c-agents">Agents</h2>
@@ -241,11 +258,13 @@ function ResourceTable({
   kind,
   box,
   link,
+  systemFlows = false,
 }: {
   items: Resource[];
   kind: CleanupKind;
   box: (kind: CleanupKind, id: string, label: string, extra?: Partial<CleanupItem>, disabled?: boolean) => React.JSX.Element;
   link?: (name: string) => string;
+  systemFlows?: boolean;
 }) {
   if (items.length === 0) return <p className="state-note info" data-state="empty">None.</p>;
   return (
@@ -256,10 +275,10 @@ function ResourceTable({
           const system = !!r.systemManaged;
           return (
             <tr key={name}>
-              <td>{box(kind, name, name, { namespace: r.metadata.namespace }, system)}</td>
+              <td>{box(kind, name, name, { namespace: r.metadata.namespace, systemManaged: system || undefined }, system && !systemFlows)}</td>
               <td>{link ? <Link href={link(name)}>{name}</Link> : name}</td>
               <td>{r.definition?.displayName}</td>
-              <td className="muted">{system ? "system-managed Direct Agent Flow: not deletable here" : r.metadata.annotations?.["platform/builtin"] === "true" ? "built-in" : ""}</td>
+              <td className="muted">{system ? (systemFlows ? "system-managed Direct Agent Flow: removed only when no published Entry uses it" : "system-managed Direct Agent Flow: select the option above to remove it") : r.metadata.annotations?.["platform/builtin"] === "true" ? "built-in" : ""}</td>
             </tr>
           );
         })}

@@ -13,6 +13,8 @@ export interface CleanupItem {
   /** The ETag the list showed (Tasks and Runs); Management objects are read again for theirs. */
   version?: string;
   namespace?: string;
+  /** A system-managed Direct Agent Flow, removed through the cleanup's system-Flow option. */
+  systemManaged?: boolean;
 }
 
 export interface CleanupOutcome {
