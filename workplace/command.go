@@ -65,6 +65,7 @@ func NewCommand() *cobra.Command {
 				HubURL:         pick("hub-url", settingHubURL, hubURL),
 				Authentication: pick("authentication", settingAuthentication, auth),
 				Log:            log.New(cmd.ErrOrStderr(), "workplace: ", log.LstdFlags),
+				Diagnostics:    cfg.Environment() == config.Development,
 			}
 			host, err := New(opts)
 			if err != nil {

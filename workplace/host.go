@@ -34,6 +34,9 @@ type Options struct {
 	Authentication string
 	// Log receives the host's own messages (never a query string, a cookie or a token).
 	Log *log.Logger
+	// Diagnostics is true for the Development host: the app shows automatic Results in a
+	// collapsed diagnostic control of the conversation (Workplace rule 14), and no other host does.
+	Diagnostics bool
 }
 
 // Host serves the Workplace app and its relay.
@@ -41,6 +44,8 @@ type Host struct {
 	api, hub *url.URL
 	auth     string
 	handler  http.Handler
+	// diagnostics: see Options.Diagnostics.
+	diagnostics bool
 }
 
 // New checks opts and builds the host.
@@ -84,7 +89,7 @@ func New(opts Options) (*Host, error) {
 		return nil, fmt.Errorf("hub URL %s: with session authentication the hub must be on the API origin %s://%s (the session cookie goes nowhere else)",
 			hub.Redacted(), api.Scheme, api.Host)
 	}
-	h := &Host{api: api, hub: hub, auth: auth}
+	h := &Host{api: api, hub: hub, auth: auth, diagnostics: opts.Diagnostics}
 	app, err := fs.Sub(web.Dist, "dist/workplace")
 	if err != nil {
 		return nil, err
@@ -122,12 +127,14 @@ type AppConfig struct {
 	APIBaseURL string `json:"apiBaseUrl"`
 	// HubPath is the hub's path on this host.
 	HubPath string `json:"hubPath"`
+	// Diagnostics: see Options.Diagnostics.
+	Diagnostics bool `json:"diagnostics,omitempty"`
 }
 
 func (h *Host) config(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(AppConfig{Authentication: h.auth, APIBaseURL: h.api.String(), HubPath: "/" + HubPath})
+	_ = json.NewEncoder(w).Encode(AppConfig{Authentication: h.auth, APIBaseURL: h.api.String(), HubPath: "/" + HubPath, Diagnostics: h.diagnostics})
 }
 
 // appHandler serves the built single-page app: its files as they are, and index.html for every

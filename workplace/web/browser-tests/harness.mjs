@@ -117,9 +117,9 @@ async function startServe({ name, dataDir, httpPort, workplaceUrl, env }) {
  * answers too; with apiAnswers false (no platform behind it) the host is ready once its own
  * /config.json answers.
  */
-export async function startWorkplace({ name = "workplace", apiUrl, port, args = [], apiAnswers = true }) {
+export async function startWorkplace({ name = "workplace", apiUrl, port, args = [], apiAnswers = true, env = {} }) {
   port ??= await freePort();
-  const host = run(name, ["workplace", "--addr", `127.0.0.1:${port}`, "--api-base-url", `${apiUrl}/`, ...args], {}, /Workplace ready at (http:\/\/\S+)/, 20_000);
+  const host = run(name, ["workplace", "--addr", `127.0.0.1:${port}`, "--api-base-url", `${apiUrl}/`, ...args], env, /Workplace ready at (http:\/\/\S+)/, 20_000);
   if (apiAnswers) return { url: (await host.found)[1], stop: host.stop };
   host.found.catch(() => {}); // the line never comes
   const url = `http://127.0.0.1:${port}`;

@@ -8,6 +8,7 @@ import * as h from "./harness.mjs";
 let platform;
 let browser;
 let session;
+let reportConversation; // the ?c= of the completed prepare-report conversation
 
 before(async () => {
   platform = await h.startPlatform({ name: "workplace-suite" });
@@ -119,6 +120,8 @@ describe("the Workplace", () => {
     await conversation.locator(".task-ref").getByText("Completed").waitFor({ timeout: 20_000 });
     await conversation.locator(".message.role-user", { hasText: "Yes" }).waitFor();
     assert.equal(await composer(page).isDisabled(), false, "the composer stays after the result (rule 5)");
+    assert.equal(await conversation.locator("[data-diagnostics]").count(), 0, "an automatic Result has no diagnostic control outside the Development host (rule 14)");
+    reportConversation = new URL(page.url()).search;
 
     for (const width of [1280, 900, 375]) {
       await page.setViewportSize({ width, height: 900 });
@@ -143,6 +146,29 @@ describe("the Workplace", () => {
     assert.deepEqual(await h.axeViolations(page), [], "no serious accessibility violation on Task detail");
     assert.deepEqual(page.errors, []);
     await page.context().close();
+  });
+
+  it("the Development host shows the automatic Result of a Task only in a collapsed diagnostic control (rule 14)", async () => {
+    assert.ok(reportConversation, "the prepare-report test ran first");
+    const dev = await h.startWorkplace({ name: "workplace-development-host", apiUrl: platform.apiUrl, env: { PLATFORM_ENVIRONMENT: "Development" } });
+    try {
+      const page = await signedInPage();
+      await page.goto(`${dev.url}/w/default/d/home${reportConversation}`);
+      const conversation = page.locator("section.conversation");
+      await conversation.locator(".task-ref").getByText("Completed").waitFor();
+      const control = conversation.locator('details[data-diagnostics="results"]');
+      await control.waitFor();
+      assert.equal(await control.getAttribute("open"), null, "collapsed until a developer opens it");
+      assert.equal(await conversation.locator(".message.kind-result").count(), 0, "the Result is not a message of the conversation");
+      await control.locator("summary").click();
+      await control.locator(".diagnostic-result").first().waitFor();
+      assert.match(await control.innerText(), /table/i, "the Result of the report, in the chosen format");
+      await h.screenshot(page, "workplace-development-diagnostics-1280");
+      assert.deepEqual(await h.axeViolations(page), []);
+      await page.context().close();
+    } finally {
+      await dev.stop();
+    }
   });
 
   it("quick-answer answers at once without a Task, and takes a follow-up in the same conversation (rules 6, 18)", async () => {

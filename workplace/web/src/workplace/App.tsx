@@ -11,6 +11,8 @@ export interface HostConfig {
   authentication: "session" | "bearer";
   apiBaseUrl: string;
   hubPath: string;
+  /** True on the Development host only: automatic Results show in a collapsed diagnostic control. */
+  diagnostics?: boolean;
 }
 
 /** The server's page for path, on the API origin, coming back to this Workplace through /workplace/... */

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useId, useRef, useState, type KeyboardEvent } f
 import { ApiError, enc, get, post } from "../shared/api";
 import { taskStateLabel } from "../shared/format";
 import { Link } from "../shared/router";
-import type { Activity, Exchange, Items, Message, PendingAction } from "../shared/types";
+import type { Activity, Exchange, Items, Message, PendingAction, TaskResult } from "../shared/types";
 import { Loading, StateNote } from "./components";
 import { answerProblem, answerQuestion, closedLabel, PendingActionControls, rememberResumeToken } from "../shared/questions";
 import { composerState, sendShortcut } from "./presentation";
@@ -19,10 +19,12 @@ interface Props {
   onChanged: () => void;
   onApiDown: (detail: string) => void;
   onTask: (taskId: string | undefined) => void;
+  /** The Development host shows automatic Results in a collapsed diagnostic control (rule 14). */
+  diagnostics?: boolean;
 }
 
 /** The active conversation (rules 5, 9, 11, 13): messages, inline questions, the Task reference and the permanent composer. */
-export function Conversation({ api, interactionId, workspace, tick, live, onNewRequest, onChanged, onApiDown, onTask }: Props) {
+export function Conversation({ api, interactionId, workspace, tick, live, onNewRequest, onChanged, onApiDown, onTask, diagnostics }: Props) {
   const base = `${api}/interactions/${enc(interactionId)}`;
   const [exchange, setExchange] = useState<Exchange>();
   const [messages, setMessages] = useState<Message[]>();
@@ -183,6 +185,8 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
         )}
       </ol>
 
+      {diagnostics && i.taskId && !messages.some((m) => m.kind === "result") && <DiagnosticResults api={api} taskId={i.taskId} tick={tick} />}
+
       {notice && (
         <p className={`state-note ${notice.tone}`} role="alert" data-state={notice.state}>
           {notice.text}
@@ -219,5 +223,37 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
         )}
       </form>
     </section>
+  );
+}
+
+/**
+ * DiagnosticResults is rule 14's collapsed diagnostic control: with results.display auto a durable
+ * Result stays out of the conversation, and only the Development host lets a developer open it
+ * here. It reads the Results when opened, never before.
+ */
+function DiagnosticResults({ api, taskId, tick }: { api: string; taskId: string; tick: number }) {
+  const [open, setOpen] = useState(false);
+  const [results, setResults] = useState<TaskResult[]>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    if (!open) return;
+    get<Items<TaskResult>>(`${api}/tasks/${enc(taskId)}/results`).then(
+      (r) => (setResults(r.items), setError(undefined)),
+      (e) => setError((e as Error).message),
+    );
+  }, [api, taskId, open, tick]);
+  return (
+    <details className="diagnostics" data-diagnostics="results" onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+      <summary>Diagnostics: automatic Results (Development only)</summary>
+      {error && <p className="state-note error">{error}</p>}
+      {open && !results && !error && <Loading label="Loading the Results…" />}
+      {results?.length === 0 && <p className="muted" data-state="no-result">No Result yet.</p>}
+      {results?.map((r) => (
+        <div key={r.id} className="diagnostic-result">
+          {r.text && <Markdown className="text" text={r.text} />}
+          {!r.text && r.output !== undefined && <pre>{JSON.stringify(r.output, null, 2)}</pre>}
+        </div>
+      ))}
+    </details>
   );
 }

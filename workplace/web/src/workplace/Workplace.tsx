@@ -321,6 +321,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
                 onApiDown={setApiDown}
                 onTask={onConversationTask}
                 title={currentInteraction?.title}
+                diagnostics={cfg.diagnostics}
               />
             )}
           </section>
