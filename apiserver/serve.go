@@ -68,6 +68,9 @@ func NewServeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := httpapi.CheckPayloadCapture(cfg); err != nil {
+				return err
+			}
 			if logLevel, err = logging.Resolve(cmd.Flags(), logLevel, cfg); err != nil {
 				return err
 			}

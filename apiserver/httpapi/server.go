@@ -124,6 +124,8 @@ type Server struct {
 	ownOriginCheck []string
 	// notFoundPage answers a browser's page that no route serves (see ServeNotFoundPage).
 	notFoundPage http.Handler
+	// capture keeps recent exchanges for diagnosis; nil unless enabled (Development only).
+	capture *PayloadCapture
 
 	// oidc and tokens are the OpenID Provider and its bearer token verifier, in modes Oidc and
 	// Hybrid only.
@@ -188,6 +190,9 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	if err := s.configureOIDC(opts.Config); err != nil {
 		return nil, err
 	}
+	if s.capture, err = payloadCaptureFrom(opts.Config); err != nil {
+		return nil, err
+	}
 	api.UseMiddleware(checkInput(api), s.authenticate(api), s.authorize(api))
 
 	s.registerHealth()
@@ -216,6 +221,9 @@ func New(opts Options, areas ...Area) (*Server, error) {
 		WriteProblem(w, http.StatusForbidden, "cross-origin request refused")
 	}))
 	s.handler = answerProblems(csrf.Handler(mux), s.notFoundPage, s.log)
+	if s.capture != nil {
+		s.handler = s.capture.Wrap(s.handler)
+	}
 	return s, nil
 }
 
@@ -234,6 +242,9 @@ func (s *Server) ServeNotFoundPage(h http.Handler) { s.notFoundPage = h }
 // OnShutdown runs fn when Serve shuts down, with the deadline of the shutdown, beside the drain
 // of the requests; Serve returns once fn did.
 func (s *Server) OnShutdown(fn func(context.Context)) { s.onShutdown = append(s.onShutdown, fn) }
+
+// PayloadCapture is the capture of recent exchanges, nil unless enabled (Development only).
+func (s *Server) PayloadCapture() *PayloadCapture { return s.capture }
 
 // Mux is the router, for the areas that serve plain net/http handlers (web pages).
 func (s *Server) Mux() *http.ServeMux { return s.mux }

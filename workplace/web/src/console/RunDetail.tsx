@@ -160,7 +160,70 @@ export function RunDetail({ env, runId }: { env: ConsoleEnv; runId: string }) {
           ))}
         </ol>
       </section>
+      {env.context.platformAdministrator && <CapturedRequests contains={runId} />}
     </>
+  );
+}
+
+interface Captured {
+  id: number;
+  at: string;
+  method: string;
+  path: string;
+  query?: string;
+  status: number;
+  durationMillis: number;
+  requestBody?: string;
+  requestTruncated?: boolean;
+  responseBody?: string;
+  responseTruncated?: boolean;
+}
+
+/**
+ * CapturedRequests is HTTP payload capture's view for Platform administrators (Development only:
+ * the route does not exist elsewhere, and then nothing is shown): the exchanges that mention this
+ * run, collapsed, bounded and redacted by the server.
+ */
+function CapturedRequests({ contains }: { contains: string }) {
+  const [items, setItems] = useState<Captured[]>();
+  const [open, setOpen] = useState(false);
+  useEffect(() => {
+    get<{ items: Captured[] }>(`/api/diagnostics/requests?contains=${enc(contains)}&take=50`).then(
+      (r) => setItems(r.items),
+      () => setItems(undefined),
+    );
+  }, [contains, open]);
+  if (!items) return null;
+  return (
+    <details className="diagnostics" data-diagnostics="requests" onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+      <summary>Captured requests (Development only): {items.length}</summary>
+      {items.length === 0 && <p className="muted">No captured request mentions this run.</p>}
+      <ol className="captured">
+        {items.map((c) => (
+          <li key={c.id}>
+            <strong>
+              {c.method} {c.path}
+              {c.query ? `?${c.query}` : ""}
+            </strong>{" "}
+            <span className="muted">
+              → {c.status}, {c.durationMillis} ms, {when(c.at)}
+            </span>
+            {c.requestBody && (
+              <pre aria-label="Request body">
+                {c.requestBody}
+                {c.requestTruncated ? " …(cut)" : ""}
+              </pre>
+            )}
+            {c.responseBody && (
+              <pre aria-label="Response body">
+                {c.responseBody}
+                {c.responseTruncated ? " …(cut)" : ""}
+              </pre>
+            )}
+          </li>
+        ))}
+      </ol>
+    </details>
   );
 }
 
