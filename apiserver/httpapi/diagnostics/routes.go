@@ -33,7 +33,9 @@ func Routes(s *httpapi.Server) {
 		Description: "Development only, for Platform administrators: the newest exchanges first, each body cut at " +
 			"MaximumBodyLength, responses only when CaptureResponses is on. Passwords, tokens, resume tokens, credentials " +
 			"and Secret values are redacted by field and by header before anything is kept.",
-	}, httpapi.PolicyPlatformAdmin), func(_ context.Context, in *ListInput) (*struct{ Body httpapi.Items[httpapi.Captured] }, error) {
-		return &struct{ Body httpapi.Items[httpapi.Captured] }{Body: httpapi.ItemsOf(capture.List(in.Contains, in.Take))}, nil
-	})
+	}, httpapi.PolicyPlatformAdmin), func(_ context.Context, in *ListInput) (*struct {
+		Body httpapi.Items[httpapi.Captured]
+	}, error) { return &struct {
+		Body httpapi.Items[httpapi.Captured]
+	}{Body: httpapi.ItemsOf(capture.List(in.Contains, in.Take))}, nil })
 }
