@@ -199,6 +199,11 @@ func routeRoleTable() map[string]tableRow {
 	}
 	rows["get-agent-model"] = read("/api/agents/table-agent/model")
 	rows["get-deployment"] = read("/api/deployments/table-agent")
+	// The cleanup's system-Flow option: a permitted caller reaches the rule (a user Flow is no
+	// system-managed one: 409), the others are refused before it.
+	rows["delete-system-flow"] = tableRow{httpapi.PolicyResourcesDelete, ownersAndAdmins(409), func(f *tableFixture, _ role) tableRequest {
+		return tableRequest{method: http.MethodDelete, path: "/api/system-flows/table-flow", headers: []string{"If-Match", f.etag("/api/flows/table-flow")}}
+	}}
 	rows["list-flow-versions"] = read("/api/flows/table-flow/versions")
 	rows["get-flow-version"] = read("/api/flows/table-flow/versions/1.0.0")
 	rows["get-model-provider-status"] = read("/api/modelproviders/table-provider/status")
