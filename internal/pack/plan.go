@@ -310,4 +310,3 @@ func number(v any) (float64, bool) {
 	}
 	return 0, false
 }
-
