@@ -95,3 +95,11 @@ func TestFingerprintIsTheSameForTheSameNumberWhateverItsGoType(t *testing.T) {
 	b := map[string]any{"definition": map[string]any{"maxCalls": float64(16)}}
 	g.Expect(Fingerprint(a)).To(Equal(Fingerprint(b)))
 }
+
+func TestRenderNamesASelectionInThePacksOwnNamespaceWithoutANamespace(t *testing.T) {
+	g := NewWithT(t)
+	a := helloArchive(t)
+	u, err := Render(a, resourceNamed(t, a, "Agent/translator"), "ws-1", map[string]BindingSelection{"translation-model": {Namespace: "samples.hello-pack", Name: "hello-offline"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(u.Object["definition"]).To(HaveKeyWithValue("modelProfile", map[string]any{"name": "hello-offline"}))
+}
