@@ -130,9 +130,9 @@ func ItemOf(o *Object) InventoryItem {
 	case o.Kind == KindTool:
 		item.Role, item.Note = RoleUnsupported, "Tools cannot be exported; an Agent keeps the names of its tools"
 	case o.Builtin() && o.Kind == KindModelProfile:
-		item.Note = "Built-in: a Pack refers to it through a modelProfile binding"
+		item.Role, item.Note = RoleBinding, "Built-in: a Pack refers to it through a modelProfile binding, never carries it"
 	case o.Builtin():
-		item.Note = "Built-in: every workspace has it, so a Pack does not carry it"
+		item.Note = "Built-in: the platform ships it, so a Pack does not carry it"
 	default:
 		item.Selectable = true
 	}
