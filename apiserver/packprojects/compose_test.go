@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -328,3 +329,37 @@ func TestComposingTheSamplesReadsBackWithTheSourceObjectsFingerprints(t *testing
 }
 
 func bufioReader(data []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(data)) }
+
+func TestASelectedProfileAnAgentUsesIsNotLeftAsADependencyButBecomesABindingWhenRemoved(t *testing.T) {
+	g := NewWithT(t)
+	ws := objects(t, agent("sorter", "small"), profile("small", "models", ""), provider("models", ""))
+
+	p := ws.compose(t, "Agent/sorter", "ModelProfile/small")
+	g.Expect(resource(p, "ModelProfile/small")).To(And(HaveField("RequiredBy", []string{"Agent/sorter"}), HaveField("LeaveAsDependency", false)))
+	g.Expect(p.Bindings).To(BeEmpty())
+	removed := ws.compose(t, "Agent/sorter")
+	g.Expect(keysOf(removed)).To(Equal(map[string]string{"Agent/sorter": "direct"}))
+	g.Expect(removed.Bindings).To(ConsistOf(HaveField("Name", "small")))
+}
+
+func TestBindingNamesAreValidAndDistinctWhateverTheNamesOfTheirTargets(t *testing.T) {
+	g := NewWithT(t)
+	long := "a." + strings.Repeat("x", 70)
+	ws := objects(t, agent("sorter", "gpt.small"), agent("writer", long), agent("shared", "api-key"),
+		profile("gpt.small", "models", ""), profile(long, "models", ""), profile("api-key", "models", ""), provider("models", "api-key"), secret)
+
+	p := ws.compose(t, "Agent/sorter", "Agent/writer", "Agent/shared", "ModelProvider/models")
+	g.Expect(p.Issues).To(BeEmpty())
+	names := map[string]string{}
+	for _, b := range p.Bindings {
+		names[b.TargetKind+" "+b.target] = b.Name
+		g.Expect(b.Name).To(MatchRegexp(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`))
+		g.Expect(len(b.Name)).To(BeNumerically("<=", 63))
+	}
+	g.Expect(names).To(HaveLen(4))
+	g.Expect(names["modelProfile gpt.small"]).To(Equal("gpt-small"))
+	g.Expect(names["modelProfile api-key"]).NotTo(Equal(names["secret api-key"]), "a profile and a Secret of the same name get two bindings")
+	_, a, err := p.Generate(coordinate)
+	g.Expect(err).NotTo(HaveOccurred(), "pack.Read accepts the names")
+	g.Expect(a.Manifest.Definition.Bindings).To(HaveLen(4))
+}

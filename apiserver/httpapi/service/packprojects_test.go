@@ -80,7 +80,7 @@ func TestAComposedPackNeverCopiesASecretValueAndTheSameSelectionGivesTheSameArch
 		g.Expect(preview.status).To(Equal(http.StatusOK), "%v", preview.body)
 		g.Expect(preview.body["resources"]).To(ConsistOf(
 			And(HaveKeyWithValue("key", "Agent/sorter"), HaveKeyWithValue("origin", "direct"), HaveKeyWithValue("path", "agents/sorter.yaml")),
-			And(HaveKeyWithValue("key", "ModelProfile/small"), HaveKeyWithValue("origin", "direct"), HaveKeyWithValue("leaveAsDependency", true)),
+			And(HaveKeyWithValue("key", "ModelProfile/small"), HaveKeyWithValue("origin", "direct"), HaveKeyWithValue("leaveAsDependency", false)),
 			And(HaveKeyWithValue("key", "ModelProvider/models"), HaveKeyWithValue("origin", "automatic"), HaveKeyWithValue("requiredBy", ConsistOf("ModelProfile/small"))),
 		))
 		g.Expect(preview.body["bindings"]).To(ConsistOf(And(HaveKeyWithValue("name", "models-key"), HaveKeyWithValue("targetKind", "secret"))))
