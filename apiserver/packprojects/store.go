@@ -128,3 +128,18 @@ func (s *Store) Get(ctx context.Context, workspace, id string) (Project, error) 
 	p.Archive = archive
 	return p, err
 }
+
+// Delete removes the project id of the workspace with its archive; ErrNotFound when the
+// workspace has none of that id.
+func (s *Store) Delete(ctx context.Context, workspace, id string) error {
+	res, err := s.DB.DB().ExecContext(ctx, s.q(`DELETE FROM pack_projects WHERE workspace = ? AND id = ?`), workspace, id)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

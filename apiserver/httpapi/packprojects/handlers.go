@@ -194,3 +194,22 @@ func (r *routes) get(ctx context.Context, in *projectInput) (*projectOutput, err
 	}
 	return &projectOutput{Body: viewOf(p)}, nil
 }
+
+func (r *routes) delete(ctx context.Context, in *projectInput) (*struct{}, error) {
+	projects, err := r.store()
+	if err != nil {
+		return nil, err
+	}
+	ns, err := r.namespace(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = projects.Delete(ctx, ns, in.ID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, huma.Error404NotFound(fmt.Sprintf("Pack project %q not found in the workspace", in.ID))
+	}
+	if err != nil {
+		return nil, httpapi.Internal(err)
+	}
+	return nil, nil
+}

@@ -69,6 +69,10 @@ func Routes(s *httpapi.Server) {
 	huma.Register(api, op("get-pack-project", http.MethodGet, "/api/pack-projects/{id}", "Read a Pack project",
 		"What it holds and the digest of its archive.", httpapi.PolicyResourcesRead, 0), r.get)
 
+	huma.Register(api, op("delete-pack-project", http.MethodDelete, "/api/pack-projects/{id}", "Delete a Pack project",
+		"Removes the project and its archive. What was installed from the archive stays installed.",
+		httpapi.PolicyResourcesDelete, http.StatusNoContent), r.delete)
+
 	download := op("download-pack-project-archive", http.MethodGet, "/api/pack-projects/{id}/archive", "Download a Pack project's archive",
 		"The ZIP archive as an attachment named after the Pack; its sha256 is the project's digest.", httpapi.PolicyResourcesRead, 0)
 	download.Responses = map[string]*huma.Response{"200": {Description: "The Pack archive", Content: map[string]*huma.MediaType{"application/zip": {}}}}

@@ -122,6 +122,11 @@ func TestAComposedPackNeverCopiesASecretValueAndTheSameSelectionGivesTheSameArch
 		g.Expect(list.body["items"].([]any)[0]).To(HaveKeyWithValue("id", again.body["id"]), "newest first")
 		g.Expect(as(http.MethodGet, "/api/pack-projects/"+id, "").body).To(HaveKeyWithValue("digest", created.body["digest"]))
 		expectProblem(g, as(http.MethodGet, "/api/pack-projects/no-such-project/archive", ""), http.StatusNotFound)
+
+		g.Expect(as(http.MethodDelete, "/api/pack-projects/"+id, "").status).To(Equal(http.StatusNoContent))
+		expectProblem(g, as(http.MethodGet, "/api/pack-projects/"+id+"/archive", ""), http.StatusNotFound)
+		expectProblem(g, as(http.MethodDelete, "/api/pack-projects/"+id, ""), http.StatusNotFound)
+		g.Expect(as(http.MethodGet, "/api/pack-projects", "").body["items"]).To(HaveLen(1))
 	})
 }
 
@@ -190,6 +195,13 @@ func packProjectRows(rows map[string]tableRow) {
 	rows["list-pack-projects"] = tableRow{httpapi.PolicyResourcesRead, workspaceRoles(200), get("/api/pack-projects")}
 	rows["get-pack-project"] = tableRow{httpapi.PolicyResourcesRead, workspaceRoles(200), func(f *tableFixture, _ role) tableRequest {
 		return tableRequest{method: http.MethodGet, path: "/api/pack-projects/" + project(f)}
+	}}
+	rows["delete-pack-project"] = tableRow{httpapi.PolicyResourcesDelete, ownersAndAdmins(204), func(f *tableFixture, _ role) tableRequest {
+		r := f.as(platformAdmin, http.MethodPost, "/api/pack-projects", projectBody("Agent/table-agent"))
+		if r.status != http.StatusCreated {
+			f.t.Fatalf("fixture pack project: %d %v", r.status, r.body)
+		}
+		return tableRequest{method: http.MethodDelete, path: "/api/pack-projects/" + r.body["id"].(string)}
 	}}
 	rows["download-pack-project-archive"] = tableRow{httpapi.PolicyResourcesRead, workspaceRoles(200), func(f *tableFixture, _ role) tableRequest {
 		return tableRequest{method: http.MethodGet, path: "/api/pack-projects/" + project(f) + "/archive"}
