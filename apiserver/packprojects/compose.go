@@ -173,7 +173,9 @@ type Issue struct {
 type Preview struct {
 	Resources []ClosureResource `json:"resources"`
 	Bindings  []Binding         `json:"bindings"`
-	Issues    []Issue           `json:"issues"`
+	Issues    []Issue           `json:"issues" doc:"What keeps the selection from being a valid Pack; a project is refused while there is any"`
+	// Warnings say what the installed Pack will need that it cannot carry; they do not block.
+	Warnings []Issue `json:"warnings" doc:"What the installed Pack needs that it cannot carry (the Tools its Agents call); they do not block a project"`
 
 	// objects are the objects of Resources, by key.
 	objects map[string]*Object
@@ -213,7 +215,7 @@ type reference struct {
 // every problem as an issue rather than failing, so that the Console can show them all; an error
 // is only a failed lookup.
 func Compose(selection []string, lookup Lookup) (*Preview, error) {
-	p := &Preview{Resources: []ClosureResource{}, Bindings: []Binding{}, Issues: []Issue{},
+	p := &Preview{Resources: []ClosureResource{}, Bindings: []Binding{}, Issues: []Issue{}, Warnings: []Issue{},
 		objects: map[string]*Object{}, profileBinding: map[string]string{}, secretBinding: map[string]string{}}
 	if len(selection) > MaxSelection {
 		p.issue("", fmt.Sprintf("a selection names at most %d resources", MaxSelection))
@@ -274,6 +276,8 @@ func Compose(selection []string, lookup Lookup) (*Preview, error) {
 				p.secretBinding[o.Key()] = b
 				continue
 			case KindTool:
+				p.Warnings = append(p.Warnings, Issue{Key: o.Key(), Message: fmt.Sprintf("%s names Tool %q, which a Pack cannot carry: "+
+					"the installed Agent is ready once the installing workspace has a Tool of that name", ref.field, ref.name)})
 				continue
 			case KindModelProfile:
 				if !direct[target] {

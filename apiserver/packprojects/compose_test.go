@@ -363,3 +363,16 @@ func TestBindingNamesAreValidAndDistinctWhateverTheNamesOfTheirTargets(t *testin
 	g.Expect(err).NotTo(HaveOccurred(), "pack.Read accepts the names")
 	g.Expect(a.Manifest.Definition.Bindings).To(HaveLen(4))
 }
+
+func TestAToolAnAgentCallsIsAWarningNotAnIssue(t *testing.T) {
+	g := NewWithT(t)
+	ws := objects(t, "apiVersion: platform.dev/v1\nkind: Agent\nmetadata:\n  name: searcher\ndefinition:\n  tools:\n  - name: search-knowledge-base\n")
+
+	p := ws.compose(t, "Agent/searcher")
+	g.Expect(p.Issues).To(BeEmpty(), "the Pack is valid")
+	g.Expect(p.Warnings).To(ConsistOf(And(HaveField("Key", "Agent/searcher"), HaveField("Message", ContainSubstring(`Tool "search-knowledge-base"`)))))
+	_, a, err := p.Generate(coordinate)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(a.Resources[0].Object["definition"]).To(HaveKeyWithValue("tools", ConsistOf(HaveKeyWithValue("name", "search-knowledge-base"))),
+		"the Agent keeps the names of its tools")
+}
