@@ -206,6 +206,8 @@ type reference struct {
 	namespace string
 	// field says where, for messages.
 	field string
+	// version is the exact Flow version an Entry pins; empty for the active one.
+	version string
 	// uid is set instead of name by a reference through a resource id, which means nothing in
 	// another workspace.
 	uid string
@@ -301,6 +303,11 @@ func Compose(selection []string, lookup Lookup) (*Preview, error) {
 			case !Listed(dep):
 				p.issue(o.Key(), fmt.Sprintf("%s refers to the system-managed %s %q, which a Pack cannot carry", ref.field, ref.kind, ref.name))
 				continue
+			}
+			if ref.version != "" && str(definition(dep.Content), "version") != ref.version {
+				p.Warnings = append(p.Warnings, Issue{Key: o.Key(), Message: fmt.Sprintf("%s pins version %s of Flow %q, whose definition publishes "+
+					"version %q: the installed Entry resolves only once that version is published", ref.field, ref.version, ref.name,
+					str(definition(dep.Content), "version"))})
 			}
 			if !containsString(requiredBy[target], o.Key()) {
 				requiredBy[target] = append(requiredBy[target], o.Key())
@@ -458,7 +465,8 @@ func references(o *Object) []reference {
 				refs = append(refs, reference{kind: KindAgent, name: a, field: "definition." + f + ".agent"})
 			}
 			if fl := str(b, "flow", "name"); fl != "" {
-				refs = append(refs, reference{kind: KindFlow, name: fl, namespace: str(b, "flow", "namespace"), field: "definition." + f + ".flow"})
+				refs = append(refs, reference{kind: KindFlow, name: fl, namespace: str(b, "flow", "namespace"), version: str(b, "flow", "version"),
+					field: "definition." + f + ".flow"})
 			}
 		}
 	case KindFlow:

@@ -376,3 +376,14 @@ func TestAToolAnAgentCallsIsAWarningNotAnIssue(t *testing.T) {
 	g.Expect(a.Resources[0].Object["definition"]).To(HaveKeyWithValue("tools", ConsistOf(HaveKeyWithValue("name", "search-knowledge-base"))),
 		"the Agent keeps the names of its tools")
 }
+
+func TestAnEntryPinningAnotherVersionThanItsFlowPublishesIsAWarning(t *testing.T) {
+	g := NewWithT(t)
+	pinned := strings.Replace(entry("ask", "triage"), "      namespace: default\n", "      namespace: default\n      version: 0.9.0\n", 1)
+	ws := objects(t, pinned, orchestration("triage", "sorter"), agent("sorter", ""))
+
+	p := ws.compose(t, "Entry/ask")
+	g.Expect(p.Issues).To(BeEmpty())
+	g.Expect(p.Warnings).To(ConsistOf(And(HaveField("Key", "Entry/ask"), HaveField("Message", ContainSubstring("pins version 0.9.0")))))
+	g.Expect(objects(t, entry("ask", "triage"), orchestration("triage", "sorter"), agent("sorter", "")).compose(t, "Entry/ask").Warnings).To(BeEmpty())
+}
