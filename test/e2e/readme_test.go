@@ -82,6 +82,11 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 		ContainSubstring("RunCompleted"), MatchRegexp(`(?m)^TaskStatusChanged \{.*"taskId"`),
 		ContainSubstring(`"connection":"Connected"`), ContainSubstring("platform_list_entries enabled=false"),
 		ContainSubstring(`"enabled":true`), MatchRegexp(`Entries over MCP: .*guided-request`)), "%s", out)
+	// Compose a Pack: the second project's digest and the downloaded archive's sha256 are the same.
+	digests := regexp.MustCompile(`(?m)^sha256:[0-9a-f]{64}$`).FindAllString(string(out), -1)
+	g.Expect(digests).To(HaveLen(2), "%s", out)
+	g.Expect(digests[1]).To(Equal(digests[0]), "the same selection gives the same archive, and the download is it")
+	g.Expect(string(out)).To(ContainSubstring(`{"name":"openai-api-key","targetKind":"secret"}`), "%s", out)
 }
 
 func withoutKubeconfig(env []string) []string {

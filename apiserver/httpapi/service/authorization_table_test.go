@@ -381,6 +381,7 @@ func routeRoleTable() map[string]tableRow {
 	workplaceRows(rows)
 	secretRows(rows)
 	triggerRows(rows)
+	packProjectRows(rows)
 	return rows
 }
 
