@@ -51,6 +51,7 @@ type Extension struct {
 
 	mu             sync.Mutex
 	invocations    map[string]int
+	headers        []http.Header
 	authorizations []string
 	redemptions    []Redemption
 }
@@ -104,6 +105,7 @@ func (e *Extension) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	e.mu.Lock()
 	e.invocations[inv.Tool+" "+inv.IdempotencyKey]++
+	e.headers = append(e.headers, r.Header.Clone())
 	e.mu.Unlock()
 	var args struct {
 		City    string   `json:"city"`
@@ -212,6 +214,13 @@ func (e *Extension) Invocations() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// InvocationHeaders are the headers of the invocations, in order.
+func (e *Extension) InvocationHeaders() []http.Header {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]http.Header(nil), e.headers...)
 }
 
 // Redemptions are the attempts to redeem capabilities, in order.
