@@ -58,7 +58,7 @@ func NewCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:5180", "address to listen at")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:5190", "address to listen at")
 	cmd.Flags().StringVar(&tokenFile, "bearer-token-file", "", "a file holding the Bearer token every request must carry (read on every request)")
 	return cmd
 }
