@@ -122,9 +122,12 @@ func TestAnExtensionIsDiscoveredAtItsWellKnownPathAndItsToolsAreCreatedDisabled(
 	g.Expect(p.Status).To(And(HaveField("ServerName", "weather-example"), HaveField("ServerVersion", "1.0.0"),
 		HaveField("ProtocolVersion", aep.Version), HaveField("Tools", int32(2))))
 	g.Expect(p.Status.Connection.State).To(Equal(platformv1.ToolProviderConnected))
+	info, err := w.manager.Test(ctx, p)
+	g.Expect(err).NotTo(HaveOccurred(), "a connectivity test reads the discovery document again")
+	g.Expect(info).To(Equal(tools.ServerInfo{Name: "weather-example", Version: "1.0.0", ProtocolVersion: aep.Version}))
 
 	// A disabled tool is not available and the extension is never invoked.
-	_, err := w.manager.Call(ctx, w.ns, "wx-convert-temperature", json.RawMessage(`{"celsius":20}`), "k1")
+	_, err = w.manager.Call(ctx, w.ns, "wx-convert-temperature", json.RawMessage(`{"celsius":20}`), "k1")
 	g.Expect(errors.Is(err, tools.ErrToolNotAvailable)).To(BeTrue(), "%v", err)
 	g.Expect(w.ext.Invocations()).To(BeEmpty())
 
