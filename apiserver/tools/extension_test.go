@@ -359,3 +359,29 @@ func TestExtensionDiscoveryOnStartupIsOffByDefault(t *testing.T) {
 	g.Expect(toolsOf(g, on.ns)).To(HaveLen(2))
 	g.Expect(toolsOf(g, w.ns)).To(HaveLen(2), "the first world's provider is an Extension provider too")
 }
+
+func TestExtensionSettingsThatAreNotValidStopTheStart(t *testing.T) {
+	for name, tc := range map[string]struct {
+		settings map[string]string
+		err      string
+	}{
+		"DiscoverOnStartup is true or false":   {map[string]string{"Platform:Extensions:DiscoverOnStartup": "1"}, "must be true or false"},
+		"AllowPrivateNetwork is true or false": {map[string]string{"Platform:Extensions:AllowPrivateNetwork": "on"}, "must be true or false"},
+		"RedeemUrl is an absolute http(s) URL": {map[string]string{"Platform:Extensions:RedeemUrl": "/api/extensions/capabilities/redeem"}, "must be an absolute http(s) URL"},
+		"RedeemUrl holds no credentials":       {map[string]string{"Platform:Extensions:RedeemUrl": "https://u:p@platform.example.com/r"}, "without credentials"},
+		"valid settings are read": {map[string]string{"Platform:Extensions:DiscoverOnStartup": "TRUE", "Platform:Extensions:AllowPrivateNetwork": "false",
+			"Platform:Extensions:RedeemUrl": "https://platform.example.com/api/extensions/capabilities/redeem"}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			opts, err := tools.OptionsFromConfig(config.FromMap(config.Testing, tc.settings), tools.Options{})
+			if tc.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(opts).To(And(HaveField("DiscoverExtensionsOnStartup", true), HaveField("ExtensionsAllowPrivateNetwork", false),
+				HaveField("RedeemURL", "https://platform.example.com/api/extensions/capabilities/redeem")))
+		})
+	}
+}
