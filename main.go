@@ -14,6 +14,7 @@ import (
 	"platform.dev/platform/controllers"
 	"platform.dev/platform/internal/apply"
 	"platform.dev/platform/internal/version"
+	"platform.dev/platform/test/extension"
 	"platform.dev/platform/workplace"
 )
 
@@ -24,7 +25,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(apiserver.NewServeCommand(), controllers.NewCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), workplace.NewCommand(), apiserver.NewOpenAPICommand(), &cobra.Command{
+	root.AddCommand(apiserver.NewServeCommand(), controllers.NewCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), workplace.NewCommand(), apiserver.NewOpenAPICommand(), extension.NewCommand(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,

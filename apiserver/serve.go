@@ -34,6 +34,7 @@ import (
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/tools"
+	"platform.dev/platform/apiserver/tools/aep"
 	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
@@ -245,6 +246,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// Tool provider sessions (STDIO processes among them) end after the executor and the service
 	// API, which call them, have stopped (deferred before them, so run after).
 	toolOpts.Kube, toolOpts.Secrets, toolOpts.Log = kube, tools.VaultSecrets(secretValues), ctrl.Log.WithName("tools")
+	if toolOpts.RedeemURL == "" {
+		toolOpts.RedeemURL = redeemURL(httpListener.Addr())
+	}
 	toolManager, err := tools.NewManager(toolOpts)
 	if err != nil {
 		return err
@@ -354,6 +358,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		fmt.Fprintf(out, "service API ready at http://%s (%s)\n"+
 			"Console ready at http://%s/ (Tasks: /tasks, Triggers: /triggers, cleanup: /cleanup, settings: /settings/profile)\n",
 			addr, contract, addr)
+		// Extensions are discovered once the service API answers, where they redeem their
+		// capabilities; only when Platform:Extensions:DiscoverOnStartup is true.
+		toolManager.DiscoverExtensions(announceCtx)
 	}()
 	defer func() {
 		stopAnnouncing()
@@ -384,6 +391,19 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}
 	stopControllers()
 	return server.Stop()
+}
+
+// redeemURL is the capability redemption endpoint at the service API's address; an unspecified
+// listening address is reached at loopback.
+func redeemURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + aep.RedeemPath
 }
 
 // NewKubeconfigCommand prints the administrator's kubeconfig.

@@ -84,7 +84,7 @@ func (m *Manager) Call(ctx context.Context, namespace, toolName string, argument
 	}
 	callCtx, cancel := context.WithTimeout(ctx, timeout(p))
 	defer cancel()
-	res, err := s.cs.CallTool(callCtx, &mcp.CallToolParams{Name: tool.Definition.ToolName, Arguments: args,
+	res, err := s.peer.call(callCtx, &mcp.CallToolParams{Name: tool.Definition.ToolName, Arguments: args,
 		Meta: mcp.Meta{IdempotencyMetaKey: idempotencyKey}})
 	elapsed := time.Since(start)
 	if err != nil {
@@ -94,6 +94,12 @@ func (m *Manager) Call(ctx context.Context, namespace, toolName string, argument
 		if s.faults.oversized.Load() {
 			m.failed(p, s, callCtx, err, "calling "+tool.Definition.ToolName)
 			return Result{Text: fmt.Sprintf("the tool's answer exceeded %d bytes and was discarded", m.opts.MaxMessageBytes), IsError: true, Duration: elapsed}, nil
+		}
+		var refusal *extensionRefusal
+		if errors.As(err, &refusal) {
+			// The extension answered with a 4xx status: the model reads it and may correct
+			// itself. Only the status is kept: bodies may echo input.
+			return Result{Text: fmt.Sprintf("the extension refused the call (HTTP %d)", refusal.status), IsError: true, Duration: elapsed}, nil
 		}
 		var rpcErr *jsonrpc.Error
 		if errors.As(err, &rpcErr) && rpcErr.Code == CodeCallRefused {

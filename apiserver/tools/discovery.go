@@ -178,7 +178,7 @@ func (m *Manager) Discover(ctx context.Context, p *platformv1.ToolProvider) (Ser
 		skipped []string
 		seen    = map[string]bool{}
 	)
-	for tool, err := range s.cs.Tools(listCtx, nil) {
+	for tool, err := range s.peer.tools(listCtx) {
 		if err != nil {
 			return ServerInfo{}, nil, nil, m.failed(p, s, listCtx, err, "listing tools")
 		}

@@ -24,11 +24,26 @@ import (
 // provider's timeout. Only requests and their answers are exchanged: no standalone stream of
 // server messages is opened.
 func (m *Manager) httpTransport(p *platformv1.ToolProvider, faults *peerFaults) (mcp.Transport, error) {
+	httpClient, err := m.httpClient(p, faults)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.StreamableClientTransport{Endpoint: p.Definition.HTTP.URL, HTTPClient: httpClient, MaxRetries: -1,
+		DisableStandaloneSSE: true, MaxEventSize: m.opts.MaxMessageBytes}, nil
+}
+
+// httpClient is the client of an HTTP provider, MCP or extension: the Bearer credential of the
+// definition resolved on every request, no redirects, guarded addresses and bounded bodies.
+func (m *Manager) httpClient(p *platformv1.ToolProvider, faults *peerFaults) (*http.Client, error) {
 	def := p.Definition.HTTP
 	if def == nil || def.URL == "" {
 		return nil, &ConfigurationError{Provider: p.Name, Reason: "definition.http.url is not set"}
 	}
-	rt := &boundedTransport{base: baseTransport(timeout(p)), limit: int64(m.opts.MaxMessageBytes), faults: faults}
+	// An extension is a remote service by design, so it gets the guard of outbound fetches:
+	// private networks are refused unless the instance allows them (loopback stays reachable,
+	// as for MCP servers, where local development runs).
+	refusePrivate := p.Definition.Protocol == platformv1.ExtensionProtocol && !m.opts.ExtensionsAllowPrivateNetwork
+	rt := &boundedTransport{base: baseTransport(timeout(p), refusePrivate), limit: int64(m.opts.MaxMessageBytes), faults: faults}
 	if def.AuthenticationMode == platformv1.StaticBearerToolAuthentication {
 		if def.Credential == nil {
 			return nil, &ConfigurationError{Provider: p.Name, Reason: "definition.http.credential is not set"}
@@ -43,20 +58,22 @@ func (m *Manager) httpTransport(p *platformv1.ToolProvider, faults *peerFaults) 
 			return token, nil
 		}
 	}
-	httpClient := &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error {
+	return &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return errRedirect
-	}}
-	return &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: httpClient, MaxRetries: -1,
-		DisableStandaloneSSE: true, MaxEventSize: m.opts.MaxMessageBytes}, nil
+	}}, nil
 }
 
 var errRedirect = errors.New("the tool provider answered with a redirect, which is not followed")
 
 // baseTransport dials with a guard against link-local and multicast addresses (cloud metadata
 // endpoints among them); loopback and private addresses stay reachable, where local MCP servers
-// run.
-func baseTransport(responseTimeout time.Duration) *http.Transport {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: refuseSpecialAddresses}
+// run, unless refusePrivate also refuses private ones.
+func baseTransport(responseTimeout time.Duration, refusePrivate bool) *http.Transport {
+	control := refuseSpecialAddresses
+	if refusePrivate {
+		control = refusePrivateAddresses
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: control}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
 	t.DialContext = dialer.DialContext
@@ -76,6 +93,22 @@ func refuseSpecialAddresses(_, address string, _ syscall.RawConn) error {
 	}
 	return nil
 }
+
+// refusePrivateAddresses refuses what refuseSpecialAddresses refuses and private networks
+// (RFC 1918, unique local, shared address space); loopback stays reachable.
+func refusePrivateAddresses(network, address string, c syscall.RawConn) error {
+	if err := refuseSpecialAddresses(network, address, c); err != nil {
+		return err
+	}
+	host, _, _ := net.SplitHostPort(address)
+	ip := net.ParseIP(host)
+	if ip.IsPrivate() || sharedAddressSpace.Contains(ip) {
+		return fmt.Errorf("extensions may not be reached at private addresses (Platform:Extensions:AllowPrivateNetwork)")
+	}
+	return nil
+}
+
+var sharedAddressSpace = &net.IPNet{IP: net.IPv4(100, 64, 0, 0), Mask: net.CIDRMask(10, 32)}
 
 // boundedTransport sets the Bearer credential of each request and bounds each response body.
 type boundedTransport struct {

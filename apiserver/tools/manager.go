@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,11 +68,25 @@ type Options struct {
 	// (Platform:Tools:MaxConcurrentCallsPerWorkspace); DefaultMaxConcurrentCallsPerWorkspace
 	// when 0.
 	MaxConcurrentCallsPerWorkspace int
-	Log                            logr.Logger
+	// DiscoverExtensionsOnStartup makes DiscoverExtensions refresh every Extension provider when
+	// the platform starts (Platform:Extensions:DiscoverOnStartup); off by default, so a start
+	// contacts nothing.
+	DiscoverExtensionsOnStartup bool
+	// ExtensionsAllowPrivateNetwork lets extensions be reached at private addresses
+	// (Platform:Extensions:AllowPrivateNetwork); only loopback and public ones by default.
+	ExtensionsAllowPrivateNetwork bool
+	// RedeemURL is the platform's capability redemption endpoint as extensions reach it
+	// (Platform:Extensions:RedeemUrl, else derived from the service API's address).
+	RedeemURL string
+	// CapabilityLifetime bounds how long after its call began a capability may be redeemed;
+	// DefaultCapabilityLifetime when 0. A capability also ends with its call.
+	CapabilityLifetime time.Duration
+	Log                logr.Logger
 }
 
 // OptionsFromConfig reads Platform:Tools:AllowedCommands, :MaxResultBytes, :MaxMessageBytes and
-// :MaxConcurrentCallsPerWorkspace into opts.
+// :MaxConcurrentCallsPerWorkspace, and Platform:Extensions:DiscoverOnStartup,
+// :AllowPrivateNetwork and :RedeemUrl into opts.
 func OptionsFromConfig(cfg *config.Config, opts Options) (Options, error) {
 	for _, c := range strings.Split(cfg.Get("Platform:Tools:AllowedCommands"), ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -87,6 +103,25 @@ func OptionsFromConfig(cfg *config.Config, opts Options) (Options, error) {
 			return opts, fmt.Errorf("Platform:Tools:%s=%q: must be a number of bytes from 1024 to %d", key, v, 64<<20)
 		}
 		*target = n
+	}
+	for key, target := range map[string]*bool{"DiscoverOnStartup": &opts.DiscoverExtensionsOnStartup,
+		"AllowPrivateNetwork": &opts.ExtensionsAllowPrivateNetwork} {
+		switch v := strings.ToLower(strings.TrimSpace(cfg.Get("Platform:Extensions:" + key))); v {
+		case "":
+		case "true":
+			*target = true
+		case "false":
+			*target = false
+		default:
+			return opts, fmt.Errorf("Platform:Extensions:%s=%q: must be true or false", key, v)
+		}
+	}
+	if v := cfg.Get("Platform:Extensions:RedeemUrl"); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return opts, fmt.Errorf("Platform:Extensions:RedeemUrl=%q: must be an absolute http(s) URL without credentials, query or fragment", v)
+		}
+		opts.RedeemURL = v
 	}
 	if v := cfg.Get("Platform:Tools:MaxConcurrentCallsPerWorkspace"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -109,6 +144,8 @@ type Manager struct {
 
 	// calls counts the calls under way per workspace.
 	calls *Slots
+	// capabilities are the outstanding one-use Secret capabilities of extension calls.
+	capabilities *capabilities
 }
 
 // providerState is what the Manager keeps of one provider between calls.
@@ -124,9 +161,35 @@ type providerState struct {
 	reported platformv1.ToolProviderConnectionState
 }
 
-// session is one live MCP client session with a provider.
+// peer is one live connection to a provider in the protocol it speaks: an MCP client session
+// (mcpPeer) or an extension-protocol client (extensionPeer). Everything else the Manager does
+// (one session per provider, backoff, status, bounds, the call chain, idempotency keys) is the
+// same for both, and so is the governance of the executor and /mcp above it.
+type peer interface {
+	// tools lists the provider's tools.
+	tools(ctx context.Context) iter.Seq2[*mcp.Tool, error]
+	// call runs one tool; the idempotency key is in params' _meta (IdempotencyMetaKey).
+	call(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error)
+	ping(ctx context.Context) error
+	// wait returns when the connection ended, for whatever reason.
+	wait() error
+	close() error
+}
+
+// mcpPeer is an MCP client session.
+type mcpPeer struct{ cs *mcp.ClientSession }
+
+func (p mcpPeer) tools(ctx context.Context) iter.Seq2[*mcp.Tool, error] { return p.cs.Tools(ctx, nil) }
+func (p mcpPeer) call(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	return p.cs.CallTool(ctx, params)
+}
+func (p mcpPeer) ping(ctx context.Context) error { return p.cs.Ping(ctx, nil) }
+func (p mcpPeer) wait() error                    { return p.cs.Wait() }
+func (p mcpPeer) close() error                   { return p.cs.Close() }
+
+// session is one live connection with a provider.
 type session struct {
-	cs         *mcp.ClientSession
+	peer       peer
 	uid        types.UID
 	generation int64
 	info       ServerInfo
@@ -191,8 +254,11 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
+	if opts.CapabilityLifetime <= 0 {
+		opts.CapabilityLifetime = DefaultCapabilityLifetime
+	}
 	return &Manager{opts: opts, providers: map[types.NamespacedName]*providerState{},
-		calls: NewSlots(opts.MaxConcurrentCallsPerWorkspace)}, nil
+		calls: NewSlots(opts.MaxConcurrentCallsPerWorkspace), capabilities: newCapabilities()}, nil
 }
 
 // Close ends every session (STDIO processes are stopped) and refuses new ones.
@@ -279,8 +345,8 @@ func timeout(p *platformv1.ToolProvider) time.Duration {
 // generation of p is closed first. After a failure, the next attempt waits for the backoff (as
 // long as ctx allows).
 func (m *Manager) connect(ctx context.Context, p *platformv1.ToolProvider) (*session, error) {
-	if p.Definition.Protocol != platformv1.MCPProtocol {
-		return nil, &ConfigurationError{Provider: p.Name, Reason: fmt.Sprintf("the %s protocol is not supported; only MCP is", p.Definition.Protocol)}
+	if p.Definition.Protocol != platformv1.MCPProtocol && p.Definition.Protocol != platformv1.ExtensionProtocol {
+		return nil, &ConfigurationError{Provider: p.Name, Reason: fmt.Sprintf("the %s protocol is not supported", p.Definition.Protocol)}
 	}
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	st, err := m.state(key)
@@ -328,7 +394,7 @@ func (m *Manager) connect(ctx context.Context, p *platformv1.ToolProvider) (*ses
 // that drops it) is restarted on next need after a backoff that grows while sessions keep
 // ending within a minute of their start.
 func (m *Manager) watch(p *platformv1.ToolProvider, st *providerState, s *session) {
-	_ = s.cs.Wait()
+	_ = s.peer.wait()
 	close(s.done)
 	if s.closing.Load() {
 		return
@@ -358,10 +424,14 @@ func (m *Manager) watch(p *platformv1.ToolProvider, st *providerState, s *sessio
 	m.opts.Log.Info("tool provider session ended", "namespace", p.Namespace, "toolProvider", p.Name, "reason", reason)
 }
 
-// open starts a session with p: its transport, then the MCP handshake.
+// open starts a session with p: its transport, then the MCP handshake (or, for an extension,
+// the discovery document).
 func (m *Manager) open(ctx context.Context, p *platformv1.ToolProvider) (*session, error) {
 	s := &session{uid: p.UID, generation: p.Generation, started: time.Now(), faults: &peerFaults{}, done: make(chan struct{})}
 	s.lastUsed.Store(time.Now().UnixNano())
+	if p.Definition.Protocol == platformv1.ExtensionProtocol {
+		return s, m.openExtension(ctx, p, s)
+	}
 	var (
 		transport mcp.Transport
 		stop      func()
@@ -388,7 +458,7 @@ func (m *Manager) open(ctx context.Context, p *platformv1.ToolProvider) (*sessio
 		}
 		return s, err
 	}
-	s.cs = cs
+	s.peer = mcpPeer{cs: cs}
 	s.close = func() {
 		_ = cs.Close()
 		if stop != nil {
@@ -505,7 +575,7 @@ func (m *Manager) Test(ctx context.Context, p *platformv1.ToolProvider) (ServerI
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, timeout(p))
 	defer cancel()
-	if err := s.cs.Ping(pingCtx, nil); err != nil {
+	if err := s.peer.ping(pingCtx); err != nil {
 		return ServerInfo{}, m.failed(p, s, pingCtx, err, "ping")
 	}
 	return s.info, nil

@@ -75,6 +75,11 @@ func TestValidateDefinition(t *testing.T) {
 			def:       platformv1.ToolProviderDefinition{Transport: platformv1.StreamableHTTPTransport, HTTP: &platformv1.HTTPTransportSettings{URL: "ftp://tools.example.com"}},
 			wantField: "definition.http.url",
 		},
+		"an Extension provider is an HTTP service": {
+			def: platformv1.ToolProviderDefinition{Protocol: platformv1.ExtensionProtocol, Transport: platformv1.StdioTransport,
+				Stdio: &platformv1.StdioTransportSettings{Command: "ext"}},
+			wantField: "definition.transport",
+		},
 		"StaticBearer needs a credential": {
 			def: platformv1.ToolProviderDefinition{Transport: platformv1.StreamableHTTPTransport, HTTP: &platformv1.HTTPTransportSettings{
 				URL: "https://tools.example.com/mcp", AuthenticationMode: platformv1.StaticBearerToolAuthentication}},
@@ -93,6 +98,19 @@ func TestValidateDefinition(t *testing.T) {
 			g.Expect(errs[0].Field).To(Equal(tt.wantField))
 		})
 	}
+}
+
+func TestTheSecretsAnExtensionBindsToRolesAreResolvedForItsStatus(t *testing.T) {
+	g := NewWithT(t)
+	def := platformv1.ToolProviderDefinition{Protocol: platformv1.ExtensionProtocol, Transport: platformv1.StreamableHTTPTransport,
+		HTTP: &platformv1.HTTPTransportSettings{URL: "https://ext.example.com", AuthenticationMode: platformv1.StaticBearerToolAuthentication,
+			Credential: &platformv1.SecretReference{Name: "token"}},
+		Extension: &platformv1.ExtensionSettings{Secrets: []platformv1.ExtensionSecretBinding{{Role: "api-key", Secret: platformv1.SecretReference{Name: "key"}}}}}
+	var paths []string
+	for _, r := range secretReferences(&def) {
+		paths = append(paths, r.path.String()+"="+string(r.ref.Name))
+	}
+	g.Expect(paths).To(Equal([]string{"definition.http.credential=token", "definition.extension.secrets[0].secret=key"}))
 }
 
 func TestSetProviderReadyCondition(t *testing.T) {

@@ -16,8 +16,8 @@ type secretReference struct {
 	ref  *platformv1.SecretReference
 }
 
-// secretReferences are the Secrets a definition names: the HTTP credential and the Secrets of
-// the environment of a STDIO process.
+// secretReferences are the Secrets a definition names: the HTTP credential, the Secrets of
+// the environment of a STDIO process and those an Extension provider binds to roles.
 func secretReferences(def *platformv1.ToolProviderDefinition) []secretReference {
 	var refs []secretReference
 	path := field.NewPath("definition")
@@ -29,6 +29,11 @@ func secretReferences(def *platformv1.ToolProviderDefinition) []secretReference 
 			if def.Stdio.Env[i].Secret != nil {
 				refs = append(refs, secretReference{path: path.Child("stdio", "env").Index(i).Child("secret"), ref: def.Stdio.Env[i].Secret})
 			}
+		}
+	}
+	if def.Extension != nil {
+		for i := range def.Extension.Secrets {
+			refs = append(refs, secretReference{path: path.Child("extension", "secrets").Index(i).Child("secret"), ref: &def.Extension.Secrets[i].Secret})
 		}
 	}
 	return refs
@@ -60,8 +65,11 @@ func validateDefinition(def *platformv1.ToolProviderDefinition, path *field.Path
 			errs = append(errs, field.Required(path.Child("http", "credential"), "StaticBearer authentication needs a credential Secret"))
 		}
 	default:
-		errs = append(errs, field.NotSupported(path.Child("transport"), def.Transport,
+		return append(errs, field.NotSupported(path.Child("transport"), def.Transport,
 			[]string{string(platformv1.StdioTransport), string(platformv1.StreamableHTTPTransport)}))
+	}
+	if def.Protocol == platformv1.ExtensionProtocol && def.Transport != platformv1.StreamableHTTPTransport {
+		errs = append(errs, field.Invalid(path.Child("transport"), def.Transport, "an Extension provider is an HTTP service: its transport is StreamableHttp"))
 	}
 	return errs
 }

@@ -42,6 +42,8 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="(self.transport == 'Stdio') == has(self.stdio)",message="stdio is set exactly when transport is Stdio",fieldPath=".stdio"
 // +kubebuilder:validation:XValidation:rule="(self.transport == 'StreamableHttp') == has(self.http)",message="http is set exactly when transport is StreamableHttp",fieldPath=".http"
+// +kubebuilder:validation:XValidation:rule="self.protocol != 'Extension' || self.transport == 'StreamableHttp'",message="an Extension provider is an HTTP service: its transport is StreamableHttp",fieldPath=".transport"
+// +kubebuilder:validation:XValidation:rule="self.protocol == 'Extension' || !has(self.extension)",message="extension is set only when protocol is Extension",fieldPath=".extension"
 type ToolProviderDefinition struct {
 	// displayName is the human-readable name shown in the Console.
 	// +optional
@@ -63,6 +65,10 @@ type ToolProviderDefinition struct {
 	// http reaches the provider at a URL.
 	// +optional
 	HTTP *HTTPTransportSettings `json:"http,omitempty"`
+	// extension configures a provider of protocol Extension: the Secrets it binds to the roles
+	// the extension asks for.
+	// +optional
+	Extension *ExtensionSettings `json:"extension,omitempty"`
 	// timeoutSeconds bounds connecting to the provider (starting the process or reaching the URL,
 	// and the protocol handshake), one discovery and one tool call; 30 when omitted.
 	// +optional
@@ -131,6 +137,32 @@ type HTTPTransportSettings struct {
 	// credential is the Secret whose value is the Bearer token, visible from the provider's scope.
 	// +optional
 	Credential *SecretReference `json:"credential,omitempty"`
+}
+
+// ExtensionSettings configure a provider of protocol Extension.
+type ExtensionSettings struct {
+	// secrets binds a Secret, visible from the provider's scope, to each Secret role the
+	// extension asks for in its discovery document. When a tool that needs a role is called, the
+	// extension receives a one-use capability for that Secret, never the value itself.
+	// +optional
+	// +listType=map
+	// +listMapKey=role
+	// +kubebuilder:validation:MaxItems=16
+	Secrets []ExtensionSecretBinding `json:"secrets,omitempty"`
+}
+
+// ExtensionSecretBinding binds one Secret role of an extension to a Secret.
+type ExtensionSecretBinding struct {
+	// role is the name the extension gives the Secret it asks for.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`
+	Role string `json:"role"`
+	// secret is the Secret whose value a capability for the role opens, resolved from the
+	// provider's scope with the usual rules (scopes, grants) when the capability is redeemed.
+	// +required
+	Secret SecretReference `json:"secret"`
 }
 
 // ToolProviderStatus is the observed state of a ToolProvider.

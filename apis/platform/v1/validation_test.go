@@ -524,6 +524,24 @@ definition:
 		"a ToolProvider over HTTP with a bearer is accepted": {
 			object: "apiVersion: platform.dev/v1\nkind: ToolProvider\ndefinition: {protocol: Extension, transport: StreamableHttp, http: {url: https://tools.example.com/aep, authenticationMode: StaticBearer, credential: {name: tools-token, scopeRef: /tenants/t1}}}",
 		},
+		"an Extension ToolProvider is an HTTP service": {
+			object:       "apiVersion: platform.dev/v1\nkind: ToolProvider\ndefinition: {protocol: Extension, transport: Stdio, stdio: {command: /opt/ext}}",
+			invalidField: "definition.transport",
+			message:      "an Extension provider is an HTTP service: its transport is StreamableHttp",
+		},
+		"only an Extension ToolProvider binds Secrets to roles": {
+			object:       "apiVersion: platform.dev/v1\nkind: ToolProvider\ndefinition: {protocol: MCP, transport: StreamableHttp, http: {url: https://tools.example.com/mcp}, extension: {secrets: [{role: api-key, secret: {name: k}}]}}",
+			invalidField: "definition.extension",
+			message:      "extension is set only when protocol is Extension",
+		},
+		"an Extension ToolProvider binds each role once": {
+			object:       "apiVersion: platform.dev/v1\nkind: ToolProvider\ndefinition: {protocol: Extension, transport: StreamableHttp, http: {url: https://tools.example.com}, extension: {secrets: [{role: api-key, secret: {name: a}}, {role: api-key, secret: {name: b}}]}}",
+			invalidField: "definition.extension.secrets[1]",
+			message:      "Duplicate value",
+		},
+		"an Extension ToolProvider binding Secrets to roles is accepted": {
+			object: "apiVersion: platform.dev/v1\nkind: ToolProvider\ndefinition: {protocol: Extension, transport: StreamableHttp, http: {url: https://tools.example.com}, extension: {secrets: [{role: weather-api-key, secret: {name: k, scopeRef: /tenants/t1}}]}}",
+		},
 		"a Tool's provider and toolName never change": {
 			object:       "apiVersion: platform.dev/v1\nkind: Tool\ndefinition: {provider: {name: p}, toolName: search}",
 			update:       "apiVersion: platform.dev/v1\nkind: Tool\ndefinition: {provider: {name: p}, toolName: delete, enabled: true}",

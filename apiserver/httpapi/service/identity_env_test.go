@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/tools"
+	"platform.dev/platform/apiserver/tools/aep"
 	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/apiserver/workplace"
@@ -45,6 +47,8 @@ type identityEnv struct {
 	// platform serve's Secrets service does.
 	vault  *secrets.LocalVault
 	values *secrets.Service
+	// tools is the server's tool provider manager.
+	tools *tools.Manager
 }
 
 func newIdentityEnv(t testing.TB, db *store.Store) *identityEnv {
@@ -72,7 +76,11 @@ func newIdentityEnv(t testing.TB, db *store.Store) *identityEnv {
 	access, err := httpapi.TriggerAccess(cfg, svc, kube)
 	g.Expect(err).NotTo(HaveOccurred())
 	values := &secrets.Service{Resolver: &secrets.Resolver{Reader: kube, Tree: secrets.IdentityTree{Identity: svc, Namespaces: secrets.KubeNamespaces(kube)}}, Vault: vault}
-	toolManager, err := tools.NewManager(tools.Options{Kube: kube, Secrets: tools.VaultSecrets(values)})
+	// The server listens before it is built, so that extensions redeem capabilities at it.
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	toolManager, err := tools.NewManager(tools.Options{Kube: kube, Secrets: tools.VaultSecrets(values),
+		RedeemURL: "http://" + listener.Addr().String() + aep.RedeemPath})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(toolManager.Close)
 	api, err := service.New(httpapi.Options{
@@ -92,9 +100,12 @@ func newIdentityEnv(t testing.TB, db *store.Store) *identityEnv {
 		PackProjects:       packprojects.NewStore(db),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	server := httptest.NewServer(api.Handler())
+	server := httptest.NewUnstartedServer(api.Handler())
+	server.Listener.Close()
+	server.Listener = listener
+	server.Start()
 	t.Cleanup(server.Close)
-	e := &identityEnv{t: t, server: server, api: api.API(), svc: svc, db: db, workplace: places, vault: vault, values: values}
+	e := &identityEnv{t: t, server: server, api: api.API(), svc: svc, db: db, workplace: places, vault: vault, values: values, tools: toolManager}
 	admissionIdentity.Store(svc)
 	t.Cleanup(func() { admissionIdentity.CompareAndSwap(svc, nil) })
 

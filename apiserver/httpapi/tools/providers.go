@@ -29,7 +29,7 @@ type ToolProviderState struct {
 	httpapi.ResourceState
 	ServerName        string      `json:"serverName,omitempty" doc:"The name the provider reported"`
 	ServerVersion     string      `json:"serverVersion,omitempty" doc:"The version the provider reported"`
-	ProtocolVersion   string      `json:"protocolVersion,omitempty" doc:"The MCP protocol version negotiated with the provider"`
+	ProtocolVersion   string      `json:"protocolVersion,omitempty" doc:"The MCP protocol version negotiated with the provider, or an extension's protocol version (2026-09-18)"`
 	LastDiscoveryTime *time.Time  `json:"lastDiscoveryTime,omitempty" doc:"When tools were last discovered"`
 	Tools             int32       `json:"tools" doc:"Tools discovered and still listed"`
 	EnabledTools      int32       `json:"enabledTools" doc:"Tools of the provider that are enabled, as of the last discovery"`
@@ -71,7 +71,7 @@ func toolProviderFrom(p *platformv1.ToolProvider) ToolProvider {
 
 // ToolProviderTest is the result of a successful connectivity test.
 type ToolProviderTest struct {
-	Reachable           bool   `json:"reachable" doc:"The provider completed the MCP handshake and answered a ping"`
+	Reachable           bool   `json:"reachable" doc:"The provider completed the MCP handshake and answered a ping, or an extension served its discovery document"`
 	ServerName          string `json:"serverName,omitempty"`
 	ServerVersion       string `json:"serverVersion,omitempty"`
 	ProtocolVersion     string `json:"protocolVersion,omitempty"`
@@ -97,7 +97,7 @@ func (s *routes) registerToolProviders() {
 		Description: "Connects to the provider (starting a STDIO provider's process), lists its tools and reconciles its Tool objects: " +
 			"a new tool becomes a disabled Tool, a listed one is Available with the provider's description and input schema, one no " +
 			"longer listed is Missing. Nothing is ever enabled by a refresh. A provider that cannot be used as declared is 422, one " +
-			"that fails or answers something that is not MCP 502, one that does not answer in time 504; the Problem detail never " +
+			"that fails or answers something that is not MCP (or not the extension protocol) 502, one that does not answer in time 504; the Problem detail never " +
 			"holds a credential or the provider's output.",
 		Errors: []int{http.StatusNotFound, http.StatusUnprocessableEntity, http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusServiceUnavailable},
 	}, httpapi.PolicyResourcesWrite), func(ctx context.Context, in *httpapi.NameInput) (*struct{ Body domain.Refresh }, error) {

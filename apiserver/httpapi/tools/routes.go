@@ -27,13 +27,14 @@ type routes struct {
 func Routes(s *httpapi.Server) {
 	r := &routes{Server: s}
 	s.AddTags(
-		&huma.Tag{Name: tagToolProviders, Description: "Tool providers: MCP servers reached over STDIO or Streamable HTTP; discovery lists their tools."},
+		&huma.Tag{Name: tagToolProviders, Description: "Tool providers: MCP servers reached over STDIO or Streamable HTTP, and extensions of the extension protocol; discovery lists their tools."},
 		&huma.Tag{Name: tagTools, Description: "Tools: discovered tools, disabled until enabled; agents call enabled ones through governed execution."},
 	)
 	r.registerToolProviders()
 	r.registerTools()
 	r.registerToolCalls()
 	r.registerMCP()
+	r.registerExtensions()
 }
 
 // manager is the tool provider manager, or 503 when the server has none.
