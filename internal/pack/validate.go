@@ -313,13 +313,16 @@ func strictDecode(path string, obj map[string]any, into any) *Error {
 	return nil
 }
 
-// documents counts the YAML documents of a file (comments and empty documents aside).
+// documents counts the YAML documents of a file that hold more than blank lines and comments.
 func documents(b []byte) int {
 	n := 0
 	for _, doc := range splitDocuments(b) {
-		var v any
-		if err := yaml.Unmarshal(doc, &v); err != nil || v != nil {
-			n++
+		for _, line := range bytes.Split(doc, []byte("\n")) {
+			line = bytes.TrimSpace(line)
+			if len(line) > 0 && line[0] != '#' {
+				n++
+				break
+			}
 		}
 	}
 	return n
