@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 // chain creates what an Agent needs in namespace: a credential Secret, a ModelProvider and a
@@ -89,6 +90,22 @@ var _ = Describe("Agent", func() {
 		Expect(k8sClient.Create(ctx, agent)).To(Succeed())
 		expectReady(agent, metav1.ConditionTrue, platformv1.ResolvedReason)
 		Expect(agent.Status.ResolvedModel.ModelProfile).To(BeEquivalentTo("default"))
+	})
+
+	It("resolves a profile of another resource namespace of its workspace, never of another workspace", func() {
+		agentNamespace, err := resourcenamespace.Ensure(ctx, k8sClient, namespace, "contoso.reports")
+		Expect(err).NotTo(HaveOccurred())
+		agent := newAgent(agentNamespace, "packed", &platformv1.ModelProfileReference{Name: "default", Namespace: platformv1.DefaultResourceNamespace})
+		Expect(k8sClient.Create(ctx, agent)).To(Succeed())
+		By("another workspace's profile of that name does not count")
+		chain(newWorkspace())
+		ready := expectReady(agent, metav1.ConditionFalse, platformv1.ModelProfileNotFoundReason)
+		Expect(ready.Message).To(Equal(`ModelProfile "default" not found in resource namespace default`))
+
+		By("the workspace's own profile appears: the watch brings the agent in the Pack's namespace along")
+		chain(namespace)
+		ready = expectReady(agent, metav1.ConditionTrue, platformv1.ResolvedReason)
+		Expect(ready.Message).To(ContainSubstring(`through ModelProfile "default"`))
 	})
 
 	It("is ModelProfileNotSet without a profile", func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"platform.dev/platform/internal/resourcenamespace"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,6 +76,13 @@ func (r KubeResolver) Agent(ctx context.Context, namespace, name string) (provid
 		out.ModelProfile = p.Name
 		if out.ModelProfile == "" {
 			out.ModelProfile = p.ResourceID
+		}
+		if p.Namespace != "" {
+			ns, err := resourcenamespace.Resolve(ctx, r.Client, namespace, p.Namespace)
+			if err != nil {
+				return provider.Agent{}, fmt.Errorf("agent %q: the resource namespace %s of its model profile: %w", name, p.Namespace, err)
+			}
+			out.ModelProfileNamespace = ns
 		}
 	}
 	return out, nil

@@ -75,7 +75,8 @@ func (m *ManagedProvider) Invoke(ctx context.Context, req Request) (Action, erro
 		Tools: append(BuiltinTools(), req.Tools...), Transcript: req.Transcript})
 }
 
-// Resolve follows agent -> ModelProfile -> ModelProvider in namespace. Its errors are permanent:
+// Resolve follows agent -> ModelProfile -> ModelProvider in namespace (or the profile's own, when the
+// agent names it). Its errors are permanent:
 // retrying does not fix a missing profile.
 func (m *ManagedProvider) Resolve(ctx context.Context, namespace string, agent Agent) (Target, error) {
 	if m.Client == nil {
@@ -83,6 +84,9 @@ func (m *ManagedProvider) Resolve(ctx context.Context, namespace string, agent A
 	}
 	if agent.ModelProfile == "" {
 		return Target{}, fmt.Errorf("agent %q selects no model profile", agent.Name)
+	}
+	if agent.ModelProfileNamespace != "" {
+		namespace = agent.ModelProfileNamespace
 	}
 	profile, err := m.profile(ctx, namespace, agent.ModelProfile)
 	if err != nil {

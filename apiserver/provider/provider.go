@@ -46,6 +46,9 @@ type Agent struct {
 	Handler      string `json:"handler,omitempty"`
 	Instructions string `json:"instructions,omitempty"`
 	ModelProfile string `json:"modelProfile,omitempty"`
+	// ModelProfileNamespace is the kube namespace of the ModelProfile when it is not the
+	// agent's own (an installed Pack's agent bound to a profile of the workspace's `default`).
+	ModelProfileNamespace string `json:"modelProfileNamespace,omitempty"`
 	// Tools are the names of the Tools the agent may call (only the enabled ones are offered).
 	Tools []string `json:"tools,omitempty"`
 }

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	corev1 "k8s.io/api/core/v1"
+	"platform.dev/platform/internal/resourcenamespace"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -119,8 +121,16 @@ func (r *Reconciler) reconcileModelProfile(ctx context.Context, s *scope) (ctrl.
 	case ref == nil:
 		return ctrl.Result{}, nil
 	case ref.Name != "":
+		ns := s.agent.Namespace
+		if ref.Namespace != "" {
+			resolved, _, err := reconcileutil.ResolveNamespace(ctx, r.Client, s.agent.Namespace, ref.Namespace)
+			if err != nil || resolved == "" {
+				return ctrl.Result{}, err
+			}
+			ns = resolved
+		}
 		profile := &platformv1.ModelProfile{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.agent.Namespace, Name: ref.Name}, profile)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, profile)
 		if err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
@@ -148,7 +158,8 @@ func (r *Reconciler) reconcileModelProvider(ctx context.Context, s *scope) (ctrl
 		return ctrl.Result{}, nil
 	}
 	provider := &platformv1.ModelProvider{}
-	key := client.ObjectKey{Namespace: s.agent.Namespace, Name: string(s.profile.Definition.Provider.Name)}
+	// A profile's provider is in the profile's own namespace.
+	key := client.ObjectKey{Namespace: s.profile.Namespace, Name: string(s.profile.Definition.Provider.Name)}
 	if err := r.Client.Get(ctx, key, provider); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -193,6 +204,8 @@ func profileKey(ref *platformv1.ModelProfileReference) string {
 	switch {
 	case ref == nil:
 		return ""
+	case ref.Name != "" && ref.Namespace != "":
+		return "name/" + string(ref.Namespace) + "/" + ref.Name
 	case ref.Name != "":
 		return "name/" + ref.Name
 	case ref.ResourceID != "":
@@ -204,7 +217,33 @@ func profileKey(ref *platformv1.ModelProfileReference) string {
 // agentsOfProfile maps a ModelProfile to the agents that select it, by name or by resourceId.
 func (r *Reconciler) agentsOfProfile(ctx context.Context, obj client.Object) []reconcile.Request {
 	requests := r.agentsMatching(ctx, obj.GetNamespace(), modelProfileIndex, "name/"+obj.GetName())
-	return append(requests, r.agentsMatching(ctx, obj.GetNamespace(), modelProfileIndex, "uid/"+string(obj.GetUID()))...)
+	requests = append(requests, r.agentsMatching(ctx, obj.GetNamespace(), modelProfileIndex, "uid/"+string(obj.GetUID()))...)
+	return append(requests, r.agentsOfProfileElsewhere(ctx, obj)...)
+}
+
+// agentsOfProfileElsewhere are the agents of the profile's workspace, in its other resource
+// namespaces, that name the profile with its resource namespace (an installed Pack's agent bound
+// to a profile of `default`).
+func (r *Reconciler) agentsOfProfileElsewhere(ctx context.Context, obj client.Object) []reconcile.Request {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); err != nil {
+		return nil
+	}
+	workspace := resourcenamespace.WorkspaceOf(ns)
+	agents := &platformv1.AgentList{}
+	key := "name/" + string(resourcenamespace.Of(ns)) + "/" + obj.GetName()
+	if err := r.Client.List(ctx, agents, client.MatchingFields{modelProfileIndex: key}); err != nil {
+		log.FromContext(ctx).Error(err, "listing agents by index", "index", modelProfileIndex, "value", key)
+		return nil
+	}
+	var requests []reconcile.Request
+	for i := range agents.Items {
+		owner, err := resourcenamespace.WorkspaceOfName(ctx, r.Client, agents.Items[i].Namespace)
+		if err == nil && owner == workspace {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&agents.Items[i])})
+		}
+	}
+	return requests
 }
 
 // agentsOfProvider maps a ModelProvider to the agents whose profile uses it.

@@ -36,6 +36,8 @@ func setReadyCondition(s *scope) {
 	switch {
 	case ref == nil:
 		reason, message = platformv1.ModelProfileNotSetReason, "definition.modelProfile selects no ModelProfile, so the agent has no model to call"
+	case s.profile == nil && ref.Name != "" && ref.Namespace != "":
+		reason, message = platformv1.ModelProfileNotFoundReason, fmt.Sprintf("ModelProfile %q not found in resource namespace %s", ref.Name, ref.Namespace)
 	case s.profile == nil && ref.Name != "":
 		reason, message = platformv1.ModelProfileNotFoundReason, fmt.Sprintf("ModelProfile %q not found", ref.Name)
 	case s.profile == nil:

@@ -49,6 +49,7 @@ type AgentDefinition struct {
 
 // ModelProfileReference refers to a ModelProfile by name in the same workspace or by resource id.
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.resourceId)",message="modelProfile names exactly one of name and resourceId"
+// +kubebuilder:validation:XValidation:rule="!has(self.namespace) || has(self.name)",message="namespace goes with name: a resourceId is looked up in the agent's own namespace"
 type ModelProfileReference struct {
 	// name of a ModelProfile in the agent's workspace.
 	// +optional
@@ -59,6 +60,11 @@ type ModelProfileReference struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	ResourceID string `json:"resourceId,omitempty"`
+
+	// namespace is the resource namespace of the named ModelProfile inside the agent's workspace
+	// (an installed Pack's agent bound to a profile of `default`); omitted means the agent's own.
+	// +optional
+	Namespace ResourceNamespace `json:"namespace,omitempty"`
 }
 
 // AgentTool names one tool an agent may call.
