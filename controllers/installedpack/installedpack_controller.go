@@ -129,7 +129,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	base := ip.DeepCopy()
-	kns, err := resourcenamespace.Ensure(ctx, r.Client, ip.Namespace, platformv1.ResourceNamespace(ip.Name))
+	// The namespace is looked up first: Ensure writes, and most reconciles find it.
+	kns, err := resourcenamespace.Resolve(ctx, r.Client, ip.Namespace, platformv1.ResourceNamespace(ip.Name))
+	if errors.Is(err, resourcenamespace.ErrNotFound) {
+		kns, err = resourcenamespace.Ensure(ctx, r.Client, ip.Namespace, platformv1.ResourceNamespace(ip.Name))
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -575,14 +579,15 @@ func (o *operation) put(ctx context.Context, want *unstructured.Unstructured, ex
 	if live.GetLabels()[pack.PackLabel] != o.ip.Name {
 		return failure("%s %s exists and is not owned by this Pack", kind, want.GetName())
 	}
-	target := pack.Fingerprint(want.Object)
+	// The kube API defaults fields, so a live object never has the rendered content byte for
+	// byte: the fingerprint annotation says which content it was written from, and the installed
+	// fingerprint (taken from the live object after the write) says whether a person changed it.
 	current := pack.Fingerprint(live.Object)
-	if current == target && live.GetAnnotations()[pack.FingerprintAnnotation] == want.GetAnnotations()[pack.FingerprintAnnotation] &&
+	if live.GetAnnotations()[pack.FingerprintAnnotation] == want.GetAnnotations()[pack.FingerprintAnnotation] &&
 		live.GetAnnotations()[pack.VersionAnnotation] == want.GetAnnotations()[pack.VersionAnnotation] {
 		return nil
 	}
-	if current != target && expected != "" && current != expected &&
-		platformv1.Digest(live.GetAnnotations()[pack.FingerprintAnnotation]) != current {
+	if expected != "" && current != expected {
 		return failure("%s %s changed since installed", kind, want.GetName())
 	}
 	live.Object["definition"] = want.Object["definition"]
@@ -748,12 +753,14 @@ func (o *operation) finish(ctx context.Context) error {
 		}
 		m := platformv1.ManagedResource{Kind: r.Kind, Name: platformv1.ResourceName(r.Name), ArchivePath: r.Path,
 			Fingerprint: pack.Fingerprint(want.Object), SuppliedByVersion: platformv1.SemanticVersion(to.Manifest.Metadata.Version), MatchesInstalled: true}
-		if p, ok := previous[key(r.Kind, r.Name)]; ok && p.Fingerprint == m.Fingerprint && p.SuppliedByVersion != "" {
-			m.SuppliedByVersion = p.SuppliedByVersion
-		}
 		live := newLive(r.Kind)
 		if err := o.r.Client.Get(ctx, client.ObjectKeyFromObject(want), live); err == nil {
-			m.Revision = live.GetGeneration()
+			// The installed fingerprint is the live content as the kube API keeps it (defaults
+			// included), so that an untouched resource matches it later.
+			m.Revision, m.Fingerprint = live.GetGeneration(), pack.Fingerprint(live.Object)
+		}
+		if p, ok := previous[key(r.Kind, r.Name)]; ok && p.Fingerprint == m.Fingerprint && p.SuppliedByVersion != "" {
+			m.SuppliedByVersion = p.SuppliedByVersion
 		}
 		resources = append(resources, m)
 	}

@@ -347,7 +347,7 @@ func Plan(in PlanInput) ChangeSet {
 			fp := liveFingerprint(l)
 			inst, hasInst := installedFP(key)
 			switch {
-			case fp == wantFP:
+			case l.Annotations[FingerprintAnnotation] == string(wantFP) && (!hasInst || fp == inst):
 				c.Action = ActionUnchanged
 			case hasInst && fp == inst, !hasInst && in.Installed == nil:
 				c.Action = ActionUpdate
