@@ -18,8 +18,8 @@ import (
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	platformv1 "platform.dev/platform/apis/platform/v1"
-	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/packs"
+	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/testenv"
 	"platform.dev/platform/controllers"

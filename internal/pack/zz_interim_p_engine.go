@@ -57,7 +57,9 @@ type PlanInput struct {
 }
 
 // Identity is `publisher.name`.
-func (a *Archive) Identity() string { return a.Manifest.Metadata.Publisher + "." + a.Manifest.Metadata.Name }
+func (a *Archive) Identity() string {
+	return a.Manifest.Metadata.Publisher + "." + a.Manifest.Metadata.Name
+}
 
 // Read reads and validates an archive (interim: the essentials).
 func Read(data []byte, fileName string) (*Archive, error) {
