@@ -150,8 +150,9 @@ var _ = Describe("InstalledPack", func() {
 	It("compensates the done steps in reverse order when a step fails, and names the failing resource", func() {
 		ws := newWorkspace()
 		p := helloPack("1.0.0", "Say hello.")
-		// The kube API refuses this Flow (an unknown flowKind): its step fails after the Agent's.
-		p.Resources["flows/greet.yaml"] = "apiVersion: platform/v1\nkind: Flow\nmetadata:\n  name: greet\ndefinition:\n  flowKind: Bogus\n"
+		// The kube API refuses this Flow (annotations over its metadata limit): its step fails
+		// after the Agent's.
+		p.Resources["flows/greet.yaml"] = packstest.Oversized("Flow", "greet")
 		ip := install(ws, p)
 		expectState(ip, platformv1.PackRolledBack)
 		op := ip.Status.Operation

@@ -39,6 +39,9 @@ import (
 // which is how the crash tests kill the binary "after step k". Never set it in production.
 const ExitAfterStepEnv = "PLATFORM_TEST_FAULT_PACK_EXIT_AFTER_STEP"
 
+// dependencyGrace is how long a removal refused by dependency protection is retried.
+const dependencyGrace = time.Minute
+
 // Archives reads stored Pack archives by digest (apiserver/packs.Store).
 type Archives interface {
 	Archive(ctx context.Context, digest platformv1.Digest) ([]byte, error)
@@ -268,17 +271,32 @@ func Live(ctx context.Context, c client.Reader, kns string) ([]pack.LiveObject, 
 }
 
 func liveObject(kind platformv1.PackResourceKind, u *unstructured.Unstructured) pack.LiveObject {
-	def, _ := u.Object["definition"].(map[string]any)
-	return pack.LiveObject{Kind: kind, Name: u.GetName(), Labels: u.GetLabels(), Annotations: u.GetAnnotations(), Definition: def}
+	l := pack.LiveFrom(u)
+	l.Kind = kind
+	return l
+}
+
+// Exists answers Plan's question whether the workspace (its kube namespace) has a resource that a
+// Pack refers to in another resource namespace, or a Secret. A failed read counts as absent.
+func Exists(ctx context.Context, c client.Reader, workspace string) func(kind, namespace, name string) bool {
+	return func(kind, namespace, name string) bool {
+		ns, err := resourcenamespace.Resolve(ctx, c, workspace, platformv1.ResourceNamespace(namespace))
+		if err != nil {
+			return false
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(platformv1.GroupVersion.WithKind(kind))
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u) == nil
+	}
 }
 
 // InstalledRecord is what an update of ip starts from: the installed archive and the installed
 // fingerprints; nil when nothing is installed.
-func InstalledRecord(ip *platformv1.InstalledPack, installed *pack.Archive) *pack.InstalledRecord {
+func InstalledRecord(ip *platformv1.InstalledPack, installed *pack.Archive) *pack.Installed {
 	if installed == nil {
 		return nil
 	}
-	rec := &pack.InstalledRecord{Archive: installed, Fingerprints: map[string]platformv1.Digest{}}
+	rec := &pack.Installed{Archive: installed, Fingerprints: map[string]platformv1.Digest{}}
 	for _, m := range ip.Status.Resources {
 		rec.Fingerprints[key(m.Kind, string(m.Name))] = m.Fingerprint
 	}
@@ -292,7 +310,8 @@ func (o *operation) start(ctx context.Context) (ctrl.Result, error) {
 	if ip.Definition.Uninstall {
 		return o.startUninstall(ctx)
 	}
-	op := &platformv1.PackOperation{Kind: platformv1.PackOperationInstall, Generation: ip.Generation,
+	now := metav1.Now()
+	op := &platformv1.PackOperation{Kind: platformv1.PackOperationInstall, Generation: ip.Generation, StartedAt: &now,
 		FromDigest: ip.Status.InstalledDigest, ToDigest: ip.Definition.ArchiveDigest, Phase: platformv1.PackApplying}
 	if op.FromDigest != "" {
 		op.Kind = platformv1.PackOperationUpdate
@@ -311,8 +330,8 @@ func (o *operation) start(ctx context.Context) (ctrl.Result, error) {
 		return fail("", "the archive cannot be read: "+err.Error())
 	}
 	op.ToVersion = platformv1.SemanticVersion(to.Manifest.Metadata.Version)
-	if to.Identity() != ip.Name {
-		return fail("", fmt.Sprintf("the archive is Pack %s, not %s", to.Identity(), ip.Name))
+	if to.Manifest.Namespace() != ip.Name {
+		return fail("", fmt.Sprintf("the archive is Pack %s, not %s", to.Manifest.Namespace(), ip.Name))
 	}
 	var from *pack.Archive
 	if op.FromDigest != "" {
@@ -356,8 +375,8 @@ func (o *operation) plan(ctx context.Context, to, from *pack.Archive) (pack.Chan
 	if err != nil {
 		return pack.ChangeSet{}, err
 	}
-	return pack.Plan(pack.PlanInput{Archive: to, Namespace: o.ip.Name, Bindings: o.bindings(), Satisfied: sat, Live: live,
-		Installed: InstalledRecord(o.ip, from)}), nil
+	return pack.Plan(pack.PlanInput{Archive: to, Bindings: o.bindings(), Satisfied: sat, Live: live,
+		Installed: InstalledRecord(o.ip, from), Exists: Exists(ctx, o.r.Client, o.ip.Namespace)}), nil
 }
 
 // dashboardRefusal is why an operation that removes Entries on Dashboards may not go on: only
@@ -405,7 +424,8 @@ func DashboardsReferencing(ctx context.Context, c client.Reader, workspace strin
 // unchanged, in reverse install order; modified, detached and referenced ones are preserved.
 func (o *operation) startUninstall(ctx context.Context) (ctrl.Result, error) {
 	ip := o.ip
-	op := &platformv1.PackOperation{Kind: platformv1.PackOperationUninstall, Generation: ip.Generation,
+	now := metav1.Now()
+	op := &platformv1.PackOperation{Kind: platformv1.PackOperationUninstall, Generation: ip.Generation, StartedAt: &now,
 		FromDigest: ip.Status.InstalledDigest, Phase: platformv1.PackApplying}
 	plan, err := PlanUninstall(ctx, o.r.Client, ip, o.kns)
 	if err != nil {
@@ -632,6 +652,12 @@ func (o *operation) remove(ctx context.Context, kind platformv1.PackResourceKind
 		}
 	}
 	if err := o.r.Client.Delete(ctx, live); client.IgnoreNotFound(err) != nil {
+		// Dependency protection refuses to delete what a published Entry still uses; the Entry
+		// removed by an earlier step takes its publication along shortly, so a refusal is
+		// retried for a while before it counts.
+		if op := o.ip.Status.Operation; apierrors.IsForbidden(err) && op.StartedAt != nil && time.Since(op.StartedAt.Time) < dependencyGrace {
+			return err
+		}
 		return permanent(err)
 	}
 	if kind == "Entry" && o.r.Interactions != nil {

@@ -212,6 +212,9 @@ type PackOperation struct {
 	// phase is Applying, Compensating, Done or Failed.
 	// +required
 	Phase PackOperationPhase `json:"phase"`
+	// startedAt is when the operation was planned.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// steps in the order they are carried out.
 	// +optional
 	// +listType=atomic

@@ -71,7 +71,8 @@ func Flow(name, agent string) string {
 
 // Entry is the manifest of a Prompt Entry bound to agent.
 func Entry(name, agent string) string {
-	return fmt.Sprintf("apiVersion: platform/v1\nkind: Entry\nmetadata:\n  name: %s\ndefinition:\n  displayName: %s\n  type: Prompt\n  binding:\n    agent:\n      name: %s\n",
+	return fmt.Sprintf("apiVersion: platform/v1\nkind: Entry\nmetadata:\n  name: %s\ndefinition:\n  displayName: %s\n  type: Prompt\n  binding:\n    agent:\n      name: %s\n"+
+		"  fields:\n  - name: request\n    label: Request\n    type: MultilineText\n    role: PrimaryInput\n    required: true\n",
 		name, name, agent)
 }
 
@@ -84,4 +85,14 @@ func Agents(publisher, name, version string, n int, instructions string) Pack {
 		p.Resources["agents/"+a+".yaml"] = Agent(a, instructions)
 	}
 	return p
+}
+
+// Oversized is a manifest of kind/name that the archive format accepts and the kube API refuses
+// (its annotations exceed the 256 KiB metadata limit): a step that fails during the install.
+func Oversized(kind, name string) string {
+	body := map[string]string{
+		"Flow": "  flowKind: Direct\n  target:\n    kind: Agent\n    id: greeter\n",
+	}[kind]
+	return fmt.Sprintf("apiVersion: platform/v1\nkind: %s\nmetadata:\n  name: %s\n  annotations:\n    padding: %q\ndefinition:\n%s",
+		kind, name, strings.Repeat("x", 300<<10), body)
 }
