@@ -293,7 +293,7 @@ func (r *routes) install(ctx context.Context, in *installInput) (*viewOutput, er
 	if err != nil {
 		return nil, err
 	}
-	a, err := r.read(&in.archiveInput)
+	a, err := r.read(&archiveInput{ContentType: in.ContentType, FileName: in.FileName, RawBody: in.RawBody})
 	if err != nil {
 		return nil, err
 	}

@@ -100,8 +100,12 @@ type (
 		FileName    string `header:"X-Pack-File-Name" maxLength:"1024" doc:"The archive's local file name, kept only as a display-safe name"`
 		RawBody     []byte
 	}
+	// installInput repeats archiveInput's fields: huma reads RawBody only at the top level.
 	installInput struct {
-		archiveInput
+		httpapi.WorkspaceInput
+		ContentType               string `header:"Content-Type" maxLength:"256" doc:"application/zip or application/octet-stream"`
+		FileName                  string `header:"X-Pack-File-Name" maxLength:"1024" doc:"The archive's local file name, kept only as a display-safe name"`
+		RawBody                   []byte
 		RemoveDashboardReferences bool `query:"removeDashboardReferences" doc:"Authorizes an update to remove Dashboard references to the Entries it removes"`
 	}
 	itemInput struct {
