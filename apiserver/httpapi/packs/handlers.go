@@ -545,7 +545,7 @@ func (r *routes) uninstallPreview(ctx context.Context, in *uninstallInput) (*uni
 	if err != nil {
 		return nil, err
 	}
-	ip, err := r.mustInstalled(ctx, sc.ws, &in.itemInput)
+	ip, err := r.mustInstalled(ctx, sc.ws, in.item())
 	if err != nil {
 		return nil, err
 	}
@@ -569,7 +569,7 @@ func (r *routes) uninstall(ctx context.Context, in *uninstallInput) (*uninstallO
 	if err != nil {
 		return nil, err
 	}
-	ip, err := r.mustInstalled(ctx, sc.ws, &in.itemInput)
+	ip, err := r.mustInstalled(ctx, sc.ws, in.item())
 	if err != nil {
 		return nil, err
 	}
@@ -748,7 +748,7 @@ func (r *routes) rollback(ctx context.Context, in *rollbackInput) (*viewOutput, 
 	if err != nil {
 		return nil, err
 	}
-	ip, err := r.mustInstalled(ctx, sc.ws, &in.itemInput)
+	ip, err := r.mustInstalled(ctx, sc.ws, in.item())
 	if err != nil {
 		return nil, err
 	}

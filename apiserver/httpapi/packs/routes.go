@@ -113,17 +113,24 @@ type (
 		Publisher string `path:"publisher" maxLength:"63" doc:"The Pack's publisher"`
 		Name      string `path:"name" maxLength:"63" doc:"The Pack's name"`
 	}
+	// The inputs below repeat itemInput's fields: huma reads fields of one level of embedding.
 	uninstallInput struct {
-		itemInput
-		RemoveDashboardReferences bool `query:"removeDashboardReferences" doc:"Also remove the Pack's Entries that Dashboards show, with those references"`
+		httpapi.WorkspaceInput
+		Publisher                 string `path:"publisher" maxLength:"63" doc:"The Pack's publisher"`
+		Name                      string `path:"name" maxLength:"63" doc:"The Pack's name"`
+		RemoveDashboardReferences bool   `query:"removeDashboardReferences" doc:"Also remove the Pack's Entries that Dashboards show, with those references"`
 	}
 	rollbackInput struct {
-		itemInput
-		RemoveDashboardReferences bool `query:"removeDashboardReferences" doc:"Authorizes removing Dashboard references to Entries the retained version does not supply"`
+		httpapi.WorkspaceInput
+		Publisher                 string `path:"publisher" maxLength:"63" doc:"The Pack's publisher"`
+		Name                      string `path:"name" maxLength:"63" doc:"The Pack's name"`
+		RemoveDashboardReferences bool   `query:"removeDashboardReferences" doc:"Authorizes removing Dashboard references to Entries the retained version does not supply"`
 	}
 	bindingsInput struct {
-		itemInput
-		Body BindingsRequest
+		httpapi.WorkspaceInput
+		Publisher string `path:"publisher" maxLength:"63" doc:"The Pack's publisher"`
+		Name      string `path:"name" maxLength:"63" doc:"The Pack's name"`
+		Body      BindingsRequest
 	}
 	previewOutput struct{ Body Preview }
 	viewOutput    struct {
@@ -136,3 +143,11 @@ type (
 	uninstallPreviewOutput struct{ Body UninstallPreview }
 	bindingsOutput         struct{ Body BindingsResult }
 )
+
+func (in *uninstallInput) item() *itemInput {
+	return &itemInput{WorkspaceInput: in.WorkspaceInput, Publisher: in.Publisher, Name: in.Name}
+}
+
+func (in *rollbackInput) item() *itemInput {
+	return &itemInput{WorkspaceInput: in.WorkspaceInput, Publisher: in.Publisher, Name: in.Name}
+}
