@@ -15,6 +15,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
@@ -444,14 +445,24 @@ func (r *routes) view(ctx context.Context, sc scope, ip *platformv1.InstalledPac
 		at := t.UTC()
 		v.InstalledAt = &at
 	}
+	kns := resourcenamespace.KubeName(sc.ws, platformv1.ResourceNamespace(ip.Name))
 	for _, m := range ip.Status.Resources {
 		rv := ResourceView{Kind: string(m.Kind), Name: string(m.Name), Path: m.ArchivePath, Fingerprint: string(m.Fingerprint),
 			SuppliedByVersion: string(m.SuppliedByVersion), MatchesInstalled: m.MatchesInstalled, Condition: "managed"}
-		if !m.MatchesInstalled {
-			rv.Condition = "modified"
-			kns := resourcenamespace.KubeName(sc.ws, platformv1.ResourceNamespace(ip.Name))
-			if err := r.Kube().Get(ctx, client.ObjectKey{Namespace: kns, Name: string(m.Name)}, newObject(m.Kind)); apierrors.IsNotFound(err) {
-				rv.Condition = "missing"
+		// Read live: a change a person made a moment ago shows at once, before the controller
+		// recomputed matchesInstalled.
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(platformv1.GroupVersion.WithKind(string(m.Kind)))
+		err := r.Kube().Get(ctx, client.ObjectKey{Namespace: kns, Name: string(m.Name)}, live)
+		switch {
+		case apierrors.IsNotFound(err):
+			rv.Condition, rv.MatchesInstalled = "missing", false
+		case err != nil:
+			return v, httpapi.Problem(err)
+		default:
+			rv.MatchesInstalled = live.GetLabels()[pack.PackLabel] == ip.Name && pack.Fingerprint(live.Object) == m.Fingerprint
+			if !rv.MatchesInstalled {
+				rv.Condition = "modified"
 			}
 		}
 		v.Resources = append(v.Resources, rv)
@@ -499,12 +510,6 @@ func (r *routes) bindingStates(ctx context.Context, sc scope, a *pack.Archive, s
 		out = append(out, st)
 	}
 	return out, nil
-}
-
-func newObject(kind platformv1.PackResourceKind) client.Object {
-	u := &metav1.PartialObjectMetadata{}
-	u.SetGroupVersionKind(platformv1.GroupVersion.WithKind(string(kind)))
-	return u
 }
 
 func (r *routes) list(ctx context.Context) (*listOutput, error) {
