@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -93,6 +94,16 @@ var _ = Describe("InstalledPack", func() {
 				}
 			}
 		}, time.Second).Should(Succeed())
+	})
+
+	It("resolves an installed Entry's Flow in the Pack's namespace, not the workspace's", func() {
+		ws := newWorkspace()
+		p := helloPack("1.0.0", "Say hello.")
+		p.Resources["entries/hello.yaml"] = strings.Replace(packstest.Entry("hello", "greeter"), "    agent:\n      name: greeter\n", "    flow:\n      name: greet\n", 1)
+		ip := install(ws, p)
+		expectState(ip, platformv1.PackInstalled)
+		entry := &platformv1.Entry{ObjectMeta: metav1.ObjectMeta{Namespace: packNamespace(ws), Name: "hello"}}
+		expectReady(entry, metav1.ConditionTrue, platformv1.ResolvedReason)
 	})
 
 	It("recomputes matchesInstalled from the live fingerprint when a person changes a resource", func() {

@@ -127,11 +127,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !ip.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	if ip.Definition.ArchiveDigest == "" && !ip.Definition.Uninstall {
-		// A record made before installs had a desired state: nothing to carry out.
-		return ctrl.Result{}, nil
-	}
 	base := ip.DeepCopy()
+	if ip.Definition.ArchiveDigest == "" && !ip.Definition.Uninstall {
+		// A record without a desired state (written by hand, as the samples do): nothing to
+		// carry out, and nothing of it is missing.
+		setReadyCondition(ip, nil)
+		reconcileutil.Observed(&ip.Status.ResourceStatus, ip.Generation)
+		return reconcileutil.IgnoreConflict(reconcileutil.PatchStatus(ctx, r.Client, base, ip))
+	}
 	// The namespace is looked up first: Ensure writes, and most reconciles find it.
 	kns, err := resourcenamespace.Resolve(ctx, r.Client, ip.Namespace, platformv1.ResourceNamespace(ip.Name))
 	if errors.Is(err, resourcenamespace.ErrNotFound) {
