@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"io/fs"
@@ -189,6 +190,13 @@ func TestEveryRefusalNamesItsReason(t *testing.T) {
 			es := tiny()
 			for i := range MaxFiles {
 				es = append(es, entry{name: "x/" + strings.Repeat("f", 1+i%5) + string(rune('a'+i%26)) + string(rune('a'+i/26)), body: "x"})
+			}
+			return zipEntries(t, es...)
+		}, reason: ReasonTooManyFiles},
+		"a directory of 10000 entries": {archive: func(t *testing.T) []byte {
+			es := tiny()
+			for i := range 10000 {
+				es = append(es, entry{name: fmt.Sprintf("x/%d", i)})
 			}
 			return zipEntries(t, es...)
 		}, reason: ReasonTooManyFiles},
@@ -416,4 +424,22 @@ func TestAZipBombNeverExpandsPastTheLimit(t *testing.T) {
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("reading a 256 MiB bomb allocated %d KiB", allocated>>10)
 	g.Expect(allocated).To(BeNumerically("<", MaxExpandedBytes), "allocated %d bytes", allocated)
+}
+
+// TestAHugeDirectoryIsRefusedBeforeItIsParsed: an archive declaring 20000 entries is refused
+// from its end record, before a record of each entry is built.
+func TestAHugeDirectoryIsRefusedBeforeItIsParsed(t *testing.T) {
+	g := NewWithT(t)
+	es := tiny()
+	for i := range 20000 {
+		es = append(es, entry{name: fmt.Sprintf("x/%d", i)})
+	}
+	archive := zipEntries(t, es...)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Read(archive, "many.zip")
+	runtime.ReadMemStats(&after)
+	g.Expect(err).To(MatchError(ContainSubstring(string(ReasonTooManyFiles))))
+	g.Expect(after.TotalAlloc-before.TotalAlloc).To(BeNumerically("<", 64<<10), "allocated %d bytes", after.TotalAlloc-before.TotalAlloc)
 }

@@ -66,6 +66,10 @@ func Read(data []byte, fileName string) (*Archive, error) {
 	if len(data) > MaxCompressedBytes {
 		return nil, refuse(ReasonTooLarge, "", fmt.Sprintf("the archive is %d bytes; at most %d are accepted", len(data), MaxCompressedBytes))
 	}
+	if n := declaredEntries(data); n > 2*MaxFiles {
+		// Refused before archive/zip builds a record for every entry of the directory.
+		return nil, refuse(ReasonTooManyFiles, "", fmt.Sprintf("the archive has %d entries; at most %d files are accepted", n, MaxFiles))
+	}
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		// ErrInsecurePath comes with a usable reader; our own path rules refuse those names
@@ -580,4 +584,22 @@ func decodeYAML(b []byte) (map[string]any, error) {
 		return nil, err
 	}
 	return obj, nil
+}
+
+// declaredEntries is the number of entries the end-of-central-directory record declares (0 when
+// there is none, which archive/zip then refuses). A ZIP64 archive declares 0xFFFF there; the
+// central-directory signatures are counted instead, which may only overcount.
+func declaredEntries(data []byte) int {
+	const eocdLen = 22
+	start := max(0, len(data)-eocdLen-0xFFFF)
+	i := bytes.LastIndex(data[start:], []byte("PK\x05\x06"))
+	if i < 0 || start+i+eocdLen > len(data) {
+		return 0
+	}
+	rec := data[start+i:]
+	n := int(rec[10]) | int(rec[11])<<8
+	if n == 0xFFFF {
+		return bytes.Count(data, []byte("PK\x01\x02"))
+	}
+	return n
 }

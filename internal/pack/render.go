@@ -50,8 +50,9 @@ func Render(a *Archive, r Resource, namespace string, bindings map[string]Bindin
 				delete(def, site.field)
 				continue
 			}
+			// A reference without a namespace resolves in the Pack's own namespace.
 			to := map[string]any{"name": sel.Name}
-			if sel.Namespace != "" {
+			if sel.Namespace != "" && sel.Namespace != a.Manifest.Namespace() {
 				to["namespace"] = sel.Namespace
 			}
 			def[site.field] = to
