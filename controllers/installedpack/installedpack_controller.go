@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,9 @@ type Reconciler struct {
 	ExitAfterStep int
 	// Exit ends the process for the fault injection; os.Exit when nil.
 	Exit func(code int)
+
+	mu    sync.Mutex
+	cache map[platformv1.Digest]*pack.Archive
 }
 
 // SetupWithManager registers the reconciler and its watches with mgr: a change of any kind a
@@ -179,6 +183,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, nil
 }
 
+// maxCachedArchives bounds the read archives the reconciler keeps.
+const maxCachedArchives = 16
+
+// read is the archive stored under digest, read and validated once: an archive never changes
+// under its digest, and each step of an operation needs it again (reading 100 resources at
+// every step made an install quadratic).
+func (r *Reconciler) read(ctx context.Context, digest platformv1.Digest) (*pack.Archive, error) {
+	r.mu.Lock()
+	a, ok := r.cache[digest]
+	r.mu.Unlock()
+	if ok {
+		return a, nil
+	}
+	data, err := r.Archives.Archive(ctx, digest)
+	if err != nil {
+		return nil, err
+	}
+	if a, err = pack.Read(data, ""); err != nil {
+		return nil, fmt.Errorf("stored archive %s: %w", digest, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cache == nil || len(r.cache) >= maxCachedArchives {
+		r.cache = map[platformv1.Digest]*pack.Archive{}
+	}
+	r.cache[digest] = a
+	return a, nil
+}
+
 // operation is one reconcile of one InstalledPack.
 type operation struct {
 	r   *Reconciler
@@ -196,13 +229,9 @@ func (o *operation) archive(ctx context.Context, digest platformv1.Digest) (*pac
 	if a, ok := o.archives[digest]; ok {
 		return a, nil
 	}
-	data, err := o.r.Archives.Archive(ctx, digest)
+	a, err := o.r.read(ctx, digest)
 	if err != nil {
 		return nil, err
-	}
-	a, err := pack.Read(data, "")
-	if err != nil {
-		return nil, fmt.Errorf("stored archive %s: %w", digest, err)
 	}
 	if o.archives == nil {
 		o.archives = map[platformv1.Digest]*pack.Archive{}
