@@ -35,7 +35,9 @@ func Routes(s *httpapi.Server) {
 			"and Secret values are redacted by field and by header before anything is kept.",
 	}, httpapi.PolicyPlatformAdmin), func(_ context.Context, in *ListInput) (*struct {
 		Body httpapi.Items[httpapi.Captured]
-	}, error) { return &struct {
-		Body httpapi.Items[httpapi.Captured]
-	}{Body: httpapi.ItemsOf(capture.List(in.Contains, in.Take))}, nil })
+	}, error) {
+		return &struct {
+			Body httpapi.Items[httpapi.Captured]
+		}{Body: httpapi.ItemsOf(capture.List(in.Contains, in.Take))}, nil
+	})
 }

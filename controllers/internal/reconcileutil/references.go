@@ -18,10 +18,15 @@ import (
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // ResolveNamespace is the kube namespace that a reference into resource namespace rns, written in
-// kube namespace from, resolves to: the workspace's own for `default` (or omitted), else that
-// resource namespace of the same workspace, never another workspace's. When it does not exist,
-// ns is "" and missing says so, for a condition message.
+// kube namespace from, resolves to: the referrer's own when omitted (an installed Pack's Entry
+// naming its Flow means the Pack's Flow; in the workspace's own namespace that is `default`), the
+// workspace's own for `default`, else that resource namespace of the same workspace, never
+// another workspace's. When it does not exist, ns is "" and missing says so, for a condition
+// message.
 func ResolveNamespace(ctx context.Context, c client.Reader, from string, rns platformv1.ResourceNamespace) (ns, missing string, err error) {
+	if rns == "" {
+		return from, "", nil
+	}
 	ns, err = resourcenamespace.Resolve(ctx, c, from, rns)
 	if errors.Is(err, resourcenamespace.ErrNotFound) {
 		return "", fmt.Sprintf("resource namespace %s does not exist in the workspace", rns), nil
