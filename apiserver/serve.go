@@ -29,6 +29,7 @@ import (
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/kubeauth"
 	"platform.dev/platform/apiserver/listener"
+	"platform.dev/platform/apiserver/packprojects"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
@@ -280,6 +281,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Tools:              toolManager,
 		Secrets:            secretValues,
 		Triggers:           occurrences,
+		PackProjects:       packprojects.NewStore(db),
 	})
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	"platform.dev/platform/apiserver/identity"
 	connlimit "platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/oidc"
+	"platform.dev/platform/apiserver/packprojects"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/triggers"
@@ -84,6 +85,9 @@ type Options struct {
 	// Triggers fires Run now and reads the occurrence history of Triggers. Optional: without it
 	// those routes answer 503.
 	Triggers *triggers.Service
+	// PackProjects stores the Pack projects of the Composer. Optional: without it creating,
+	// listing and downloading projects answer 503 (the inventory and the preview still work).
+	PackProjects *packprojects.Store
 }
 
 // Server is the service API.
@@ -110,6 +114,7 @@ type Server struct {
 	log       logr.Logger
 	secrets   *secrets.Service
 	triggers  *triggers.Service
+	projects  *packprojects.Store
 	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
 	// the shutdown up.
 	stopping     chan struct{}
@@ -167,7 +172,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
 		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets,
-		triggers: opts.Triggers}
+		triggers: opts.Triggers, projects: opts.PackProjects}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
 	}
@@ -290,6 +295,9 @@ func (s *Server) Secrets() *secrets.Service { return s.secrets }
 
 // Triggers fires Run now and reads the history of Triggers; nil when the server runs without it.
 func (s *Server) Triggers() *triggers.Service { return s.triggers }
+
+// PackProjects stores the Composer's Pack projects; nil when the server runs without it.
+func (s *Server) PackProjects() *packprojects.Store { return s.projects }
 
 // Log records what the service API does (ids, never input or prompt text).
 func (s *Server) Log() logr.Logger { return s.log }

@@ -91,6 +91,8 @@ type Resource struct {
 	Object map[string]any
 	// Bindings are the names of the bindings it refers to.
 	Bindings []string
+	// References are its references by name to other resources (not through bindings).
+	References []Reference
 }
 
 // Reason says why an archive is refused; a stable, typed value that the service API returns
@@ -212,4 +214,97 @@ type ChangeSet struct {
 	Readiness string         `json:"readiness"`
 	// Blocked is true when any change is a conflict: the operation would be refused.
 	Blocked bool `json:"blocked"`
+	// Missing are the references that neither the Pack nor the workspace satisfies (readiness
+	// `missing requirement`).
+	Missing []MissingRequirement `json:"missing,omitempty"`
 }
+
+// Further refusal reasons (beyond the contract's first list).
+const (
+	// ReasonInvalidPath: an empty name, an empty or `.` segment, a control character or invalid
+	// UTF-8 in an entry name.
+	ReasonInvalidPath Reason = "InvalidPath"
+	// ReasonNotRegular: an entry that is neither a regular file nor a directory (device, pipe,
+	// socket, or an unknown file type in the external attributes).
+	ReasonNotRegular Reason = "NotRegularFile"
+	// ReasonUnsupportedEntry: an encrypted entry or an unsupported compression method.
+	ReasonUnsupportedEntry Reason = "UnsupportedEntry"
+	// ReasonCorrupt: an entry whose content does not match its header (a size that lies, a bad
+	// checksum, truncated data).
+	ReasonCorrupt Reason = "CorruptEntry"
+	// ReasonNamespaceSet: a contained resource sets metadata.namespace; the install decides it.
+	ReasonNamespaceSet Reason = "NamespaceSet"
+)
+
+// Labels and annotations the installation writes on each object it applies.
+const (
+	// PackLabel is the ownership label, value `publisher.name`.
+	PackLabel = "platform/pack"
+	// VersionAnnotation is the Pack version that supplied the object.
+	VersionAnnotation = "platform/pack-version"
+	// FingerprintAnnotation is the Fingerprint of the object as the Pack applied it.
+	FingerprintAnnotation = "platform/pack-fingerprint"
+	// platformPrefix marks the labels and annotations that the platform writes and a Pack must not.
+	platformPrefix = "platform/"
+)
+
+// Reference is a reference from a contained resource to another resource by name: resolved in
+// the Pack's own resource namespace unless Namespace names another one.
+type Reference struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Namespace is the resource namespace the reference names explicitly; empty means the Pack's.
+	Namespace string `json:"namespace,omitempty"`
+	// Field is the JSON path of the reference in the referring object.
+	Field string `json:"field"`
+}
+
+// File is one resource to write into an archive: its archive path and its object (either
+// spelling; written in the spec spelling).
+type File struct {
+	Path   string
+	Object map[string]any
+}
+
+// LiveObject is what Plan needs of an object that exists in the installation namespace.
+type LiveObject struct {
+	Kind        platformv1.PackResourceKind
+	Name        string
+	Labels      map[string]string
+	Annotations map[string]string
+	Definition  map[string]any
+}
+
+// Installed is what an update starts from: the installed version's archive and each managed
+// resource's fingerprint as installed, keyed by Key(kind, name).
+type Installed struct {
+	Archive      *Archive
+	Fingerprints map[string]platformv1.Digest
+}
+
+// PlanInput is everything Plan decides from.
+type PlanInput struct {
+	Archive *Archive
+	// Bindings are the binding selections by binding name.
+	Bindings map[string]BindingSelection
+	// Satisfied says, by binding name, whether the selected ModelProfile or Secret exists (the
+	// caller checks). When nil, a binding with a selection counts as satisfied.
+	Satisfied map[string]bool
+	// Live are the objects of the Pack kinds in the installation namespace.
+	Live []LiveObject
+	// Installed is the installed record for an update; nil for an install.
+	Installed *Installed
+	// Exists answers, for a reference that names another resource namespace explicitly, whether
+	// the workspace has that resource. When nil such references count as present.
+	Exists func(kind, namespace, name string) bool
+}
+
+// MissingRequirement is a reference that neither the Pack nor the workspace satisfies.
+type MissingRequirement struct {
+	// From is the referring resource, `Kind/name`.
+	From string `json:"from"`
+	Reference
+}
+
+// Key is the identity of a resource inside a Pack: `Kind/name`.
+func Key(kind platformv1.PackResourceKind, name string) string { return string(kind) + "/" + name }
