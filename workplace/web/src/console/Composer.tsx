@@ -44,6 +44,7 @@ const roleNote = (it: ComposerItem) => {
  */
 export function Composer({ env }: { env: ConsoleEnv }) {
   const [items, setItems] = useState<ComposerItem[]>();
+  const [truncated, setTruncated] = useState(false);
   const [loadError, setLoadError] = useState<string>();
   const [selection, setSelection] = useState<string[]>([]);
   const [closure, setClosure] = useState<ComposerPreview>();
@@ -58,9 +59,10 @@ export function Composer({ env }: { env: ConsoleEnv }) {
   const canWrite = env.can("resources/write");
 
   useEffect(() => {
-    get<Items<ComposerItem>>("/api/pack-projects/composer/resources").then(
+    get<Items<ComposerItem> & { truncated?: boolean }>("/api/pack-projects/composer/resources").then(
       (l) => {
         setItems(l.items ?? []);
+        setTruncated(!!l.truncated);
         setLoadError(undefined);
       },
       (e) => setLoadError(problemSentence(e)),
@@ -177,6 +179,7 @@ export function Composer({ env }: { env: ConsoleEnv }) {
         <section className="card" aria-labelledby="inv-h">
           <h2 id="inv-h">Workspace resources</h2>
           {items && items.length === 0 && <p className="state-note info">The workspace has no resources to compose yet.</p>}
+          {truncated && <p className="state-note warn">The workspace has more resources of some kind than the Composer lists; only the first ones are shown.</p>}
           {items &&
             groupByKind(items).map((g) => (
               <fieldset key={g.kind} className="inventory-group" data-kind={g.kind}>
