@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"platform.dev/platform/apiserver"
+	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/controllers"
 	"platform.dev/platform/internal/apply"
 	"platform.dev/platform/internal/version"
@@ -24,7 +25,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(apiserver.NewServeCommand(), controllers.NewCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), workplace.NewCommand(), &cobra.Command{
+	root.AddCommand(apiserver.NewServeCommand(), controllers.NewCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), workplace.NewCommand(), packs.NewCommand(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,

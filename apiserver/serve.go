@@ -30,6 +30,7 @@ import (
 	"platform.dev/platform/apiserver/kubeauth"
 	"platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/packprojects"
+	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
@@ -256,6 +257,10 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}
 	occurrences := &triggers.Service{DB: db, Work: execOpts.Work, Kube: kube, Access: triggerAccess}
 	ctrlOpts.Triggers = occurrences
+	// Pack archives live once by digest in the SQL store; the InstalledPack controller reads
+	// them there and closes the Interactions of the Entries it removes.
+	packStore := &packs.Store{DB: db}
+	ctrlOpts.PackArchives, ctrlOpts.Interactions = packStore, places
 	flowExecutor, err := executor.New(execOpts)
 	if err != nil {
 		return err
@@ -282,6 +287,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Secrets:            secretValues,
 		Triggers:           occurrences,
 		PackProjects:       packprojects.NewStore(db),
+		Packs:              packStore,
 	})
 	if err != nil {
 		return err

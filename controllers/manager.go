@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -15,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/controllers/agent"
@@ -56,6 +58,12 @@ type Options struct {
 	// nil when the manager runs without the store, where Triggers report their next instant and
 	// nothing fires.
 	Triggers trigger.Occurrences
+	// PackArchives reads the stored Pack archives by digest (apiserver/packs.Store); nil when the
+	// manager runs without the store, where an install reports that its archive cannot be read.
+	PackArchives installedpack.Archives
+	// Interactions closes the eligible Interactions of an Entry a Pack removes
+	// (apiserver/workplace.Store); nil leaves them open.
+	Interactions installedpack.Interactions
 	// LeaseDuration, RenewDeadline and RetryPeriod tune the leader election of Run (the
 	// Default... values when zero): how long a Lease holds without renewal, how long a holder
 	// keeps trying to renew before it steps down, and how often it tries.
@@ -131,7 +139,7 @@ func SetupAll(mgr ctrl.Manager, o Options) error {
 		{"trigger", &trigger.Reconciler{Client: c, Recorder: recorder("trigger"), Occurrences: o.Triggers}},
 		{"dashboard", &dashboard.Reconciler{Client: c, Recorder: recorder("dashboard")}},
 		{"sourceregistry", &sourceregistry.Reconciler{Client: c, Recorder: recorder("sourceregistry")}},
-		{"installedpack", &installedpack.Reconciler{Client: c, Recorder: recorder("installedpack")}},
+		{"installedpack", &installedpack.Reconciler{Client: c, Recorder: recorder("installedpack"), Archives: packArchives(o.PackArchives), Interactions: o.Interactions}},
 	}
 	var errs []error
 	for _, r := range reconcilers {
@@ -140,4 +148,18 @@ func SetupAll(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// noArchives is the archive store of a manager without the SQL store.
+type noArchives struct{}
+
+func (noArchives) Archive(context.Context, platformv1.Digest) ([]byte, error) {
+	return nil, errors.New("the controllers run without the SQL store that holds Pack archives")
+}
+
+func packArchives(a installedpack.Archives) installedpack.Archives {
+	if a == nil {
+		return noArchives{}
+	}
+	return a
 }

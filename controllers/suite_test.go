@@ -18,6 +18,7 @@ import (
 
 	platformscheme "platform.dev/platform/apis/platform/scheme"
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/testenv"
@@ -41,6 +42,8 @@ var (
 	// `platform serve`: a SQLite store and a key file in a temporary directory.
 	localVault *secrets.LocalVault
 	vaultStore *store.Store
+	// packArchives stores the Pack archives the InstalledPack controller reads, in vaultStore.
+	packArchives *packs.Store
 )
 
 func TestControllers(t *testing.T) {
@@ -71,7 +74,8 @@ var _ = BeforeSuite(func() {
 
 	// The controllers run as the platform (the loopback identity), as in `platform serve`: the
 	// kube API's admission rules let only the platform write some objects.
-	mgr, err := controllers.NewManager(platform.Platform, controllers.Options{LeaderElection: true, LocalVault: localVault})
+	packArchives = &packs.Store{DB: vaultStore}
+	mgr, err := controllers.NewManager(platform.Platform, controllers.Options{LeaderElection: true, LocalVault: localVault, PackArchives: packArchives})
 	Expect(err).NotTo(HaveOccurred())
 	var mgrCtx context.Context
 	mgrCtx, mgrCancel = context.WithCancel(ctx)

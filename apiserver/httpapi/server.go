@@ -25,6 +25,7 @@ import (
 	connlimit "platform.dev/platform/apiserver/listener"
 	"platform.dev/platform/apiserver/oidc"
 	"platform.dev/platform/apiserver/packprojects"
+	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/triggers"
@@ -88,6 +89,9 @@ type Options struct {
 	// PackProjects stores the Pack projects of the Composer. Optional: without it creating,
 	// listing and downloading projects answer 503 (the inventory and the preview still work).
 	PackProjects *packprojects.Store
+	// Packs stores Pack archives by digest and binding selections. Optional: without it the Pack
+	// routes that write answer 503.
+	Packs *packs.Store
 }
 
 // Server is the service API.
@@ -115,6 +119,7 @@ type Server struct {
 	secrets   *secrets.Service
 	triggers  *triggers.Service
 	projects  *packprojects.Store
+	packs     *packs.Store
 	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
 	// the shutdown up.
 	stopping     chan struct{}
@@ -172,7 +177,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
 		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets,
-		triggers: opts.Triggers, projects: opts.PackProjects}
+		triggers: opts.Triggers, projects: opts.PackProjects, packs: opts.Packs}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
 	}
@@ -298,6 +303,9 @@ func (s *Server) Triggers() *triggers.Service { return s.triggers }
 
 // PackProjects stores the Composer's Pack projects; nil when the server runs without it.
 func (s *Server) PackProjects() *packprojects.Store { return s.projects }
+
+// Packs is the store of Pack archives and binding selections; nil when the server has none.
+func (s *Server) Packs() *packs.Store { return s.packs }
 
 // Log records what the service API does (ids, never input or prompt text).
 func (s *Server) Log() logr.Logger { return s.log }

@@ -3,10 +3,12 @@ package pack
 import (
 	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"net/url"
@@ -367,17 +369,22 @@ func expand(f *zip.File, budget *int64) ([]byte, error) {
 	if f.UncompressedSize64 > uint64(*budget) {
 		return nil, refuse(ReasonExpandedTooLarge, f.Name, fmt.Sprintf("the archive expands past %d bytes in all", MaxExpandedBytes))
 	}
-	rc, err := f.Open()
+	raw, err := f.OpenRaw()
 	if err != nil {
 		return nil, refuse(ReasonCorrupt, f.Name, err.Error())
 	}
-	defer rc.Close()
+	// The entry is decompressed here, not by archive/zip's reader, so that what limits the
+	// expansion is our limit, whatever size the header declares; the declared size and the
+	// checksum are compared afterwards.
+	var rc io.Reader = raw
+	if f.Method == zip.Deflate {
+		fr := flate.NewReader(raw)
+		defer fr.Close()
+		rc = fr
+	}
 	limit := min(int64(MaxFileExpandedBytes), *budget)
-	var buf bytes.Buffer
-	// Grow to the declared size only when it is within the limit (checked above); a lying
-	// small size just means the buffer grows as the data arrives, up to limit+1.
-	buf.Grow(int(f.UncompressedSize64))
-	n, err := io.Copy(&buf, io.LimitReader(rc, limit+1))
+	b, err := readLimited(rc, limit, f.UncompressedSize64)
+	n := int64(len(b))
 	if n > limit {
 		if limit < MaxFileExpandedBytes {
 			return nil, refuse(ReasonExpandedTooLarge, f.Name, fmt.Sprintf("the archive expands past %d bytes in all", MaxExpandedBytes))
@@ -385,12 +392,45 @@ func expand(f *zip.File, budget *int64) ([]byte, error) {
 		return nil, refuse(ReasonFileTooLarge, f.Name, fmt.Sprintf("expands past %d bytes", MaxFileExpandedBytes))
 	}
 	if err != nil {
-		// archive/zip stops an entry that expands past its declared size, or whose checksum
-		// differs, with ErrFormat / ErrChecksum.
-		return nil, refuse(ReasonCorrupt, f.Name, fmt.Sprintf("the entry's content does not match its header (%v)", err))
+		return nil, refuse(ReasonCorrupt, f.Name, fmt.Sprintf("the entry cannot be decompressed (%v)", err))
+	}
+	if uint64(n) != f.UncompressedSize64 {
+		return nil, refuse(ReasonCorrupt, f.Name, fmt.Sprintf("the entry expands to %d bytes, not the %d its header declares", n, f.UncompressedSize64))
+	}
+	if crc32.ChecksumIEEE(b) != f.CRC32 {
+		return nil, refuse(ReasonCorrupt, f.Name, "the entry's checksum does not match its content")
 	}
 	*budget -= n
-	return buf.Bytes(), nil
+	return b, nil
+}
+
+// readLimited reads at most limit+1 bytes. Its buffer starts at the declared size (when within
+// the limit) and grows by doubling, but never past limit+1, so that a header that lies costs
+// at most about twice the limit.
+func readLimited(r io.Reader, limit int64, declared uint64) ([]byte, error) {
+	size := int64(512)
+	if declared < uint64(limit) {
+		size = max(size, int64(declared)+1)
+	}
+	b := make([]byte, 0, min(size, limit+1))
+	for {
+		if len(b) == cap(b) {
+			if int64(len(b)) > limit {
+				return b, nil
+			}
+			grown := make([]byte, len(b), min(int64(2*cap(b)), limit+1))
+			copy(grown, b)
+			b = grown
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // rawManifest is pack.yaml as written, before defaults.

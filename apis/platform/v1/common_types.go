@@ -89,6 +89,9 @@ const (
 	DuplicateDefaultReason = "DuplicateDefault"
 	// ResourceNotFoundReason: a resource an InstalledPack manages does not exist any more.
 	ResourceNotFoundReason = "ResourceNotFound"
+	// ResourcesPreservedReason: an uninstall left modified, detached or referenced resources of
+	// a Pack in place; its record stays, Degraded, listing them.
+	ResourcesPreservedReason = "ResourcesPreserved"
 )
 
 // ProvisioningState summarizes, in one word, how far the Runtime plane got with an object.

@@ -62,6 +62,49 @@ type InstalledPackDefinition struct {
 	// source says where the installed archive came from.
 	// +required
 	Source PackSource `json:"source"`
+	// archiveDigest is the desired archive: the controller installs or updates to it. The
+	// archive itself is stored once by this digest in the SQL store.
+	// +optional
+	ArchiveDigest Digest `json:"archiveDigest,omitempty"`
+	// bindings are the selections that satisfy the Pack's declared bindings, copied from the
+	// selections stored by publisher/name when the service API installs.
+	// +optional
+	// +listType=map
+	// +listMapKey=binding
+	// +kubebuilder:validation:MaxItems=64
+	Bindings []PackBindingSelection `json:"bindings,omitempty"`
+	// uninstall is the intent to uninstall: the controller removes what is still managed and
+	// unchanged, and preserves what was modified or detached.
+	// +optional
+	Uninstall bool `json:"uninstall,omitempty"`
+	// removeDashboardReferences authorizes an operation to remove Dashboard references to the
+	// Entries it removes; without it such an Entry is preserved.
+	// +optional
+	RemoveDashboardReferences bool `json:"removeDashboardReferences,omitempty"`
+	// requestedAt is when the service API last asked for this desired state: a request after a
+	// failed operation changes it, so that the controller tries again.
+	// +optional
+	RequestedAt *metav1.Time `json:"requestedAt,omitempty"`
+}
+
+// PackBindingSelection is what satisfies one declared binding: a ModelProfile or a Secret of the
+// workspace by resource namespace and name.
+type PackBindingSelection struct {
+	// binding is the declared binding's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Binding string `json:"binding"`
+	// targetKind is modelProfile or secret.
+	// +optional
+	// +kubebuilder:validation:Enum=modelProfile;secret
+	TargetKind string `json:"targetKind,omitempty"`
+	// namespace is the resource namespace of the target (default when empty).
+	// +optional
+	Namespace ResourceNamespace `json:"namespace,omitempty"`
+	// name of the target.
+	// +required
+	Name ResourceName `json:"name"`
 }
 
 // PackSource is where an installed Pack archive came from.
@@ -87,7 +130,7 @@ type PackSource struct {
 }
 
 // PackInstallState is where an installation stands.
-// +kubebuilder:validation:Enum=Installing;Installed;RolledBack;Degraded
+// +kubebuilder:validation:Enum=Installing;Installed;RolledBack;Degraded;Uninstalling
 type PackInstallState string
 
 const (
@@ -99,7 +142,107 @@ const (
 	PackRolledBack PackInstallState = "RolledBack"
 	// PackDegraded: an uninstall preserved modified or detached resources.
 	PackDegraded PackInstallState = "Degraded"
+	// PackUninstalling: still-managed, unchanged resources are being removed in reverse order.
+	PackUninstalling PackInstallState = "Uninstalling"
 )
+
+// PackOperationKind is what an operation of the journal does.
+// +kubebuilder:validation:Enum=Install;Update;Uninstall
+type PackOperationKind string
+
+const (
+	PackOperationInstall   PackOperationKind = "Install"
+	PackOperationUpdate    PackOperationKind = "Update"
+	PackOperationUninstall PackOperationKind = "Uninstall"
+)
+
+// PackOperationPhase is where an operation stands.
+// +kubebuilder:validation:Enum=Applying;Compensating;Done;Failed
+type PackOperationPhase string
+
+const (
+	// PackApplying: steps are being carried out in order.
+	PackApplying PackOperationPhase = "Applying"
+	// PackCompensating: a step failed; the done steps are being undone in reverse order.
+	PackCompensating PackOperationPhase = "Compensating"
+	// PackOperationDone: every step was carried out.
+	PackOperationDone PackOperationPhase = "Done"
+	// PackOperationFailed: the operation was refused or compensated; nothing of it remains.
+	PackOperationFailed PackOperationPhase = "Failed"
+)
+
+// PackOperationStep is one resource change of an operation, journaled when done.
+type PackOperationStep struct {
+	// kind of the resource.
+	// +required
+	Kind PackResourceKind `json:"kind"`
+	// name of the resource.
+	// +required
+	Name ResourceName `json:"name"`
+	// action is create, update or remove.
+	// +required
+	// +kubebuilder:validation:Enum=create;update;remove
+	Action string `json:"action"`
+	// done is true once the step was carried out.
+	// +optional
+	Done bool `json:"done,omitempty"`
+	// compensated is true once a done step was undone.
+	// +optional
+	Compensated bool `json:"compensated,omitempty"`
+}
+
+// PackOperation is the journal of the latest install, update or uninstall: the controller does
+// one step, records it, and goes on, so that a restart at any point resumes or compensates.
+type PackOperation struct {
+	// kind is Install, Update or Uninstall.
+	// +required
+	Kind PackOperationKind `json:"kind"`
+	// generation is the InstalledPack's metadata.generation the operation carries out.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// fromDigest is the archive installed before the operation (empty for an install).
+	// +optional
+	FromDigest Digest `json:"fromDigest,omitempty"`
+	// toDigest is the archive the operation installs (empty for an uninstall).
+	// +optional
+	ToDigest Digest `json:"toDigest,omitempty"`
+	// toVersion is the version of the archive the operation installs.
+	// +optional
+	ToVersion SemanticVersion `json:"toVersion,omitempty"`
+	// phase is Applying, Compensating, Done or Failed.
+	// +required
+	Phase PackOperationPhase `json:"phase"`
+	// startedAt is when the operation was planned.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// steps in the order they are carried out.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Steps []PackOperationStep `json:"steps,omitempty"`
+	// failedResource is `Kind/name` of the resource whose step failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=300
+	FailedResource string `json:"failedResource,omitempty"`
+	// error says why the operation failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Error string `json:"error,omitempty"`
+}
+
+// PreservedResource is a resource an uninstall or an update left in place, and why.
+type PreservedResource struct {
+	// kind of the resource.
+	// +required
+	Kind PackResourceKind `json:"kind"`
+	// name of the resource.
+	// +required
+	Name ResourceName `json:"name"`
+	// reason it was preserved: modified, detached, referenced.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+}
 
 // PackReadiness says whether an installed Pack can be used.
 // +kubebuilder:validation:Enum=Ready;NeedsConfiguration;MissingRequirement
@@ -157,6 +300,26 @@ type InstalledPackStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=128
 	Resources []ManagedResource `json:"resources,omitempty"`
+	// installedDigest is the archive whose resources are installed now.
+	// +optional
+	InstalledDigest Digest `json:"installedDigest,omitempty"`
+	// installedVersion is the version whose resources are installed now.
+	// +optional
+	InstalledVersion SemanticVersion `json:"installedVersion,omitempty"`
+	// retainedVersion is the previously installed version, kept for rollback.
+	// +optional
+	RetainedVersion SemanticVersion `json:"retainedVersion,omitempty"`
+	// retainedDigest is the archive of the retained version.
+	// +optional
+	RetainedDigest Digest `json:"retainedDigest,omitempty"`
+	// preserved are the resources the latest uninstall left in place.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=128
+	Preserved []PreservedResource `json:"preserved,omitempty"`
+	// operation is the journal of the latest operation.
+	// +optional
+	Operation *PackOperation `json:"operation,omitempty"`
 }
 
 // InstalledPack records one Pack installed into a workspace: the bundle's identity and source,
@@ -172,7 +335,8 @@ type InstalledPackStatus struct {
 // +kubebuilder:printcolumn:name="Pack",type=string,JSONPath=`.definition.name`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.definition.version`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Readiness",type=string,JSONPath=`.status.readiness`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
 // +kubebuilder:printcolumn:name="Provisioning",type=string,JSONPath=`.status.provisioning`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type InstalledPack struct {

@@ -9,6 +9,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi/identity"
 	"platform.dev/platform/apiserver/httpapi/management"
 	"platform.dev/platform/apiserver/httpapi/packprojects"
+	"platform.dev/platform/apiserver/httpapi/packs"
 	"platform.dev/platform/apiserver/httpapi/secrets"
 	"platform.dev/platform/apiserver/httpapi/tools"
 	"platform.dev/platform/apiserver/httpapi/triggers"
@@ -18,7 +19,7 @@ import (
 
 // Areas are the functional areas of the service API, in the order their routes and tags appear
 // in the OpenAPI document.
-var Areas = []httpapi.Area{identity.Routes, management.Routes, work.Routes, workplace.Routes, secrets.Routes, tools.Routes, triggers.Routes, packprojects.Routes, hub.Routes, console.Routes}
+var Areas = []httpapi.Area{identity.Routes, management.Routes, work.Routes, workplace.Routes, secrets.Routes, tools.Routes, triggers.Routes, packprojects.Routes, packs.Routes, hub.Routes, console.Routes}
 
 // New builds the service API with every area.
 func New(opts httpapi.Options) (*httpapi.Server, error) {
