@@ -172,6 +172,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	humaConfig.CreateHooks = nil
 	humaConfig.Transformers = append(humaConfig.Transformers, noteFailures)
 	humaConfig.SchemasPath = ""
+	humaConfig.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
 	api := humago.New(mux, humaConfig)
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
@@ -388,4 +389,17 @@ func (s *Server) registerHealth() {
 		out.Body.Status = "ok"
 		return out, nil
 	})
+}
+
+// schemaName is huma's schema name, except that the Composer's types carry a PackProject prefix:
+// its Preview and the Packs' Preview are two schemas, and huma refuses two types of one name.
+func schemaName(t reflect.Type, hint string) string {
+	name := huma.DefaultSchemaNamer(t, hint)
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if strings.HasSuffix(t.PkgPath(), "/packprojects") && !strings.HasPrefix(name, "PackProject") {
+		return "PackProject" + name
+	}
+	return name
 }

@@ -500,6 +500,7 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
       const r = await request<UninstallResult>(path, { method: "DELETE" });
       setUninstall(undefined);
       setResult(r ?? { state: "removed" });
+      // Still going after the server's wait: the detail follows it until the Pack is gone.
       if (r?.state !== "removed") load();
     });
 
@@ -518,6 +519,15 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
           {(result.preserved?.length ?? 0) > 0 && " What was kept is listed below."}
         </p>
         <Preserved items={result.preserved ?? []} />
+      </>
+    );
+  if (gone && result?.state === "uninstalling")
+    return (
+      <>
+        {back}
+        <p className="state-note info" role="status" data-state="removed">
+          The Pack {publisher}.{name} is uninstalled.
+        </p>
       </>
     );
   if (gone)
@@ -567,10 +577,22 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
             <p className={`state-note ${pack.operation.phase === "Failed" ? "error" : "info"}`} role="status">
               {pack.operation.kind ?? "Operation"} {pack.operation.phase === "Failed" ? "failed" : pack.operation.phase === "Compensating" ? "is being undone" : "in progress"}
               {pack.operation.total ? `: ${pack.operation.done ?? 0} of ${pack.operation.total} steps` : ""}
+              {pack.operation.failedResource ? ` at ${pack.operation.failedResource}` : ""}
               {pack.operation.error ? `. ${pack.operation.error}` : "."}
             </p>
           )}
-          {result && result.state !== "removed" && (
+          {!result && (pack.preserved?.length ?? 0) > 0 && (
+            <div className="state-note warn" data-state="preserved">
+              <p>An uninstall left these resources in place:</p>
+              <Preserved items={pack.preserved!} />
+            </div>
+          )}
+          {result?.state === "uninstalling" && pack.state === "uninstalling" && (
+            <p className="state-note info" role="status">
+              Uninstalling: what the Pack manages is being removed.
+            </p>
+          )}
+          {result?.state === "degraded" && (
             <div className="state-note warn" role="status" data-state={result.state}>
               <p>Uninstalled what was still managed; the Pack is degraded because some resources were kept:</p>
               <Preserved items={result.preserved ?? []} />

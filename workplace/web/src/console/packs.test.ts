@@ -68,8 +68,12 @@ describe("a refused archive says why in words", () => {
 
   const problems: Record<string, { err: ApiError; want: string | RegExp }> = {
     "a 422 with a reason is its sentence": {
-      err: new ApiError(422, "Unprocessable Entity", "Link", [], { reason: "Link", path: "agents/x.yaml" }),
+      err: new ApiError(422, "Unprocessable Entity", "the Pack archive is refused: Link agents/x.yaml", [], { reason: "Link", path: "agents/x.yaml" }),
       want: "The archive holds a link; Packs may hold only plain files (file agents/x.yaml).",
+    },
+    "the server's explanation after the code is kept, the code is not": {
+      err: new ApiError(422, "Unprocessable Entity", "the Pack archive is refused: InvalidManifest pack.yaml metadata.version: not a semantic version", [], { reason: "InvalidManifest", path: "pack.yaml", field: "metadata.version" }),
+      want: "pack.yaml is not a valid Pack manifest (file pack.yaml, field metadata.version). Not a semantic version.",
     },
     "a 413 says how large a Pack may be": { err: new ApiError(413, "Request Entity Too Large", ""), want: /8 MiB/ },
     "a 409 with conflicts counts them and says nothing changed": {

@@ -91,8 +91,10 @@ export interface InstalledPack {
   readiness?: string;
   retainedVersion?: string;
   bindings?: BindingState[];
+  /** What an uninstall left in place (a degraded Pack), and why. */
+  preserved?: { kind: string; name: string; reason?: string }[];
   resources?: ManagedResource[];
-  operation?: { kind?: string; phase?: string; done?: number; total?: number; error?: string };
+  operation?: { kind?: string; phase?: string; done?: number; total?: number; failedResource?: string; error?: string };
 }
 
 export interface UninstallPreview {
@@ -197,13 +199,16 @@ export function reasonSentence(reason: string, path?: string, field?: string, de
 
 /**
  * extraDetail keeps what the server's detail adds to the reason: a detail spelled like a Go
- * error ("Link agents/x.yaml: why") repeats the code and path, so only its explanation stays.
+ * error ("the Pack archive is refused: Link agents/x.yaml: why") repeats the code and path, so
+ * only its explanation stays.
  */
 function extraDetail(reason: string, detail?: string, title?: string): string | undefined {
   if (!detail || detail === title) return undefined;
-  if (!detail.startsWith(reason)) return detail;
-  const i = detail.indexOf(": ");
-  return i >= 0 ? detail.slice(i + 2) : undefined;
+  const at = detail.indexOf(reason);
+  if (at < 0) return detail;
+  const rest = detail.slice(at + reason.length);
+  const i = rest.indexOf(": ");
+  return i >= 0 ? rest.slice(i + 2) : undefined;
 }
 
 /** problemSentence turns a failed Packs or Composer call into what a person reads. */
