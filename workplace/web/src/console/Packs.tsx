@@ -75,7 +75,6 @@ export function Packs({ env }: { env: ConsoleEnv }) {
     <>
       <div className="toolbar page-head">
         <h1>Packs</h1>
-        <span className="spacer" />
         {env.can("resources/read") && <Link href="/packs/compose">Compose a Pack</Link>}
       </div>
       <p className="muted">Packs bundle Agents, Flows, Entries and their profiles. Each installs into its own namespace, named after its publisher and name.</p>
@@ -546,7 +545,7 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
       <Problem error={error} />
       {pack && (
         <>
-          <div className="toolbar page-head">
+          <div className="toolbar page-head detail-head">
             <h1>{pack.displayName || pack.name}</h1>
             <StatePill state={pack.state} readiness={pack.readiness} />
           </div>
