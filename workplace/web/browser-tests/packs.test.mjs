@@ -2,7 +2,7 @@
 // a Pack from the workspace's own resources (the Entry brings its Agent automatically, the
 // built-in ModelProfile becomes a binding), download the archive, install it through its preview
 // (a refused file says why in words first), choose the binding, see it Installed, uninstall it
-// through the uninstall preview. Screenshots at 1280 and 375 px.
+// through the uninstall preview. Between them, an update and a rollback through their previews. Screenshots at 1280 and 375 px.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
@@ -142,6 +142,48 @@ describe("Packs in the Console", () => {
     await row.waitFor();
     assert.match(await row.innerText(), /Installed/);
     assert.match(await row.innerText(), /1\.0\.0/);
+    await page.context().close();
+  });
+
+  it("updates from another version's file through its preview with the field diff, then rolls back to the retained version through the rollback preview", async () => {
+    // Version 1.1.0: the Agent's instructions changed in the workspace, composed again.
+    const agent = await call("GET", "/api/agents/summarizer");
+    assert.equal(agent.status, 200);
+    const body = { ...agent.body, definition: { ...agent.body.definition, instructions: "@respond Summarized briefly" } };
+    delete body.status;
+    const changed = await call("PUT", "/api/agents/summarizer", body, { "If-Match": agent.headers.get("etag") });
+    assert.equal(changed.status, 200, JSON.stringify(changed.body));
+    const project = await call("POST", "/api/pack-projects", { publisher: "acme", name: "summaries", version: "1.1.0", displayName: "Summaries", description: "Summarizes a text", selection: ["Entry/summarize"] });
+    assert.equal(project.status, 201, JSON.stringify(project.body));
+    const zip = await fetch(`${platform.apiUrl}${project.body.archiveUrl}`, { headers: { Cookie: `platform-session=${session}` } });
+    const next = path.join(h.outputDir, project.body.fileName);
+    fs.writeFileSync(next, Buffer.from(await zip.arrayBuffer()));
+
+    const page = await consolePage("/packs/acme/summaries");
+    await page.getByRole("heading", { name: "Summaries" }).waitFor();
+    await page.getByLabel("Pack archive (.zip)").setInputFiles(next);
+    const preview = page.locator('.pack-preview[data-mode="update"]');
+    await preview.waitFor();
+    await preview.getByText("Updates the installed version 1.0.0 to 1.1.0.").waitFor();
+    const row = preview.locator('tr[data-resource="Agent/summarizer"]');
+    assert.equal(await row.getAttribute("data-action"), "update");
+    await row.locator("details.diff summary").click();
+    assert.match(await row.innerText(), /instructions/);
+    assert.match(await row.innerText(), /Summarized briefly/);
+    await h.screenshot(page, "packs-update-preview-1280");
+    await page.getByRole("button", { name: "Update to 1.1.0" }).click();
+    await h.waitFor(async () => (await page.locator(".pack-facts").innerText()).includes("1.1.0"), { timeout: 30_000, message: "version 1.1.0" });
+    assert.match(await page.locator(".pack-facts").innerText(), /Retained version\s+1\.0\.0/);
+
+    await page.getByRole("button", { name: "Roll back to 1.0.0" }).click();
+    const rollback = page.getByRole("region", { name: "Rollback preview" });
+    await rollback.waitFor();
+    await rollback.getByText("Rolls back from 1.1.0 to the retained version 1.0.0.").waitFor();
+    assert.equal(await rollback.locator('tr[data-resource="Agent/summarizer"]').getAttribute("data-action"), "update");
+    await h.screenshot(page, "packs-rollback-preview-1280");
+    await rollback.getByRole("button", { name: "Confirm rollback to 1.0.0" }).click();
+    await h.waitFor(async () => /Version\s+1\.0\.0/.test(await page.locator(".pack-facts").innerText()), { timeout: 30_000, message: "version 1.0.0 again" });
+    await noViolations(page, "the rolled back Pack");
     await page.context().close();
   });
 

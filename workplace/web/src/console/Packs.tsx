@@ -303,7 +303,7 @@ function PreviewPanel({ preview, mode, canWrite, onBindingsSaved }: { preview: P
         </h3>
         <p className="muted">
           {pack.publisher}.{pack.name}
-          {pack.fileName ? ` · ${pack.fileName}` : ""}
+          {pack.fileName && mode !== "rollback" ? ` · ${pack.fileName}` : ""}
           {pack.audience ? ` · for ${pack.audience} use` : ""}
           {pack.purpose ? ` · ${pack.purpose}` : ""}
         </p>
