@@ -311,7 +311,9 @@ function PreviewPanel({ preview, mode, canWrite, onBindingsSaved }: { preview: P
       </header>
       {mode === "update" && (
         <p className="state-note info">
-          Updates the installed version {cs.fromVersion} to {cs.version}.
+          {cs.fromVersion === cs.version
+            ? `Version ${cs.version} is installed; installing it again restores what differs from it.`
+            : `Updates the installed version ${cs.fromVersion} to ${cs.version}.`}
         </p>
       )}
       {mode === "rollback" && (
@@ -420,7 +422,7 @@ function InstallFromFile({ title, onDone, canWrite, expect }: { title: string; o
           <PreviewPanel preview={preview} mode={mode} canWrite={canWrite} onBindingsSaved={() => file && void read(file)} />
           <p className="toolbar">
             <button type="button" className="primary" disabled={preview.changeSet.blocked || !!working} onClick={() => void install()}>
-              {mode === "update" ? `Update to ${preview.changeSet.version}` : `Install ${preview.pack.displayName || preview.pack.name}`}
+              {mode === "install" ? `Install ${preview.pack.displayName || preview.pack.name}` : preview.changeSet.fromVersion === preview.changeSet.version ? `Reinstall ${preview.changeSet.version}` : `Update to ${preview.changeSet.version}`}
             </button>
             <button type="button" onClick={reset} disabled={!!working}>
               Cancel
