@@ -7,6 +7,8 @@
 package packprojects
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -130,9 +132,9 @@ func ItemOf(o *Object) InventoryItem {
 	case o.Kind == KindTool:
 		item.Role, item.Note = RoleUnsupported, "Tools cannot be exported; an Agent keeps the names of its tools"
 	case o.Builtin() && o.Kind == KindModelProfile:
-		item.Note = "Built-in: a Pack refers to it through a modelProfile binding"
+		item.Role, item.Note = RoleBinding, "Built-in: a Pack refers to it through a modelProfile binding, never carries it"
 	case o.Builtin():
-		item.Note = "Built-in: every workspace has it, so a Pack does not carry it"
+		item.Note = "Built-in: the platform ships it, so a Pack does not carry it"
 	default:
 		item.Selectable = true
 	}
@@ -147,7 +149,7 @@ type ClosureResource struct {
 	Origin            string   `json:"origin" enum:"direct,automatic" doc:"direct: selected; automatic: brought in by what requires it"`
 	RequiredBy        []string `json:"requiredBy" doc:"Keys of the resources of the closure that refer to it"`
 	Path              string   `json:"path" doc:"Its path in the archive"`
-	LeaveAsDependency bool     `json:"leaveAsDependency" doc:"A direct selection another selected resource requires: removing it leaves it in the Pack as a dependency"`
+	LeaveAsDependency bool     `json:"leaveAsDependency" doc:"A direct selection another selected resource requires: removing it leaves it in the Pack as a dependency. Never on a ModelProfile: removed, it becomes a modelProfile binding"`
 }
 
 // Binding is a binding the Pack declares.
@@ -320,7 +322,7 @@ func Compose(selection []string, lookup Lookup) (*Preview, error) {
 			by = []string{}
 		}
 		p.Resources = append(p.Resources, ClosureResource{Key: o.Key(), Kind: o.Kind, Name: o.Name, Origin: origin, RequiredBy: by,
-			Path: Path(o.Kind, o.Name), LeaveAsDependency: origin == OriginDirect && len(by) > 0})
+			Path: Path(o.Kind, o.Name), LeaveAsDependency: origin == OriginDirect && len(by) > 0 && o.Kind != KindModelProfile})
 	}
 	for _, b := range bindings {
 		sort.Strings(b.For)
@@ -340,14 +342,20 @@ func builtinAdvice(o, dep *Object) string {
 }
 
 // bind records that key refers to the object target of a binding's kind and answers the
-// binding's name: the target's name, unless a binding of the other kind has it already.
+// binding's name: the target's name, made a valid binding name, unless a binding of another
+// target has that name already.
 func (p *Preview) bind(bindings map[string]*Binding, targetKind, target, key string, lookup Lookup) string {
-	name := target
-	if b, ok := bindings[name]; ok && b.TargetKind != targetKind {
-		name = target + "-" + strings.ToLower(targetKind)
+	var b *Binding
+	for _, existing := range bindings {
+		if existing.TargetKind == targetKind && existing.target == target {
+			b = existing
+		}
 	}
-	b, ok := bindings[name]
-	if !ok {
+	if b == nil {
+		name := bindingName(target, "")
+		if _, taken := bindings[name]; taken {
+			name = bindingName(target, "-"+strings.ToLower(targetKind))
+		}
 		display := target
 		kind := KindSecret
 		if targetKind == ModelProfileBinding {
@@ -362,7 +370,30 @@ func (p *Preview) bind(bindings map[string]*Binding, targetKind, target, key str
 	if !containsString(b.For, key) {
 		b.For = append(b.For, key)
 	}
-	return name
+	return b.Name
+}
+
+// bindingName is name as a binding name (1 to 63 lowercase ASCII letters, digits and -) with
+// suffix: a resource name may hold dots and be longer; a shortened one ends with a short hash of
+// the whole so that two long names stay apart.
+func bindingName(name, suffix string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if s == "" {
+		s = "binding"
+	}
+	if len(s)+len(suffix) > 63 {
+		sum := sha256.Sum256([]byte(name))
+		s = strings.Trim(s[:63-len(suffix)-9], "-") + "-" + hex.EncodeToString(sum[:4])
+	}
+	return s + suffix
 }
 
 func (p *Preview) issue(key, message string) {

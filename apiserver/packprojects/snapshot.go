@@ -9,15 +9,11 @@ import (
 	"platform.dev/platform/internal/pack"
 )
 
-// internalKey says whether a label or annotation key is the platform's or kube's own (ownership,
-// built-in, system-managed, owner, last-applied configuration): never exported content.
+// internalKey says whether a label or annotation key is the platform's own (ownership, built-in,
+// system-managed, owner) or a tool's bookkeeping (kubectl's last-applied configuration): never
+// exported content. The same keys pack.Fingerprint leaves out.
 func internalKey(k string) bool {
-	prefix, _, found := strings.Cut(k, "/")
-	if !found {
-		return false
-	}
-	return prefix == "platform" || strings.HasSuffix(prefix, "platform.dev") ||
-		prefix == "kubernetes.io" || strings.HasSuffix(prefix, ".kubernetes.io") || strings.HasSuffix(prefix, ".k8s.io")
+	return strings.HasPrefix(k, "platform/") || k == "kubectl.kubernetes.io/last-applied-configuration"
 }
 
 func exportable(m map[string]string) map[string]any {
@@ -99,8 +95,8 @@ type Coordinate struct {
 	Tags        []string
 }
 
-// Contents is the manifest and the resources of the Pack of a valid preview, in install order.
-func (p *Preview) Contents(c Coordinate) (pack.Manifest, []pack.Resource, error) {
+// Contents is the manifest and the files of the Pack of a valid preview, in install order.
+func (p *Preview) Contents(c Coordinate) (pack.Manifest, []pack.File, error) {
 	m := pack.Manifest{APIVersion: manifest.SpecAPIVersion, Kind: "Pack",
 		Metadata: pack.ManifestMetadata{Name: c.Name, Publisher: c.Publisher, Version: c.Version, Audience: c.Audience, Purpose: c.Purpose,
 			DisplayName: c.DisplayName, Description: c.Description, Categories: c.Categories, Tags: c.Tags},
@@ -109,22 +105,14 @@ func (p *Preview) Contents(c Coordinate) (pack.Manifest, []pack.Resource, error)
 		m.Definition.Bindings = append(m.Definition.Bindings, pack.BindingDeclaration{Name: b.Name, TargetKind: pack.BindingTargetKind(b.TargetKind),
 			DisplayName: b.DisplayName, Required: b.Required})
 	}
-	var resources []pack.Resource
+	files := make([]pack.File, 0, len(p.Resources))
 	for _, r := range p.Resources {
-		o := p.objects[r.Key]
-		obj, err := p.Snapshot(o)
+		obj, err := p.Snapshot(p.objects[r.Key])
 		if err != nil {
 			return m, nil, err
 		}
-		var bindings []string
-		if b, ok := p.profileBinding[r.Key]; ok {
-			bindings = append(bindings, b)
-		}
-		if b, ok := p.secretBinding[r.Key]; ok {
-			bindings = append(bindings, b)
-		}
 		m.Definition.Resources = append(m.Definition.Resources, r.Path)
-		resources = append(resources, pack.Resource{Path: r.Path, Kind: platformv1.PackResourceKind(r.Kind), Name: r.Name, Object: obj, Bindings: bindings})
+		files = append(files, pack.File{Path: r.Path, Object: obj})
 	}
-	return m, resources, nil
+	return m, files, nil
 }

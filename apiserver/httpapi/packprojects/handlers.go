@@ -14,6 +14,7 @@ import (
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/httpapi"
 	domain "platform.dev/platform/apiserver/packprojects"
+	"platform.dev/platform/internal/pack"
 )
 
 // maxPerKind bounds the inventory: at most this many objects of each kind.
@@ -114,7 +115,7 @@ func (r *routes) create(ctx context.Context, in *createInput) (*createdOutput, e
 	if len(p.Issues) > 0 {
 		errs := make([]error, 0, len(p.Issues))
 		for _, issue := range p.Issues {
-			errs = append(errs, &huma.ErrorDetail{Message: issue.Message, Location: "body.selection", Value: issue.Key})
+			errs = append(errs, &huma.ErrorDetail{Message: issue.Key + ": " + issue.Message, Location: "body.selection"})
 		}
 		return nil, huma.Error422UnprocessableEntity(fmt.Sprintf("the selection is not a valid Pack: %s", p.Issues[0].Message), errs...)
 	}
@@ -123,15 +124,22 @@ func (r *routes) create(ctx context.Context, in *createInput) (*createdOutput, e
 	}
 	c := domain.Coordinate{Publisher: in.Body.Publisher, Name: in.Body.Name, Version: in.Body.Version, DisplayName: in.Body.DisplayName,
 		Description: in.Body.Description, Audience: in.Body.Audience, Purpose: in.Body.Purpose, Categories: in.Body.Categories, Tags: in.Body.Tags}
-	data, err := p.Generate(c)
-	if errors.Is(err, domain.ErrTooLarge) {
+	data, archive, err := p.Generate(c)
+	var refused *pack.Error
+	switch {
+	case errors.Is(err, domain.ErrTooLarge):
 		return nil, huma.Error422UnprocessableEntity(err.Error())
+	case errors.As(err, &refused):
+		// A snapshot the archive format refuses (an object the kind's schema no longer accepts):
+		// the person fixes the resource, so the answer names it.
+		return nil, huma.Error422UnprocessableEntity("the selection does not make a valid Pack archive: "+refused.Error(),
+			&huma.ErrorDetail{Message: refused.Error(), Location: "body.selection", Value: refused.Path})
 	}
 	if err != nil {
 		return nil, httpapi.Internal(err)
 	}
 	stored, err := projects.Create(ctx, domain.Project{Workspace: rc.Namespace, Publisher: c.Publisher, Name: c.Name, Version: c.Version,
-		Direct: p.Direct(), Automatic: p.Automatic(), Digest: domain.Digest(data), FileName: domain.FileName(c), Archive: data, Creator: rc.PrincipalID})
+		Direct: p.Direct(), Automatic: p.Automatic(), Digest: domain.Digest(archive), FileName: domain.FileName(c), Archive: data, Creator: rc.PrincipalID})
 	if err != nil {
 		return nil, httpapi.Internal(err)
 	}

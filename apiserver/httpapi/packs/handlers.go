@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
@@ -349,9 +350,8 @@ func (r *routes) install(ctx context.Context, in *installInput) (*viewOutput, er
 		if ip.Status.InstalledDigest == "" || ip.Status.State == platformv1.PackDegraded {
 			status = http.StatusCreated
 		}
-		ip.Definition = desired
-		if err := r.Kube().Update(ctx, ip, client.FieldOwner(httpapi.FieldManager)); err != nil {
-			return nil, httpapi.Problem(err)
+		if err := r.updateDefinition(ctx, ip, func() { ip.Definition = desired }); err != nil {
+			return nil, err
 		}
 	}
 	return r.await(ctx, sc, ip, status)
@@ -582,9 +582,10 @@ func (r *routes) uninstall(ctx context.Context, in *uninstallInput) (*uninstallO
 		return nil, err
 	}
 	now := metav1.Now()
-	ip.Definition.Uninstall, ip.Definition.RemoveDashboardReferences, ip.Definition.RequestedAt = true, in.RemoveDashboardReferences, &now
-	if err := r.Kube().Update(ctx, ip, client.FieldOwner(httpapi.FieldManager)); err != nil {
-		return nil, httpapi.Problem(err)
+	if err := r.updateDefinition(ctx, ip, func() {
+		ip.Definition.Uninstall, ip.Definition.RemoveDashboardReferences, ip.Definition.RequestedAt = true, in.RemoveDashboardReferences, &now
+	}); err != nil {
+		return nil, err
 	}
 	generation := ip.Generation
 	wait, cancel := context.WithTimeout(ctx, operationWait)
@@ -682,9 +683,8 @@ func (r *routes) setBindings(ctx context.Context, in *bindingsInput) (*bindingsO
 	}
 	// An installed Pack is reconciled with the new selections (an update of the same archive).
 	now := metav1.Now()
-	ip.Definition.Bindings, ip.Definition.RequestedAt = bindingsOf(a, sel), &now
-	if err := r.Kube().Update(ctx, ip, client.FieldOwner(httpapi.FieldManager)); err != nil {
-		return nil, httpapi.Problem(err)
+	if err := r.updateDefinition(ctx, ip, func() { ip.Definition.Bindings, ip.Definition.RequestedAt = bindingsOf(a, sel), &now }); err != nil {
+		return nil, err
 	}
 	states, err := r.bindingStates(ctx, sc, a, sel)
 	if err != nil {
@@ -776,11 +776,27 @@ func (r *routes) rollback(ctx context.Context, in *rollbackInput) (*viewOutput, 
 		return nil, err
 	}
 	now := metav1.Now()
-	ip.Definition.ArchiveDigest, ip.Definition.Version = a.Digest, platformv1.SemanticVersion(a.Manifest.Metadata.Version)
-	ip.Definition.Source.Digest, ip.Definition.Bindings = a.Digest, bindingsOf(a, sel)
-	ip.Definition.RemoveDashboardReferences, ip.Definition.RequestedAt, ip.Definition.Uninstall = in.RemoveDashboardReferences, &now, false
-	if err := r.Kube().Update(ctx, ip, client.FieldOwner(httpapi.FieldManager)); err != nil {
-		return nil, httpapi.Problem(err)
+	if err := r.updateDefinition(ctx, ip, func() {
+		ip.Definition.ArchiveDigest, ip.Definition.Version = a.Digest, platformv1.SemanticVersion(a.Manifest.Metadata.Version)
+		ip.Definition.Source.Digest, ip.Definition.Bindings = a.Digest, bindingsOf(a, sel)
+		ip.Definition.RemoveDashboardReferences, ip.Definition.RequestedAt, ip.Definition.Uninstall = in.RemoveDashboardReferences, &now, false
+	}); err != nil {
+		return nil, err
 	}
 	return r.await(ctx, sc, ip, http.StatusOK)
+}
+
+// updateDefinition writes change to ip's definition, again on a conflict: the controller writes
+// the status of the same object all the time, and a definition the caller did not read is not
+// at stake (the checks ran against the state the operation starts from, which only an operation
+// changes, and busy refuses a second one).
+func (r *routes) updateDefinition(ctx context.Context, ip *platformv1.InstalledPack, change func()) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := r.Kube().Get(ctx, client.ObjectKeyFromObject(ip), ip); err != nil {
+			return err
+		}
+		change()
+		return r.Kube().Update(ctx, ip, client.FieldOwner(httpapi.FieldManager))
+	})
+	return httpapi.Problem(err)
 }

@@ -376,6 +376,7 @@ func routeRoleTable() map[string]tableRow {
 	workplaceRows(rows)
 	secretRows(rows)
 	triggerRows(rows)
+	packProjectRows(rows)
 	return rows
 }
 

@@ -16,6 +16,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/httpapi/service"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/packprojects"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
@@ -88,6 +89,7 @@ func newIdentityEnv(t testing.TB, db *store.Store) *identityEnv {
 		Workplace:          places,
 		Executor:           exec,
 		Triggers:           &triggers.Service{DB: db, Work: workStore, Kube: platformKube, Access: access},
+		PackProjects:       packprojects.NewStore(db),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewServer(api.Handler())
