@@ -641,9 +641,11 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
                     Roll back to {pack.retainedVersion}
                   </button>
                 )}
-                <button type="button" className="danger" onClick={() => void previewUninstall()} disabled={!!working || busy(pack)}>
-                  Uninstall…
-                </button>
+                {env.can("resources/delete") && (
+                  <button type="button" className="danger" onClick={() => void previewUninstall()} disabled={!!working || busy(pack)}>
+                    Uninstall…
+                  </button>
+                )}
               </p>
               <Problem error={actionError} />
               {rollback && (
