@@ -13,6 +13,7 @@ import {
   conflicts,
   consolePackPath,
   headerFileName,
+  needsDashboardAuthorization,
   packPath,
   parseSelection,
   problemSentence,
@@ -384,18 +385,22 @@ function InstallFromFile({ title, onDone, canWrite, expect }: { title: string; o
     setPreview(undefined);
     setError(undefined);
     setConflictChanges(undefined);
+    setDashboards(false);
     if (input.current) input.current.value = "";
   };
 
-  const install = async () => {
+  const [dashboards, setDashboards] = useState(false);
+  const install = async (removeDashboardReferences = false) => {
     if (!file || !preview) return;
     setWorking("installing");
+    setDashboards(false);
     try {
-      const p = await request<InstalledPack>("/api/packs", { method: "POST", body: file, headers: { "Content-Type": "application/zip", "X-Pack-File-Name": headerFileName(file.name) } });
+      const p = await request<InstalledPack>(`/api/packs${removeDashboardReferences ? "?removeDashboardReferences=true" : ""}`, { method: "POST", body: file, headers: { "Content-Type": "application/zip", "X-Pack-File-Name": headerFileName(file.name) } });
       reset();
       onDone(p ?? { publisher: preview.pack.publisher, name: preview.pack.name });
     } catch (e) {
       setError(problemSentence(e));
+      setDashboards(needsDashboardAuthorization(e));
       if (e instanceof ApiError && Array.isArray(e.problem.changes)) setConflictChanges(conflicts(e.problem.changes as Change[]));
     } finally {
       setWorking(undefined);
@@ -421,6 +426,11 @@ function InstallFromFile({ title, onDone, canWrite, expect }: { title: string; o
           )}
           <PreviewPanel preview={preview} mode={mode} canWrite={canWrite} onBindingsSaved={() => file && void read(file)} />
           <p className="toolbar">
+            {dashboards && (
+              <button type="button" className="danger" disabled={!!working} onClick={() => void install(true)}>
+                Take the Entries off the Dashboards and go on
+              </button>
+            )}
             <button type="button" className="primary" disabled={preview.changeSet.blocked || !!working} onClick={() => void install()}>
               {mode === "install" ? `Install ${preview.pack.displayName || preview.pack.name}` : preview.changeSet.fromVersion === preview.changeSet.version ? `Reinstall ${preview.changeSet.version}` : `Update to ${preview.changeSet.version}`}
             </button>
@@ -467,13 +477,17 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
     return () => clearInterval(t);
   }, [pack, load]);
 
+  // Set when the last rollback or uninstall was refused for Entries that Dashboards show.
+  const [dashboards, setDashboards] = useState<"rollback" | "uninstall">();
   const act = async (what: string, fn: () => Promise<void>) => {
     setWorking(what);
     setActionError(undefined);
+    setDashboards(undefined);
     try {
       await fn();
     } catch (e) {
       setActionError(problemSentence(e));
+      if (needsDashboardAuthorization(e) && (what === "rollback" || what === "uninstall")) setDashboards(what);
     } finally {
       setWorking(undefined);
     }
@@ -484,9 +498,10 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
       setUninstall(undefined);
       setRollback(await post<Preview>(`${path}/rollback/preview`));
     });
-  const confirmRollback = () =>
+  const q = (removeDashboardReferences: boolean) => (removeDashboardReferences ? "?removeDashboardReferences=true" : "");
+  const confirmRollback = (removeDashboardReferences = false) =>
     act("rollback", async () => {
-      const p = await post<InstalledPack>(`${path}/rollback`);
+      const p = await post<InstalledPack>(`${path}/rollback${q(removeDashboardReferences)}`);
       setRollback(undefined);
       if (p) setPack(p);
       load();
@@ -496,9 +511,9 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
       setRollback(undefined);
       setUninstall(await get<UninstallPreview>(`${path}/uninstall-preview`));
     });
-  const confirmUninstall = () =>
+  const confirmUninstall = (removeDashboardReferences = false) =>
     act("uninstall", async () => {
-      const r = await request<UninstallResult>(path, { method: "DELETE" });
+      const r = await request<UninstallResult>(`${path}${q(removeDashboardReferences)}`, { method: "DELETE" });
       setUninstall(undefined);
       setResult(r ?? { state: "removed" });
       // Still going after the server's wait: the detail follows it until the Pack is gone.
@@ -648,6 +663,13 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
                 )}
               </p>
               <Problem error={actionError} />
+              {dashboards && (
+                <p className="toolbar">
+                  <button type="button" className="danger" disabled={!!working} onClick={() => void (dashboards === "rollback" ? confirmRollback(true) : confirmUninstall(true))}>
+                    Take the Entries off the Dashboards and {dashboards === "rollback" ? "roll back" : "uninstall"}
+                  </button>
+                </p>
+              )}
               {rollback && (
                 <div className="card" aria-label="Rollback preview" role="region">
                   <PreviewPanel preview={rollback} mode="rollback" canWrite={canWrite} onBindingsSaved={() => void previewRollback()} />

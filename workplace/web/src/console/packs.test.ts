@@ -80,6 +80,10 @@ describe("a refused archive says why in words", () => {
       err: new ApiError(409, "Conflict", "blocked", [], { changes: [{ kind: "Agent", name: "a", action: "conflict" }, { kind: "Flow", name: "f", action: "create" }] }),
       want: "Nothing was changed: one resource conflicts with what is in the workspace.",
     },
+    "removing Entries that Dashboards show asks for the operator's word, in words": {
+      err: new ApiError(409, "Conflict", "Entry say-hello is on Dashboard home: removing it needs removeDashboardReferences=true; nothing was changed", [], { reason: "DashboardReferences", changes: [] }),
+      want: "Nothing was changed: Entry say-hello is on Dashboard home. Removing the Entry takes it off those Dashboards; confirm that to go on.",
+    },
     "a 403 says the person may not": { err: new ApiError(403, "Forbidden", "forbidden"), want: /not permitted/ },
     "an unreachable API says so": { err: new ApiError(0, "API unavailable", ""), want: /cannot be reached/ },
   };

@@ -219,7 +219,11 @@ export function problemSentence(e: unknown): string {
   if (e.status === 413) return reasons.CompressedTooLarge;
   if (e.status === 415) return "The file must be sent as a ZIP archive.";
   const reason = e.problem.reason;
-  if (typeof reason === "string" && reason) {
+  if (reason === "DashboardReferences") {
+    const what = e.detail.split(": removing it needs")[0];
+    return `Nothing was changed: ${what}. Removing the Entry takes it off those Dashboards; confirm that to go on.`;
+  }
+  if (typeof reason === "string" && reason && (reason in reasons || e.status === 422)) {
     const str = (v: unknown) => (typeof v === "string" ? v : undefined);
     return reasonSentence(reason, str(e.problem.path), str(e.problem.field), extraDetail(reason, e.detail, str(e.problem.title)));
   }
@@ -229,6 +233,9 @@ export function problemSentence(e: unknown): string {
   }
   return e.message;
 }
+
+/** needsDashboardAuthorization: the operation would remove Entries that Dashboards show, which needs the operator's word. */
+export const needsDashboardAuthorization = (e: unknown) => e instanceof ApiError && e.status === 409 && e.problem.reason === "DashboardReferences";
 
 /** conflicts are the changes that block an install or update. */
 export const conflicts = (changes: Change[] | undefined) => (changes ?? []).filter((c) => c.action === "conflict");
