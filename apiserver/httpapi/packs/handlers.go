@@ -287,7 +287,7 @@ func (r *routes) preview(ctx context.Context, in *archiveInput) (*previewOutput,
 	if err != nil {
 		return nil, err
 	}
-	return &previewOutput{Body: Preview{Pack: info(a, in.FileName), ChangeSet: cs}}, nil
+	return &previewOutput{Body: PackPreview{Pack: info(a, in.FileName), ChangeSet: cs}}, nil
 }
 
 func (r *routes) install(ctx context.Context, in *installInput) (*viewOutput, error) {
@@ -745,7 +745,7 @@ func (r *routes) rollbackPreview(ctx context.Context, in *itemInput) (*previewOu
 	if err != nil {
 		return nil, err
 	}
-	return &previewOutput{Body: Preview{Pack: info(a, ip.Definition.Source.FileName), ChangeSet: cs}}, nil
+	return &previewOutput{Body: PackPreview{Pack: info(a, ip.Definition.Source.FileName), ChangeSet: cs}}, nil
 }
 
 func (r *routes) rollback(ctx context.Context, in *rollbackInput) (*viewOutput, error) {

@@ -132,7 +132,7 @@ type (
 		Name      string `path:"name" maxLength:"63" doc:"The Pack's name"`
 		Body      BindingsRequest
 	}
-	previewOutput struct{ Body Preview }
+	previewOutput struct{ Body PackPreview }
 	viewOutput    struct {
 		Status int
 		ETag   string `header:"ETag" doc:"The installation's current ETag"`

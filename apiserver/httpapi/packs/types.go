@@ -22,8 +22,8 @@ type PackInfo struct {
 	FileName    string   `json:"fileName,omitempty"`
 }
 
-// Preview is what installing (or rolling back to) an archive would change.
-type Preview struct {
+// PackPreview is what installing (or rolling back to) an archive would change.
+type PackPreview struct {
 	Pack      PackInfo       `json:"pack"`
 	ChangeSet pack.ChangeSet `json:"changeSet"`
 }

@@ -5,7 +5,9 @@ import { applyTheme } from "../shared/theme";
 import type { IdentityContext, Items, Preferences } from "../shared/types";
 import { Cleanup } from "./Cleanup";
 import { EntryDetail, Entries } from "./Entries";
+import { Composer } from "./Composer";
 import { Home } from "./Home";
+import { PackDetail, Packs } from "./Packs";
 import { RunDetail } from "./RunDetail";
 import { Access, AuditLog, MemberDetail, Members, Profile, Workspaces } from "./Settings";
 import { Tasks } from "./Tasks";
@@ -29,7 +31,7 @@ interface Workspace {
 const nav: { group: string; links: { href: string; label: string; server?: boolean }[] }[] = [
   { group: "Work", links: [{ href: "/", label: "Home" }, { href: "/tasks", label: "Tasks" }] },
   { group: "Automation", links: [{ href: "/triggers", label: "Triggers" }, { href: "/cleanup", label: "Cleanup" }] },
-  { group: "Catalog", links: [{ href: "/entries", label: "Entries" }] },
+  { group: "Catalog", links: [{ href: "/entries", label: "Entries" }, { href: "/packs", label: "Packs" }, { href: "/packs/compose", label: "Pack composer" }] },
   {
     group: "Organization",
     links: [
@@ -139,6 +141,9 @@ export function App() {
   else if (p === "/cleanup") page = <Cleanup env={env} />;
   else if (p === "/entries") page = <Entries env={env} />;
   else if ((m = match("/entries/:name", p))) page = <EntryDetail env={env} name={m.name} namespace={loc.query.get("namespace") ?? undefined} />;
+  else if (p === "/packs") page = <Packs env={env} />;
+  else if (p === "/packs/compose") page = <Composer env={env} />;
+  else if ((m = match("/packs/:publisher/:name", p))) page = <PackDetail key={`${m.publisher}.${m.name}`} env={env} publisher={m.publisher} name={m.name} />;
   else if ((m = match("/runs/:runId", p))) page = <RunDetail env={env} runId={m.runId} />;
   else if (p === "/settings/profile") page = <Profile env={env} />;
   else if (p === "/settings/organization/workspaces") page = <Workspaces env={env} onSelect={select} />;
@@ -148,7 +153,10 @@ export function App() {
   else if (p === "/settings/organization/security-audit") page = <AuditLog env={env} />;
   else page = <NotFound path={loc.path} />;
 
-  const current = (href: string) => (href === "/" ? p === "/" : p === href || p.startsWith(href + "/"));
+  // The most specific link is the current one (/packs/compose is the composer's, not the Packs').
+  const hrefs = nav.flatMap((g) => g.links.map((l) => l.href));
+  const under = (href: string) => (href === "/" ? p === "/" : p === href || p.startsWith(href + "/"));
+  const current = (href: string) => under(href) && !hrefs.some((h) => h.length > href.length && h.startsWith(href + "/") && under(h));
   return (
     <div className="console" data-menu={menuOpen ? "open" : "closed"}>
       <a className="skip" href="#main">Skip to content</a>

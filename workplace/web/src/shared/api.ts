@@ -6,11 +6,14 @@ export class ApiError extends Error {
   readonly status: number;
   readonly detail: string;
   readonly fields: { location?: string; message: string }[];
-  constructor(status: number, title: string, detail: string, fields: { location?: string; message: string }[] = []) {
+  /** The whole Problem body, for the extension members a page knows (a Pack refusal's `reason`, ...). */
+  readonly problem: Record<string, unknown>;
+  constructor(status: number, title: string, detail: string, fields: { location?: string; message: string }[] = [], problem: Record<string, unknown> = {}) {
     super(detail || title);
     this.status = status;
     this.detail = detail || title;
     this.fields = fields;
+    this.problem = problem;
   }
   /** The API (or the relay in front of it) could not be reached. */
   get unavailable(): boolean {
@@ -46,7 +49,11 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
   const auth = authorization();
   if (auth) headers.Authorization = auth;
   let body: BodyInit | undefined;
-  if (opts.body !== undefined) {
+  if (opts.body instanceof Blob) {
+    // A file goes as it is, with its own type (a Pack archive); JSON is the default.
+    headers["Content-Type"] ??= opts.body.type || "application/octet-stream";
+    body = opts.body;
+  } else if (opts.body !== undefined) {
     headers["Content-Type"] = "application/json";
     body = JSON.stringify(opts.body);
   }
@@ -69,7 +76,7 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
   }
   if (!resp.ok) {
     const p = (data ?? {}) as { title?: string; detail?: string; errors?: { location?: string; message: string }[] };
-    throw new ApiError(resp.status, p.title ?? resp.statusText, p.detail ?? "", p.errors ?? []);
+    throw new ApiError(resp.status, p.title ?? resp.statusText, p.detail ?? "", p.errors ?? [], (data ?? {}) as Record<string, unknown>);
   }
   return data as T;
 }

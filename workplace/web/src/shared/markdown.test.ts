@@ -16,6 +16,14 @@ describe("a Result's Markdown renders as what it is", () => {
     expect(out).toContain("<li><strong>x</strong> and <code>y</code></li>");
   });
 
+  it("an indented line under a list item continues the item, as a wrapped README writes it", () => {
+    const blocks = parseMarkdown("- first item\n  wraps here;\n- second\n\nAfter.");
+    expect(blocks).toEqual([
+      { kind: "list", ordered: false, items: ["first item wraps here;", "second"] },
+      { kind: "paragraph", text: "After." },
+    ]);
+  });
+
   it("raw HTML stays text and no link is made", () => {
     const out = html(createElement(Markdown, { text: '<img src=x onerror="alert(1)"> [click](javascript:alert(1))' }));
     expect(out).not.toContain("<img");

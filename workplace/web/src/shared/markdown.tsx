@@ -53,7 +53,14 @@ export function parseMarkdown(source: string): Block[] {
     const list = bullet.exec(line) ? bullet : numbered.exec(line) ? numbered : undefined;
     if (list) {
       const items: string[] = [];
-      while (i < lines.length && list.exec(lines[i])) items.push(list.exec(lines[i++])![1]);
+      while (i < lines.length) {
+        const m = list.exec(lines[i]);
+        // An indented line under an item continues it (a README wraps its items).
+        if (m) items.push(m[1]);
+        else if (/^\s+\S/.test(lines[i]) && !bullet.test(lines[i]) && !numbered.test(lines[i])) items[items.length - 1] += ` ${lines[i].trim()}`;
+        else break;
+        i++;
+      }
       blocks.push({ kind: "list", ordered: list === numbered, items });
       continue;
     }
