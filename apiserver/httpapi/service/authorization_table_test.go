@@ -382,6 +382,7 @@ func routeRoleTable() map[string]tableRow {
 	secretRows(rows)
 	triggerRows(rows)
 	packProjectRows(rows)
+	packRows(rows)
 	return rows
 }
 

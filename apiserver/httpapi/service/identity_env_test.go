@@ -18,6 +18,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi/service"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/packprojects"
+	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/store"
@@ -98,6 +99,7 @@ func newIdentityEnv(t testing.TB, db *store.Store) *identityEnv {
 		Executor:           exec,
 		Triggers:           &triggers.Service{DB: db, Work: workStore, Kube: platformKube, Access: access},
 		PackProjects:       packprojects.NewStore(db),
+		Packs:              &packs.Store{DB: db},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewUnstartedServer(api.Handler())

@@ -273,3 +273,34 @@ func TestBindingSelectionsAreKeptByPackIdentityBeforeInstallAndAcrossUninstall(t
 		"the selection survives the uninstall")
 	_ = time.Second
 }
+
+// packRows are the route-role table's rows of the Packs area. No InstalledPack controller runs
+// beside the table's server, so the rows that would wait for one show that a permitted caller
+// reaches the handler (422 for an archive that is no ZIP, 404 for a Pack that is not installed)
+// while the other roles are refused before it.
+func packRows(rows map[string]tableRow) {
+	archive := string(packstest.Pack{Publisher: "table", Name: "kit", Version: "1.0.0",
+		Resources: map[string]string{"agents/table-kit.yaml": packstest.Agent("table-kit", "Help")}}.Zip())
+	zipped := []string{"Content-Type", "application/zip"}
+	rows["list-packs"] = tableRow{httpapi.PolicyResourcesRead, workspaceRoles(200), get("/api/packs")}
+	rows["get-pack"] = tableRow{httpapi.PolicyResourcesRead, workspaceRoles(404), get("/api/packs/table/kit")}
+	rows["preview-pack"] = tableRow{httpapi.PolicyResourcesRead, workspaceRoles(200), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodPost, path: "/api/packs/preview", body: archive, headers: zipped}
+	}}
+	rows["install-pack"] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(422), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodPost, path: "/api/packs", body: "not a zip", headers: zipped}
+	}}
+	rows["set-pack-bindings"] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(200), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodPut, path: "/api/packs/table/kit/bindings", body: `{"bindings":{}}`}
+	}}
+	rows["preview-pack-uninstall"] = tableRow{httpapi.PolicyResourcesRead, workspaceRoles(404), get("/api/packs/table/kit/uninstall-preview")}
+	rows["preview-pack-rollback"] = tableRow{httpapi.PolicyResourcesRead, workspaceRoles(404), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodPost, path: "/api/packs/table/kit/rollback/preview"}
+	}}
+	rows["rollback-pack"] = tableRow{httpapi.PolicyResourcesWrite, ownersAndAdmins(404), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodPost, path: "/api/packs/table/kit/rollback"}
+	}}
+	rows["uninstall-pack"] = tableRow{httpapi.PolicyResourcesDelete, ownersAndAdmins(404), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodDelete, path: "/api/packs/table/kit"}
+	}}
+}
