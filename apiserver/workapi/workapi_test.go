@@ -129,7 +129,7 @@ func TestAThousandOpenWatchesCostTheStoreNoQueryAndOneChangeIsReadOnceForAllOfTh
 			g.Expect(ev.Object.(*workv1.Task).Status.State).To(Equal(workplace.TaskCompleted))
 		}
 		// One outbox page read, one read of the Task (and an empty page that ends the drain).
-		g.Expect(f.api.Queries() - idle).To(BeNumerically("<=", 4), "one change costs a few statements, not one per watch")
+		g.Expect(f.api.Queries()-idle).To(BeNumerically("<=", 4), "one change costs a few statements, not one per watch")
 	})
 }
 
