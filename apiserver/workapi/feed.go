@@ -455,7 +455,10 @@ func (w *watcher) run(leave func(), from, joinedAt int64) {
 	defer lifetime.Stop()
 	sent := joinedAt
 	if from < 0 {
-		if !w.initial(ctx, joinedAt) {
+		// Without a resourceVersion a watch starts with the current objects, unless the client
+		// said it wants none (sendInitialEvents=false).
+		wantsInitial := w.req.initialEvents == nil || *w.req.initialEvents
+		if wantsInitial && !w.initial(ctx, joinedAt) {
 			return
 		}
 	} else {
@@ -530,7 +533,9 @@ func (w *watcher) initial(ctx context.Context, at int64) bool {
 			break
 		}
 	}
-	if w.req.initialEvents != nil && *w.req.initialEvents {
+	// The bookmark that ends the initial events is what a watch-list client (sendInitialEvents
+	// with bookmarks) waits for; the apiserver expects it of those requests only.
+	if w.req.initialEvents != nil && *w.req.initialEvents && w.req.bookmarks {
 		return w.bookmark(ctx, at, true)
 	}
 	return true
