@@ -78,7 +78,8 @@ func New(ctx context.Context, opts Options) (*API, error) {
 	a.reader.db = opts.DB
 	a.outbox = outboxReader{&a.reader}
 	a.feeds = &feeds{api: a, ctx: ctx, limits: opts.Limits, m: map[string]*feed{}, perUser: map[string]int{}}
-	a.resources = []*resource{tasksResource, interactionsResource, flowRunsResource}
+	a.resources = []*resource{tasksResource, interactionsResource, flowRunsResource, pendingActionsResource, workItemsResource,
+		notificationsResource, triggerOccurrencesResource}
 	return a, nil
 }
 
@@ -109,6 +110,10 @@ func (a *API) Install(server *genericapiserver.GenericAPIServer) error {
 			}
 		case "flowruns":
 			storage[res.plural] = &flowRunREST{readREST: read}
+		case "workitems", "notifications", "triggeroccurrences":
+			// Listed and read, not watched: the outbox tells Task, conversation and question
+			// changes, and a Principal's notifications only to that Principal's connections.
+			storage[res.plural] = read
 		default:
 			storage[res.plural] = &watchableREST{read}
 		}
@@ -181,4 +186,60 @@ var flowRunsResource = &resource{
 			"status.task": f.Status.Task, "status.interaction": f.Status.Interaction})
 	},
 	table: flowRunTable,
+}
+
+var pendingActionsResource = &resource{
+	plural: "pendingactions", singular: "pendingaction", kind: "PendingAction", shortNames: []string{"pa"},
+	newObj: func() runtime.Object { return &workv1.PendingAction{} }, newList: func() runtime.Object { return &workv1.PendingActionList{} },
+	reads: pendingActionReads,
+	attrs: func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		a := obj.(*workv1.PendingAction)
+		return objectFields(obj, fields.Set{"status.state": a.Status.State, "status.task": a.Status.Task,
+			"status.interaction": a.Status.Interaction, "status.flowRun": a.Status.FlowRun})
+	},
+	table: pendingActionTable,
+	about: func(name string, p map[string]any) (string, bool, bool) {
+		switch name {
+		case workplace.EventPendingActionCreated:
+			return payloadString(p, "pendingActionId"), true, true
+		case workplace.EventPendingActionResolved:
+			return payloadString(p, "pendingActionId"), false, true
+		}
+		return "", false, false
+	},
+}
+
+var workItemsResource = &resource{
+	plural: "workitems", singular: "workitem", kind: "WorkItem", shortNames: []string{"wi"},
+	newObj: func() runtime.Object { return &workv1.WorkItem{} }, newList: func() runtime.Object { return &workv1.WorkItemList{} },
+	reads: workItemReads,
+	attrs: func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		w := obj.(*workv1.WorkItem)
+		return objectFields(obj, fields.Set{"status.state": w.Status.State, "status.flow": w.Status.Flow,
+			"status.task": w.Status.Task, "status.interaction": w.Status.Interaction})
+	},
+	table: workItemTable,
+}
+
+// notificationsResource: a caller lists and reads their own notifications only.
+var notificationsResource = &resource{
+	plural: "notifications", singular: "notification", kind: "Notification", shortNames: []string{"ntf"},
+	newObj: func() runtime.Object { return &workv1.Notification{} }, newList: func() runtime.Object { return &workv1.NotificationList{} },
+	reads: notificationReads,
+	attrs: func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		n := obj.(*workv1.Notification)
+		return objectFields(obj, fields.Set{"status.kind": n.Status.Kind})
+	},
+	table: notificationTable,
+}
+
+var triggerOccurrencesResource = &resource{
+	plural: "triggeroccurrences", singular: "triggeroccurrence", kind: "TriggerOccurrence", shortNames: []string{"tro"},
+	newObj: func() runtime.Object { return &workv1.TriggerOccurrence{} }, newList: func() runtime.Object { return &workv1.TriggerOccurrenceList{} },
+	reads: triggerOccurrenceReads,
+	attrs: func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		o := obj.(*workv1.TriggerOccurrence)
+		return objectFields(obj, fields.Set{"status.trigger": o.Status.Trigger, "status.outcome": o.Status.Outcome})
+	},
+	table: triggerOccurrenceTable,
 }

@@ -130,7 +130,7 @@ func changesOf(resources []*resource, page []workplace.Event) []change {
 // eventOf reads the object a change is about, as a watch event at the change's position: ADDED
 // when the page created it, DELETED when it is gone.
 func (a *API) eventOf(ctx context.Context, ns, workspaceID string, c change) (watch.Event, error) {
-	obj, err := c.res.reads.get(ctx, &a.reader, ns, workspaceID, c.name)
+	obj, err := c.res.reads.get(ctx, &a.reader, page{namespace: ns, workspaceID: workspaceID}, c.name)
 	typ := watch.Modified
 	if c.created {
 		typ = watch.Added

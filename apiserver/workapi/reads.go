@@ -48,14 +48,16 @@ func fromMS(v int64) metav1.Time {
 type page struct {
 	workspaceID string
 	namespace   string
-	after       string
-	limit       int
-	equal       map[string]string
+	// principal is the caller's Principal, for the kinds a caller sees only their own of.
+	principal string
+	after     string
+	limit     int
+	equal     map[string]string
 }
 
 // kindReads are the reads of one kind.
 type kindReads interface {
-	get(ctx context.Context, r *reader, ns, workspaceID, name string) (runtime.Object, error)
+	get(ctx context.Context, r *reader, p page, name string) (runtime.Object, error)
 	list(ctx context.Context, r *reader, p page) ([]runtime.Object, error)
 }
 
@@ -112,8 +114,8 @@ func scanTaskRow(rows interface{ Scan(...any) error }, ns string) (*workv1.Task,
 	return &t, runID, nil
 }
 
-func (taskReads) get(ctx context.Context, r *reader, ns, workspaceID, name string) (runtime.Object, error) {
-	t, runID, err := scanTaskRow(r.queryRow(ctx, taskSelect+` WHERE t.id = ? AND t.workspace_id = ?`, name, workspaceID), ns)
+func (taskReads) get(ctx context.Context, r *reader, p page, name string) (runtime.Object, error) {
+	t, runID, err := scanTaskRow(r.queryRow(ctx, taskSelect+` WHERE t.id = ? AND t.workspace_id = ?`, name, p.workspaceID), p.namespace)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apierrors.NewNotFound(workv1.Resource("tasks"), name)
 	}
@@ -261,8 +263,8 @@ func scanInteractionRow(row interface{ Scan(...any) error }, ns string) (*workv1
 	return &i, nil
 }
 
-func (interactionReads) get(ctx context.Context, r *reader, ns, workspaceID, name string) (runtime.Object, error) {
-	i, err := scanInteractionRow(r.queryRow(ctx, interactionSelect+` WHERE id = ? AND workspace_id = ?`, name, workspaceID), ns)
+func (interactionReads) get(ctx context.Context, r *reader, p page, name string) (runtime.Object, error) {
+	i, err := scanInteractionRow(r.queryRow(ctx, interactionSelect+` WHERE id = ? AND workspace_id = ?`, name, p.workspaceID), p.namespace)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apierrors.NewNotFound(workv1.Resource("interactions"), name)
 	}
@@ -371,8 +373,8 @@ func scanFlowRunRow(row interface{ Scan(...any) error }, ns string) (*workv1.Flo
 	return &f, nil
 }
 
-func (flowRunReads) get(ctx context.Context, r *reader, ns, workspaceID, name string) (runtime.Object, error) {
-	f, err := scanFlowRunRow(r.queryRow(ctx, flowRunSelect+` WHERE id = ? AND workspace_id = ?`, name, workspaceID), ns)
+func (flowRunReads) get(ctx context.Context, r *reader, p page, name string) (runtime.Object, error) {
+	f, err := scanFlowRunRow(r.queryRow(ctx, flowRunSelect+` WHERE id = ? AND workspace_id = ?`, name, p.workspaceID), p.namespace)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apierrors.NewNotFound(workv1.Resource("flowruns"), name)
 	}

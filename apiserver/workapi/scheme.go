@@ -27,7 +27,9 @@ func init() {
 	utilruntime.Must(workv1.AddToScheme(Scheme))
 	internal := schema.GroupVersion{Group: workv1.GroupName, Version: runtime.APIVersionInternal}
 	Scheme.AddKnownTypes(internal, &workv1.Task{}, &workv1.TaskList{}, &workv1.Interaction{}, &workv1.InteractionList{},
-		&workv1.FlowRun{}, &workv1.FlowRunList{})
+		&workv1.FlowRun{}, &workv1.FlowRunList{},
+		&workv1.PendingAction{}, &workv1.PendingActionList{}, &workv1.WorkItem{}, &workv1.WorkItemList{},
+		&workv1.Notification{}, &workv1.NotificationList{}, &workv1.TriggerOccurrence{}, &workv1.TriggerOccurrenceList{})
 	// The generic apiserver decodes list and watch options as those of the empty group's v1.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
 	unversioned := schema.GroupVersion{Group: "", Version: "v1"}
@@ -49,6 +51,12 @@ var fieldLabels = map[string]map[string]bool{
 	"Task": {"metadata.name": true, "metadata.namespace": true, "status.state": true, "status.entry": true,
 		"status.trigger": true, "status.interaction": true},
 	"Interaction": {"metadata.name": true, "metadata.namespace": true, "status.state": true, "status.entry": true},
+	"PendingAction": {"metadata.name": true, "metadata.namespace": true, "status.state": true, "status.task": true,
+		"status.interaction": true, "status.flowRun": true},
+	"WorkItem": {"metadata.name": true, "metadata.namespace": true, "status.state": true, "status.flow": true,
+		"status.task": true, "status.interaction": true},
+	"Notification":      {"metadata.name": true, "metadata.namespace": true, "status.kind": true},
+	"TriggerOccurrence": {"metadata.name": true, "metadata.namespace": true, "status.trigger": true, "status.outcome": true},
 	"FlowRun": {"metadata.name": true, "metadata.namespace": true, "status.state": true, "status.flow": true,
 		"status.task": true, "status.interaction": true},
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/kubeauth"
 )
 
 // Bounds of lists.
@@ -117,7 +118,7 @@ func (r *readREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	obj, err := r.reads.get(ctx, &r.api.reader, ns, ws.ID, name)
+	obj, err := r.reads.get(ctx, &r.api.reader, page{namespace: ns, workspaceID: ws.ID, principal: principalOf(ctx)}, name)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, err
@@ -126,6 +127,19 @@ func (r *readREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (
 	}
 	setRV(obj, rv)
 	return obj, nil
+}
+
+// principalOf is the caller's Principal (kubeauth's users); empty for administrators' certificates
+// and the loopback client.
+func principalOf(ctx context.Context) string {
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return ""
+	}
+	if ids := u.GetExtra()[kubeauth.ExtraPrincipalID]; len(ids) == 1 {
+		return ids[0]
+	}
+	return ""
 }
 
 // continueToken is where the next page starts and the position the first page was read at.
@@ -203,7 +217,7 @@ func (r *readREST) List(ctx context.Context, opts *metainternalversion.ListOptio
 	} else if tok.RV, err = r.api.outbox.last(ctx, ws.ID); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	items, err := r.reads.list(ctx, &r.api.reader, page{workspaceID: ws.ID, namespace: ns, after: tok.After, limit: limit,
+	items, err := r.reads.list(ctx, &r.api.reader, page{workspaceID: ws.ID, namespace: ns, principal: principalOf(ctx), after: tok.After, limit: limit,
 		equal: pushdown(pred.Field)})
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)

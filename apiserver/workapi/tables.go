@@ -113,3 +113,64 @@ var flowRunTable = tableConvertor{
 		return []any{f.Name, f.Status.Flow, f.Status.FlowVersion, f.Status.State, f.Status.CurrentStep, f.Status.Task, age(f.CreationTimestamp)}
 	},
 }
+
+func timeCell(t *metav1.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+var pendingActionTable = tableConvertor{
+	columns: []metav1.TableColumnDefinition{nameColumn,
+		{Name: "Kind", Type: "string", Description: "text, choice, confirmation, file or approval"},
+		{Name: "State", Type: "string", Description: "created (open), completed, expired or cancelled"},
+		{Name: "Prompt", Type: "string", Description: "The question"},
+		{Name: "Task", Type: "string", Priority: 1, Description: "The Task it belongs to"},
+		{Name: "Expires", Type: "string", Priority: 1, Description: "When it stops being answerable"},
+		ageColumn},
+	cells: func(obj runtime.Object) []any {
+		a := obj.(*workv1.PendingAction)
+		return []any{a.Name, a.Status.Kind, a.Status.State, short(a.Status.Prompt, 40), a.Status.Task, timeCell(a.Status.ExpiresAt), age(a.CreationTimestamp)}
+	},
+}
+
+var workItemTable = tableConvertor{
+	columns: []metav1.TableColumnDefinition{nameColumn,
+		{Name: "Title", Type: "string", Description: "The submission's title"},
+		{Name: "Flow", Type: "string", Description: "The Flow it runs"},
+		{Name: "State", Type: "string", Description: "The state of its run"},
+		{Name: "Task", Type: "string", Priority: 1, Description: "The Task it belongs to"},
+		ageColumn},
+	cells: func(obj runtime.Object) []any {
+		w := obj.(*workv1.WorkItem)
+		return []any{w.Name, short(w.Status.Title, 40), w.Status.Flow, w.Status.State, w.Status.Task, age(w.CreationTimestamp)}
+	},
+}
+
+var notificationTable = tableConvertor{
+	columns: []metav1.TableColumnDefinition{nameColumn,
+		{Name: "Kind", Type: "string", Description: "question, task-completed or task-failed"},
+		{Name: "Title", Type: "string", Description: "What it says"},
+		{Name: "Attention", Type: "boolean", Description: "Whether it still needs attention"},
+		{Name: "Read", Type: "boolean", Description: "Whether it was read"},
+		ageColumn},
+	cells: func(obj runtime.Object) []any {
+		n := obj.(*workv1.Notification)
+		return []any{n.Name, n.Status.Kind, short(n.Status.Title, 40), n.Status.Attention, n.Status.Read, age(n.CreationTimestamp)}
+	},
+}
+
+var triggerOccurrenceTable = tableConvertor{
+	columns: []metav1.TableColumnDefinition{nameColumn,
+		{Name: "Trigger", Type: "string", Description: "The Trigger that fired"},
+		{Name: "Outcome", Type: "string", Description: "Submitted, Skipped, Failed or Missed"},
+		{Name: "Reason", Type: "string", Description: "Why"},
+		{Name: "Scheduled", Type: "string", Description: "The instant it stands for"},
+		{Name: "Task", Type: "string", Priority: 1, Description: "The Task it submitted"},
+		ageColumn},
+	cells: func(obj runtime.Object) []any {
+		o := obj.(*workv1.TriggerOccurrence)
+		return []any{o.Name, o.Status.Trigger, o.Status.Outcome, o.Status.Reason, timeCell(&o.Status.ScheduledAt), o.Status.Task, age(o.CreationTimestamp)}
+	},
+}

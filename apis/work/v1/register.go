@@ -27,7 +27,9 @@ func Resource(resource string) schema.GroupResource {
 }
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(SchemeGroupVersion, &Task{}, &TaskList{}, &Interaction{}, &InteractionList{}, &FlowRun{}, &FlowRunList{})
+	s.AddKnownTypes(SchemeGroupVersion, &Task{}, &TaskList{}, &Interaction{}, &InteractionList{}, &FlowRun{}, &FlowRunList{},
+		&PendingAction{}, &PendingActionList{}, &WorkItem{}, &WorkItemList{}, &Notification{}, &NotificationList{},
+		&TriggerOccurrence{}, &TriggerOccurrenceList{})
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil
 }

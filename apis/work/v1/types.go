@@ -167,3 +167,158 @@ type FlowRunList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []FlowRun `json:"items"`
 }
+
+// PendingAction is a durable question a suspended run waits on. It never shows the resume token
+// or its hash: answering goes through the service API with the token.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type PendingAction struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Status PendingActionStatus `json:"status,omitempty"`
+}
+
+// PendingActionStatus is a question and where it stands.
+type PendingActionStatus struct {
+	// Kind is text, choice, confirmation, file or approval.
+	Kind string `json:"kind"`
+	// Prompt is the question.
+	Prompt string `json:"prompt,omitempty"`
+	// State is created (open), completed, expired or cancelled.
+	State string `json:"state"`
+	// Step is the Flow step that asked.
+	Step string `json:"step,omitempty"`
+	// Task, Interaction and FlowRun are the work it belongs to.
+	Task        string `json:"task,omitempty"`
+	Interaction string `json:"interaction,omitempty"`
+	FlowRun     string `json:"flowRun,omitempty"`
+	// ExpiresAt is when it stops being answerable; AnsweredAt when it was answered.
+	ExpiresAt  *metav1.Time `json:"expiresAt,omitempty"`
+	AnsweredAt *metav1.Time `json:"answeredAt,omitempty"`
+	// Version is its own version.
+	Version int64 `json:"version"`
+}
+
+// PendingActionList is a page of PendingActions.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type PendingActionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PendingAction `json:"items"`
+}
+
+// WorkItem is a submitted piece of work and the state of the run that executes it.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type WorkItem struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Status WorkItemStatus `json:"status,omitempty"`
+}
+
+// WorkItemStatus is what was submitted and where it stands.
+type WorkItemStatus struct {
+	// Type and Title are the submission's.
+	Type  string `json:"type,omitempty"`
+	Title string `json:"title,omitempty"`
+	// Flow and FlowVersion are the Flow it runs (FlowVersion empty for a draft).
+	Flow        string `json:"flow,omitempty"`
+	FlowVersion string `json:"flowVersion,omitempty"`
+	// State is the state of its run.
+	State string `json:"state"`
+	// Reason says why it failed or was cancelled.
+	Reason string `json:"reason,omitempty"`
+	// Task, Interaction and FlowRun are the work it belongs to.
+	Task        string `json:"task,omitempty"`
+	Interaction string `json:"interaction,omitempty"`
+	FlowRun     string `json:"flowRun,omitempty"`
+	// UpdatedAt is the time of its last change.
+	UpdatedAt metav1.Time `json:"updatedAt,omitempty"`
+}
+
+// WorkItemList is a page of WorkItems.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type WorkItemList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WorkItem `json:"items"`
+}
+
+// Notification tells one Principal about something that needs attention; a caller sees only
+// their own.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type Notification struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Status NotificationStatus `json:"status,omitempty"`
+}
+
+// NotificationStatus is what a notification says.
+type NotificationStatus struct {
+	// Kind is question, task-completed or task-failed.
+	Kind string `json:"kind"`
+	// Title is what it says.
+	Title string `json:"title,omitempty"`
+	// Attention says whether it still needs attention; Read whether it was read.
+	Attention bool `json:"attention"`
+	Read      bool `json:"read"`
+	// Resolution says how its question stopped waiting (answered, expired, closed).
+	Resolution string `json:"resolution,omitempty"`
+	// Task, Interaction and PendingAction are what it is about.
+	Task          string `json:"task,omitempty"`
+	Interaction   string `json:"interaction,omitempty"`
+	PendingAction string `json:"pendingAction,omitempty"`
+}
+
+// NotificationList is a page of Notifications.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type NotificationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Notification `json:"items"`
+}
+
+// TriggerOccurrence is one firing of a Trigger: what it submitted, or why it did not.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type TriggerOccurrence struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Status TriggerOccurrenceStatus `json:"status,omitempty"`
+}
+
+// TriggerOccurrenceStatus is an occurrence's outcome.
+type TriggerOccurrenceStatus struct {
+	// Trigger is the Trigger's name.
+	Trigger string `json:"trigger"`
+	// Kind is how it fired (a schedule, an interval, Run now).
+	Kind string `json:"kind,omitempty"`
+	// Outcome is Submitted, Skipped, Failed or Missed; Reason and Message say why.
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// ScheduledAt is the instant it stands for; FiredAt when it fired.
+	ScheduledAt metav1.Time `json:"scheduledAt,omitempty"`
+	FiredAt     metav1.Time `json:"firedAt,omitempty"`
+	// WorkItem, Task and FlowRun are what it submitted.
+	WorkItem string `json:"workItem,omitempty"`
+	Task     string `json:"task,omitempty"`
+	FlowRun  string `json:"flowRun,omitempty"`
+}
+
+// TriggerOccurrenceList is a page of TriggerOccurrences.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type TriggerOccurrenceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TriggerOccurrence `json:"items"`
+}
