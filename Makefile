@@ -36,7 +36,8 @@ OPENAPI_INPUT_PKGS ?= \
 	k8s.io/apimachinery/pkg/runtime \
 	k8s.io/apimachinery/pkg/version \
 	k8s.io/apimachinery/pkg/api/resource \
-	k8s.io/apimachinery/pkg/util/intstr
+	k8s.io/apimachinery/pkg/util/intstr \
+	platform.dev/platform/apis/work/v1
 OPENAPI_OUTPUT_PKG := platform.dev/platform/apiserver/native/openapi
 OPENAPI_OUTPUT_DIR := apiserver/native/openapi
 

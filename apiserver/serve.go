@@ -38,6 +38,7 @@ import (
 	"platform.dev/platform/apiserver/tools/aep"
 	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/apiserver/workapi"
 	"platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/controllers"
 	"platform.dev/platform/crds"
@@ -175,11 +176,32 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		},
 	}
 
+	// The Work and Workplace stores open before the kube API, which serves their rows as the
+	// group work.platform.dev (watches follow the Workplace outbox through the Work store's hub).
+	workStore := work.New(db)
+	places := workplace.NewStore(db, workStore, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
+	workStore.Observer = places
+	var wakeExecutor atomic.Pointer[func()]
+	workAPICtx, stopWorkAPI := context.WithCancel(context.Background())
+	defer stopWorkAPI()
+	workAPI, err := workapi.New(workAPICtx, workapi.Options{DB: db, Identity: ids, Changes: workStore.Changes(), Workplace: places,
+		Runs: workStore, Log: ctrl.Log.WithName("workapi"), Wake: func() {
+			if wake := wakeExecutor.Load(); wake != nil {
+				(*wake)()
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	opts.APIGroups = append(opts.APIGroups, workAPI.Install)
+
 	server, err := controlplane.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer server.Stop()
+	// Watches of the Work plane end before the kube API stops (deferred after it, so run first).
+	defer stopWorkAPI()
 	kubeconfig, err := server.RecordAddress(opts.DataDir)
 	if err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
@@ -214,11 +236,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		<-informersStopped
 	}()
 	resolve := executor.CacheFirst{Cache: informers, Live: kube}
-	execOpts.Work, execOpts.Resolver, execOpts.Log = work.New(db), executor.KubeResolver{Client: resolve}, ctrl.Log.WithName("executor")
 	// The Workplace (conversations, Tasks, notifications) is a projection of the runs, written in
-	// their transactions; artifact bytes are files of the data directory.
-	places := workplace.NewStore(db, execOpts.Work, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
-	execOpts.Work.Observer = places
+	// their transactions (workStore.Observer); artifact bytes are files of the data directory.
+	execOpts.Work, execOpts.Resolver, execOpts.Log = workStore, executor.KubeResolver{Client: resolve}, ctrl.Log.WithName("executor")
 	execOpts.Artifacts = places.Blobs
 	// One Resolver of Secret references and one Local Vault for the service API and the model
 	// providers; the controllers get their own Resolver over their cache (controllers.SetupAll).
@@ -272,6 +292,8 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
+	wake := flowExecutor.Wake
+	wakeExecutor.Store(&wake)
 	// /readyz answers 503 until the service API has said it is ready, so that what waits for it
 	// (the Workplace host of `make run`) announces itself after it.
 	announced := &atomic.Bool{}

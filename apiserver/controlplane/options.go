@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/rest"
 
 	"platform.dev/platform/apiserver/native"
@@ -57,6 +58,9 @@ type Options struct {
 	// context that ends when the server stops: what a plugged-in authorizer reads from the API
 	// itself (a namespace informer) starts there. The server is ready once they have returned.
 	PostStart map[string]func(ctx context.Context, loopback *rest.Config) error
+	// APIGroups install further groups served beside the native ones, in the same discovery and
+	// OpenAPI document (the Work plane's work.platform.dev).
+	APIGroups []func(*genericapiserver.GenericAPIServer) error
 
 	// crds are the decoded CRDs, filled by Validate.
 	crds []*apiextensionsv1.CustomResourceDefinition

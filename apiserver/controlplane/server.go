@@ -64,6 +64,7 @@ import (
 	"platform.dev/platform/apiserver/native"
 	nativeopenapi "platform.dev/platform/apiserver/native/openapi"
 	"platform.dev/platform/apiserver/pki"
+	"platform.dev/platform/apiserver/workapi"
 )
 
 // Server is a running control plane.
@@ -279,7 +280,7 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files, listener ne
 		return nil, err
 	}
 
-	namer := openapinamer.NewDefinitionNamer(apiextensionsapiserver.Scheme, native.Scheme)
+	namer := openapinamer.NewDefinitionNamer(apiextensionsapiserver.Scheme, native.Scheme, workapi.Scheme)
 	config.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openAPIDefinitions, namer)
 	config.OpenAPIConfig.Info.Title = "platform"
 	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openAPIDefinitions, namer)
@@ -333,6 +334,11 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files, listener ne
 	nativeOptions := recommended.Etcd.CreateRESTOptionsGetter(&nativeStorageFactory{genericoptions.SimpleStorageFactory{StorageConfig: nativeStorage}}, config.ResourceTransformers)
 	if err := native.Install(generic, nativeOptions, o.NamespaceVisibility); err != nil {
 		return nil, err
+	}
+	for _, install := range o.APIGroups {
+		if err := install(generic); err != nil {
+			return nil, err
+		}
 	}
 
 	// The apiextensions server turns root discovery off because kube-apiserver serves it from the

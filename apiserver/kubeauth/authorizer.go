@@ -15,6 +15,7 @@ import (
 
 	"platform.dev/platform/apis/platform/ownerscope"
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	workv1 "platform.dev/platform/apis/work/v1"
 	"platform.dev/platform/apiserver/identity"
 )
 
@@ -88,6 +89,22 @@ var verbPermissions = map[string]identity.Permission{
 	"delete": identity.PermResourcesDelete, "deletecollection": identity.PermResourcesDelete,
 }
 
+// workPermission is the permission a request on the Work plane (work.platform.dev) needs, the
+// service API's: runs/read to read, runs/delete to delete, runs/execute to pause, resume or
+// cancel a Task (its subresources). Other writes need runs/execute too, so that they reach the
+// API, which answers 405: nothing else of the Work plane is writable.
+func workPermission(a authorizer.Attributes) (identity.Permission, bool) {
+	switch a.GetVerb() {
+	case "get", "list", "watch":
+		return identity.PermRunsRead, true
+	case "delete", "deletecollection":
+		return identity.PermRunsDelete, true
+	case "create", "update", "patch":
+		return identity.PermRunsExecute, true
+	}
+	return "", false
+}
+
 // Authorize implements authorizer.Authorizer.
 func (z *Authorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 	c, ok := callerOf(a.GetUser())
@@ -102,6 +119,12 @@ func (z *Authorizer) Authorize(ctx context.Context, a authorizer.Attributes) (au
 		return z.authorizeNamespace(ctx, c, a)
 	case a.GetNamespace() == "":
 		return authorizer.DecisionNoOpinion, "", nil
+	case a.GetAPIGroup() == workv1.GroupName:
+		permission, ok := workPermission(a)
+		if !ok {
+			return authorizer.DecisionDeny, "verb " + a.GetVerb() + " is not granted on the Work plane by any workspace role", nil
+		}
+		return z.authorizeIn(ctx, c, a.GetNamespace(), permission)
 	case a.GetAPIGroup() == platformv1.GroupVersion.Group:
 		permission, ok := verbPermissions[a.GetVerb()]
 		if !ok {

@@ -1,0 +1,414 @@
+package workapi
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	workv1 "platform.dev/platform/apis/work/v1"
+	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/apiserver/workplace"
+)
+
+// reader runs the SQL reads of the views and counts them, so that tests and metrics see what
+// lists and watches cost the store.
+type reader struct {
+	db      *store.Store
+	queries atomic.Int64
+}
+
+func (r *reader) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	r.queries.Add(1)
+	return r.db.DB().QueryContext(ctx, r.db.Rebind(q), args...)
+}
+
+func (r *reader) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	r.queries.Add(1)
+	return r.db.DB().QueryRowContext(ctx, r.db.Rebind(q), args...)
+}
+
+func fromMS(v int64) metav1.Time {
+	if v == 0 {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(time.UnixMilli(v).UTC())
+}
+
+// page is what one list query asks: the workspace, the rows after a name (names are UUIDv7,
+// time-ordered: newest first, so a page boundary never moves as rows change), at most limit rows,
+// and the equalities a selector pushes down to SQL.
+type page struct {
+	workspaceID string
+	namespace   string
+	// principal is the caller's Principal, for the kinds a caller sees only their own of.
+	principal string
+	after     string
+	limit     int
+	equal     map[string]string
+}
+
+// kindReads are the reads of one kind.
+type kindReads interface {
+	get(ctx context.Context, r *reader, p page, name string) (runtime.Object, error)
+	list(ctx context.Context, r *reader, p page) ([]runtime.Object, error)
+}
+
+// setLabel sets a label when value is a valid label value; a longer one is only a field.
+func setLabel(m *metav1.ObjectMeta, key, value string) {
+	if value == "" || len(value) > 63 {
+		return
+	}
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[key] = value
+}
+
+// ---- Tasks ----
+
+type taskReads struct{}
+
+const taskSelect = `SELECT t.id, t.interaction_id, t.title, t.state, t.visible, t.current_run_id, t.reason, t.milestones, t.version,
+	t.created_at, t.updated_at, t.ended_at, COALESCE(i.entry_namespace, ''), COALESCE(i.entry_name, ''),
+	COALESCE((SELECT o.namespace || '/' || o.name FROM trigger_occurrences o WHERE o.work_task_id = t.id ORDER BY o.fired_at LIMIT 1), '')
+	FROM work_tasks t LEFT JOIN interactions i ON i.id = t.interaction_id`
+
+func scanTaskRow(rows interface{ Scan(...any) error }, ns string) (*workv1.Task, string, error) {
+	var (
+		t                               workv1.Task
+		interaction                     sql.NullString
+		visible, milestones             int64
+		runID, entryNS, entryName, trig string
+		createdAt, updatedAt, endedAt   int64
+	)
+	if err := rows.Scan(&t.Name, &interaction, &t.Status.Title, &t.Status.State, &visible, &runID, &t.Status.Reason, &milestones,
+		&t.Status.Version, &createdAt, &updatedAt, &endedAt, &entryNS, &entryName, &trig); err != nil {
+		return nil, "", err
+	}
+	t.Namespace = ns
+	t.UID = uidOf("Task", t.Name)
+	t.CreationTimestamp = fromMS(createdAt)
+	t.Status.Interaction = interaction.String
+	t.Status.Visible = visible != 0
+	t.Status.Milestones = int32(milestones)
+	t.Status.UpdatedAt = fromMS(updatedAt)
+	if endedAt != 0 {
+		e := fromMS(endedAt)
+		t.Status.EndedAt = &e
+	}
+	t.Status.Entry = entryName
+	if _, name, ok := strings.Cut(trig, "/"); ok {
+		t.Status.Trigger = name
+	}
+	setLabel(&t.ObjectMeta, workv1.LabelState, t.Status.State)
+	setLabel(&t.ObjectMeta, workv1.LabelEntry, t.Status.Entry)
+	setLabel(&t.ObjectMeta, workv1.LabelTrigger, t.Status.Trigger)
+	return &t, runID, nil
+}
+
+func (taskReads) get(ctx context.Context, r *reader, p page, name string) (runtime.Object, error) {
+	t, runID, err := scanTaskRow(r.queryRow(ctx, taskSelect+` WHERE t.id = ? AND t.workspace_id = ?`, name, p.workspaceID), p.namespace)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apierrors.NewNotFound(workv1.Resource("tasks"), name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := taskQuestions(ctx, r, t, runID); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (taskReads) list(ctx context.Context, r *reader, p page) ([]runtime.Object, error) {
+	q := taskSelect + ` WHERE t.workspace_id = ?`
+	args := []any{p.workspaceID}
+	if v, ok := p.equal["status.state"]; ok {
+		q += ` AND t.state = ?`
+		args = append(args, v)
+	}
+	if v, ok := p.equal["metadata.name"]; ok {
+		q += ` AND t.id = ?`
+		args = append(args, v)
+	}
+	if v, ok := p.equal["status.entry"]; ok {
+		q += ` AND i.entry_name = ?`
+		args = append(args, v)
+	}
+	if v, ok := p.equal["status.interaction"]; ok {
+		q += ` AND t.interaction_id = ?`
+		args = append(args, v)
+	}
+	if p.after != "" {
+		q += ` AND t.id < ?`
+		args = append(args, p.after)
+	}
+	q += ` ORDER BY t.id DESC LIMIT ?`
+	args = append(args, p.limit)
+	rows, err := r.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		out  []runtime.Object
+		runs []string
+	)
+	for rows.Next() {
+		t, runID, err := scanTaskRow(rows, p.namespace)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, t)
+		runs = append(runs, runID)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i, obj := range out {
+		if err := taskQuestions(ctx, r, obj.(*workv1.Task), runs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// taskQuestions fills what a Task waits on: the open questions of its run when it needs an
+// action (one query, only for those Tasks), "resume" when it is paused.
+func taskQuestions(ctx context.Context, r *reader, t *workv1.Task, runID string) error {
+	switch t.Status.State {
+	case workplace.TaskPaused:
+		t.Status.WaitingOn = "resume"
+		return nil
+	case workplace.TaskActionRequired:
+	default:
+		return nil
+	}
+	actions, err := openActions(ctx, r, `run_id = ?`, runID)
+	if err != nil {
+		return err
+	}
+	t.Status.PendingActions = actions
+	if len(actions) > 0 {
+		t.Status.WaitingOn = actions[0].Prompt
+		if t.Status.WaitingOn == "" {
+			t.Status.WaitingOn = actions[0].Kind
+		}
+	}
+	return nil
+}
+
+// maxShownActions bounds the open questions an object shows.
+const maxShownActions = 10
+
+// openActions lists open PendingActions: id, kind, prompt and expiry, never the token's hash.
+func openActions(ctx context.Context, r *reader, where string, arg string) ([]workv1.PendingActionSummary, error) {
+	rows, err := r.query(ctx, `SELECT id, kind, prompt, expires_at FROM pending_actions WHERE `+where+` AND status = ?
+		ORDER BY created_at LIMIT ?`, arg, work.ActionCreated, maxShownActions)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []workv1.PendingActionSummary
+	for rows.Next() {
+		var (
+			a       workv1.PendingActionSummary
+			expires int64
+		)
+		if err := rows.Scan(&a.ID, &a.Kind, &a.Prompt, &expires); err != nil {
+			return nil, err
+		}
+		if expires != 0 {
+			e := fromMS(expires)
+			a.ExpiresAt = &e
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// ---- Interactions ----
+
+type interactionReads struct{}
+
+const interactionSelect = `SELECT id, entry_namespace, entry_name, title, state, last_task_id, version, created_at, updated_at FROM interactions`
+
+func scanInteractionRow(row interface{ Scan(...any) error }, ns string) (*workv1.Interaction, error) {
+	var (
+		i                    workv1.Interaction
+		entryNS              string
+		lastTask             sql.NullString
+		createdAt, updatedAt int64
+	)
+	if err := row.Scan(&i.Name, &entryNS, &i.Status.Entry, &i.Status.Title, &i.Status.State, &lastTask, &i.Status.Version,
+		&createdAt, &updatedAt); err != nil {
+		return nil, err
+	}
+	i.Namespace = ns
+	i.UID = uidOf("Interaction", i.Name)
+	i.CreationTimestamp = fromMS(createdAt)
+	i.Status.Task = lastTask.String
+	i.Status.UpdatedAt = fromMS(updatedAt)
+	setLabel(&i.ObjectMeta, workv1.LabelState, i.Status.State)
+	setLabel(&i.ObjectMeta, workv1.LabelEntry, i.Status.Entry)
+	return &i, nil
+}
+
+func (interactionReads) get(ctx context.Context, r *reader, p page, name string) (runtime.Object, error) {
+	i, err := scanInteractionRow(r.queryRow(ctx, interactionSelect+` WHERE id = ? AND workspace_id = ?`, name, p.workspaceID), p.namespace)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apierrors.NewNotFound(workv1.Resource("interactions"), name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return i, interactionDetails(ctx, r, i)
+}
+
+func (interactionReads) list(ctx context.Context, r *reader, p page) ([]runtime.Object, error) {
+	q := interactionSelect + ` WHERE workspace_id = ?`
+	args := []any{p.workspaceID}
+	for field, column := range map[string]string{"status.state": "state", "metadata.name": "id", "status.entry": "entry_name"} {
+		if v, ok := p.equal[field]; ok {
+			q += ` AND ` + column + ` = ?`
+			args = append(args, v)
+		}
+	}
+	if p.after != "" {
+		q += ` AND id < ?`
+		args = append(args, p.after)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, p.limit)
+	rows, err := r.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.Object
+	for rows.Next() {
+		i, err := scanInteractionRow(rows, p.namespace)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, i)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, obj := range out {
+		if err := interactionDetails(ctx, r, obj.(*workv1.Interaction)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// interactionDetails adds the conversation's most recent messages (bounded) and open questions.
+func interactionDetails(ctx context.Context, r *reader, i *workv1.Interaction) error {
+	rows, err := r.query(ctx, `SELECT seq, role, kind, text, created_at FROM interaction_messages WHERE interaction_id = ?
+		ORDER BY seq DESC LIMIT ?`, i.Name, workv1.MaxInteractionMessages)
+	if err != nil {
+		return err
+	}
+	var msgs []workv1.InteractionMessage
+	for rows.Next() {
+		var (
+			m  workv1.InteractionMessage
+			at int64
+		)
+		if err := rows.Scan(&m.Seq, &m.Role, &m.Kind, &m.Text, &at); err != nil {
+			rows.Close()
+			return err
+		}
+		m.CreatedAt = fromMS(at)
+		msgs = append(msgs, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for a, b := 0, len(msgs)-1; a < b; a, b = a+1, b-1 {
+		msgs[a], msgs[b] = msgs[b], msgs[a]
+	}
+	i.Status.Messages = msgs
+	if i.Status.State == workplace.InteractionClosed {
+		return nil
+	}
+	i.Status.PendingActions, err = openActions(ctx, r, `interaction_id = ?`, i.Name)
+	return err
+}
+
+// ---- FlowRuns ----
+
+type flowRunReads struct{}
+
+const flowRunSelect = `SELECT id, COALESCE(interaction_id, ''), work_task_id, COALESCE(parent_flow_run_id, ''), flow_name, flow_version,
+	state, current_step, reason, version, created_at, updated_at FROM flow_runs`
+
+func scanFlowRunRow(row interface{ Scan(...any) error }, ns string) (*workv1.FlowRun, error) {
+	var (
+		f                    workv1.FlowRun
+		createdAt, updatedAt int64
+	)
+	if err := row.Scan(&f.Name, &f.Status.Interaction, &f.Status.Task, &f.Status.ParentFlowRun, &f.Status.Flow, &f.Status.FlowVersion,
+		&f.Status.State, &f.Status.CurrentStep, &f.Status.Reason, &f.Status.Version, &createdAt, &updatedAt); err != nil {
+		return nil, err
+	}
+	f.Namespace = ns
+	f.UID = uidOf("FlowRun", f.Name)
+	f.CreationTimestamp = fromMS(createdAt)
+	f.Status.UpdatedAt = fromMS(updatedAt)
+	setLabel(&f.ObjectMeta, workv1.LabelState, f.Status.State)
+	return &f, nil
+}
+
+func (flowRunReads) get(ctx context.Context, r *reader, p page, name string) (runtime.Object, error) {
+	f, err := scanFlowRunRow(r.queryRow(ctx, flowRunSelect+` WHERE id = ? AND workspace_id = ?`, name, p.workspaceID), p.namespace)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apierrors.NewNotFound(workv1.Resource("flowruns"), name)
+	}
+	return f, err
+}
+
+func (flowRunReads) list(ctx context.Context, r *reader, p page) ([]runtime.Object, error) {
+	q := flowRunSelect + ` WHERE workspace_id = ?`
+	args := []any{p.workspaceID}
+	for field, column := range map[string]string{"status.state": "state", "metadata.name": "id", "status.flow": "flow_name",
+		"status.task": "work_task_id", "status.interaction": "interaction_id"} {
+		if v, ok := p.equal[field]; ok {
+			q += ` AND ` + column + ` = ?`
+			args = append(args, v)
+		}
+	}
+	if p.after != "" {
+		q += ` AND id < ?`
+		args = append(args, p.after)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, p.limit)
+	rows, err := r.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []runtime.Object
+	for rows.Next() {
+		f, err := scanFlowRunRow(rows, p.namespace)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}

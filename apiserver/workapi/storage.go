@@ -1,0 +1,276 @@
+package workapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
+
+	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/kubeauth"
+)
+
+// Bounds of lists.
+const (
+	// maxPage is the most items one list answers; a list without a limit, or with a larger one,
+	// gets a continue token (kubectl and client-go pagers follow it).
+	maxPage = 500
+)
+
+func uidOf(_ string, name string) types.UID { return types.UID(name) }
+
+// resource is one kind of the group: its Go types, reads, selectable fields, table and which
+// outbox events are about which of its objects.
+type resource struct {
+	plural, singular, kind string
+	shortNames             []string
+	newObj, newList        func() runtime.Object
+	reads                  kindReads
+	attrs                  storage.AttrFunc
+	table                  tableConvertor
+	// about names the object an outbox event is about, and whether the event created it.
+	about func(name string, payload map[string]any) (object string, created bool, ok bool)
+}
+
+// readREST serves get, list and watch of one resource from the SQL store.
+type readREST struct {
+	*resource
+	api *API
+}
+
+var (
+	_ rest.Getter               = (*readREST)(nil)
+	_ rest.Lister               = (*readREST)(nil)
+	_ rest.Watcher              = (*watchableREST)(nil)
+	_ rest.Scoper               = (*readREST)(nil)
+	_ rest.ShortNamesProvider   = (*readREST)(nil)
+	_ rest.SingularNameProvider = (*readREST)(nil)
+	_ rest.CategoriesProvider   = (*readREST)(nil)
+)
+
+func (r *readREST) New() runtime.Object     { return r.newObj() }
+func (r *readREST) NewList() runtime.Object { return r.newList() }
+func (r *readREST) Destroy()                {}
+func (r *readREST) NamespaceScoped() bool   { return true }
+func (r *readREST) GetSingularName() string { return r.singular }
+func (r *readREST) ShortNames() []string    { return r.shortNames }
+func (r *readREST) Categories() []string    { return []string{"work"} }
+func (r *readREST) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+	return r.table.ConvertToTable(ctx, obj, opts)
+}
+
+// workspace resolves the request's namespace to its workspace: the namespace of a workspace is
+// its route name. found is false for any other namespace, where no Work lives.
+func (a *API) workspace(ctx context.Context) (ns string, ws identity.Workspace, found bool, err error) {
+	ns, ok := genericapirequest.NamespaceFrom(ctx)
+	if !ok || ns == "" {
+		return "", ws, false, apierrors.NewBadRequest("the Work plane is read a workspace at a time: name its namespace (-n <workspace>)")
+	}
+	ws, err = a.Identity.Workspace(ctx, ns)
+	if errors.Is(err, identity.ErrWorkspaceNotFound) {
+		// Development mode's workspace has no identity record: its id is its name. Only callers
+		// the authorizer let through reach here (administrators, for a namespace that is no
+		// workspace's), and a namespace that names no workspace holds no Work.
+		return ns, identity.Workspace{ID: ns, RouteName: ns}, true, nil
+	}
+	if err == nil && ws.RouteName != ns {
+		return ns, identity.Workspace{}, false, nil
+	}
+	if err != nil {
+		return ns, ws, false, apierrors.NewInternalError(fmt.Errorf("workspace of namespace %s: %w", ns, err))
+	}
+	return ns, ws, true, nil
+}
+
+func setRV(obj runtime.Object, rv int64) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetResourceVersion(strconv.FormatInt(rv, 10))
+	}
+}
+
+// Get reads one object. Its resourceVersion is the workspace's outbox position read before the
+// row: a watch from it misses no later change.
+func (r *readREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	ns, ws, found, err := r.api.workspace(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, apierrors.NewNotFound(r.api.groupResource(r.plural), name)
+	}
+	rv, err := r.api.outbox.last(ctx, ws.ID)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	obj, err := r.reads.get(ctx, &r.api.reader, page{namespace: ns, workspaceID: ws.ID, principal: principalOf(ctx)}, name)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		return nil, apierrors.NewInternalError(err)
+	}
+	setRV(obj, rv)
+	return obj, nil
+}
+
+// principalOf is the caller's Principal (kubeauth's users); empty for administrators' certificates
+// and the loopback client.
+func principalOf(ctx context.Context) string {
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return ""
+	}
+	if ids := u.GetExtra()[kubeauth.ExtraPrincipalID]; len(ids) == 1 {
+		return ids[0]
+	}
+	return ""
+}
+
+// continueToken is where the next page starts and the position the first page was read at.
+type continueToken struct {
+	RV    int64  `json:"rv"`
+	After string `json:"after"`
+}
+
+func encodeContinue(t continueToken) string {
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeContinue(s string) (continueToken, error) {
+	var t continueToken
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &t)
+	}
+	if err != nil || t.After == "" {
+		return t, apierrors.NewBadRequest("the continue token is not one this server issued")
+	}
+	return t, nil
+}
+
+// pushdown collects the equalities of a field selector that SQL can apply.
+func pushdown(f fields.Selector) map[string]string {
+	eq := map[string]string{}
+	if f == nil {
+		return eq
+	}
+	for _, req := range f.Requirements() {
+		if req.Operator == selection.Equals || req.Operator == selection.DoubleEquals {
+			eq[req.Field] = req.Value
+		}
+	}
+	return eq
+}
+
+func (r *readREST) predicate(opts *metainternalversion.ListOptions) storage.SelectionPredicate {
+	p := storage.SelectionPredicate{Label: labels.Everything(), Field: fields.Everything(), GetAttrs: r.attrs}
+	if opts != nil && opts.LabelSelector != nil {
+		p.Label = opts.LabelSelector
+	}
+	if opts != nil && opts.FieldSelector != nil {
+		p.Field = opts.FieldSelector
+	}
+	return p
+}
+
+// List reads a page of the workspace's objects, newest first, filtered by the selectors.
+func (r *readREST) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{}
+	}
+	list := r.newList()
+	ns, ws, found, err := r.api.workspace(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		meta.SetList(list, nil)
+		return list, nil
+	}
+	pred := r.predicate(opts)
+	limit := int(opts.Limit)
+	if limit <= 0 || limit > maxPage {
+		limit = maxPage
+	}
+	tok := continueToken{}
+	if opts.Continue != "" {
+		if tok, err = decodeContinue(opts.Continue); err != nil {
+			return nil, err
+		}
+	} else if tok.RV, err = r.api.outbox.last(ctx, ws.ID); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	items, err := r.reads.list(ctx, &r.api.reader, page{workspaceID: ws.ID, namespace: ns, principal: principalOf(ctx), after: tok.After, limit: limit,
+		equal: pushdown(pred.Field)})
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	kept := items[:0]
+	var last string
+	for _, obj := range items {
+		last = metaName(obj)
+		setRV(obj, tok.RV)
+		if ok, err := pred.Matches(obj); err == nil && ok {
+			kept = append(kept, obj)
+		}
+	}
+	if err := meta.SetList(list, kept); err != nil {
+		return nil, err
+	}
+	lm, _ := meta.ListAccessor(list)
+	lm.SetResourceVersion(strconv.FormatInt(tok.RV, 10))
+	if len(items) == limit {
+		lm.SetContinue(encodeContinue(continueToken{RV: tok.RV, After: last}))
+	}
+	return list, nil
+}
+
+func metaName(obj runtime.Object) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetName()
+}
+
+// watchableREST adds watches to the reads.
+type watchableREST struct{ *readREST }
+
+// Watch streams the changes of the workspace's objects from the Workplace outbox (see feed).
+func (r *watchableREST) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{}
+	}
+	ns, ws, found, err := r.api.workspace(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, apierrors.NewNotFound(r.api.groupResource("namespaces"), ns)
+	}
+	user := ""
+	if u, ok := genericapirequest.UserFrom(ctx); ok {
+		user = u.GetName()
+	}
+	return r.api.feeds.watch(ctx, watchRequest{
+		res: r.resource, namespace: ns, workspaceID: ws.ID, user: user, pred: r.predicate(opts),
+		resourceVersion: opts.ResourceVersion, bookmarks: opts.AllowWatchBookmarks, initialEvents: opts.SendInitialEvents,
+	})
+}

@@ -1,0 +1,238 @@
+package workapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	workv1 "platform.dev/platform/apis/work/v1"
+	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/notify"
+	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/store/storetest"
+	"platform.dev/platform/apiserver/workplace"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// fixture is the group over a fresh store, with a hub of its own that the test announces to as
+// the Work store does after a commit.
+type fixture struct {
+	t       testing.TB
+	db      *store.Store
+	changes *notify.Hub
+	api     *API
+}
+
+func newFixture(t testing.TB, s *store.Store, limits WatchLimits) *fixture {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	changes := notify.New(notify.Options{MaxSubscribers: 100000, Buffer: 64})
+	api, err := New(ctx, Options{DB: s, Identity: identity.New(s), Changes: changes, Limits: limits, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, db: s, changes: changes, api: api}
+}
+
+// ctx is a request of user to the namespace ns (Development mode's workspace: its id is its name).
+func requestIn(ns, userName string) context.Context {
+	ctx := genericapirequest.WithNamespace(context.Background(), ns)
+	return genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: userName})
+}
+
+func (f *fixture) exec(query string, args ...any) {
+	f.t.Helper()
+	if _, err := f.db.DB().ExecContext(context.Background(), f.db.Rebind(query), args...); err != nil {
+		f.t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// task writes a Task row, or changes its state, and appends the outbox event that says so, as the
+// Workplace projection does in the run's transaction, then announces the workspace's topic.
+func (f *fixture) task(ws, id, state string, created bool) {
+	f.t.Helper()
+	now := time.Now().UnixMilli()
+	name := workplace.EventTaskStatusChanged
+	if created {
+		name = workplace.EventTaskCreated
+		f.exec(`INSERT INTO work_tasks (id, tenant_id, workspace_id, principal_id, title, state, visible, current_run_id, version,
+			created_at, updated_at) VALUES (?, 't', ?, 'p', ?, ?, 1, '', 1, ?, ?)`, id, ws, "Task "+id, state, now, now)
+	} else {
+		f.exec(`UPDATE work_tasks SET state = ?, version = version + 1, updated_at = ? WHERE id = ?`, state, now, id)
+	}
+	f.event(ws, name, map[string]any{"taskId": id, "state": state})
+}
+
+func (f *fixture) event(ws, name string, payload map[string]any) {
+	f.t.Helper()
+	data, _ := json.Marshal(payload)
+	f.exec(`INSERT INTO workplace_event_seqs (workspace_id, seq) VALUES (?, 1)
+		ON CONFLICT (workspace_id) DO UPDATE SET seq = workplace_event_seqs.seq + 1`, ws)
+	f.exec(`INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
+		SELECT ?, seq, ?, '', ?, ? FROM workplace_event_seqs WHERE workspace_id = ?`, ws, name, string(data), time.Now().UnixMilli(), ws)
+	f.changes.Publish(workplace.Topic(ws))
+}
+
+func (f *fixture) tasks() *watchableREST {
+	return &watchableREST{&readREST{resource: tasksResource, api: f.api}}
+}
+
+func next(g Gomega, w watch.Interface) watch.Event {
+	var ev watch.Event
+	g.Eventually(w.ResultChan()).WithTimeout(10 * time.Second).Should(Receive(&ev))
+	return ev
+}
+
+// TestAThousandOpenWatchesCostTheStoreNoQueryAndOneChangeIsReadOnceForAllOfThem: watches share
+// their workspace's feed, woken by the outbox's topic: while nothing changes, a thousand open
+// watches run no statement; a change is read once, however many watches receive it.
+func TestAThousandOpenWatchesCostTheStoreNoQueryAndOneChangeIsReadOnceForAllOfThem(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{MaxWatchesPerUser: 2000})
+		f.task("default", "t-1", workplace.TaskRunning, true)
+		tasks := f.tasks()
+		list, err := tasks.List(requestIn("default", "u"), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		rv := list.(*workv1.TaskList).ResourceVersion
+
+		const watchers = 1000
+		watches := make([]watch.Interface, watchers)
+		for i := range watches {
+			w, err := tasks.Watch(requestIn("default", "u"), &metainternalversion.ListOptions{ResourceVersion: rv})
+			g.Expect(err).NotTo(HaveOccurred())
+			watches[i] = w
+			defer w.Stop()
+		}
+		g.Expect(f.api.Watches()).To(Equal(watchers))
+
+		idle := f.api.Queries()
+		time.Sleep(2 * time.Second)
+		g.Expect(f.api.Queries()).To(Equal(idle), "open watches poll the store")
+
+		f.task("default", "t-1", workplace.TaskCompleted, false)
+		for _, w := range watches {
+			ev := next(g, w)
+			g.Expect(ev.Type).To(Equal(watch.Modified))
+			g.Expect(ev.Object.(*workv1.Task).Status.State).To(Equal(workplace.TaskCompleted))
+		}
+		// One outbox page read, one read of the Task (and an empty page that ends the drain).
+		g.Expect(f.api.Queries()-idle).To(BeNumerically("<=", 4), "one change costs a few statements, not one per watch")
+	})
+}
+
+// TestAWatchResumesFromARecentResourceVersionAndAnOlderOneIsGone: a watch from a list's
+// resourceVersion receives what changed after it; once the outbox no longer holds what followed a
+// resourceVersion, a watch from it answers 410 Gone (the client lists again).
+func TestAWatchResumesFromARecentResourceVersionAndAnOlderOneIsGone(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{})
+		f.task("default", "t-1", workplace.TaskRunning, true)
+		tasks := f.tasks()
+		list, err := tasks.List(requestIn("default", "u"), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		rv := list.(*workv1.TaskList).ResourceVersion
+		f.task("default", "t-2", workplace.TaskPending, true)
+		f.task("default", "t-1", workplace.TaskCompleted, false)
+
+		w, err := tasks.Watch(requestIn("default", "u"), &metainternalversion.ListOptions{ResourceVersion: rv})
+		g.Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		first, second := next(g, w), next(g, w)
+		g.Expect([]string{string(first.Type) + " " + metaName(first.Object), string(second.Type) + " " + metaName(second.Object)}).
+			To(Equal([]string{"ADDED t-2", "MODIFIED t-1"}))
+
+		_, err = workplace.NewStore(s, nil, nil).PruneEvents(context.Background(), time.Now().Add(time.Minute))
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = tasks.Watch(requestIn("default", "u"), &metainternalversion.ListOptions{ResourceVersion: rv})
+		g.Expect(err).To(MatchError(ContainSubstring("too old resource version")))
+	})
+}
+
+// TestASelectiveWatchSeesATaskLeaveItsSelection: a watch of the running Tasks receives a Task
+// that completes as DELETED, and never a Task that does not match.
+func TestASelectiveWatchSeesATaskLeaveItsSelection(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{})
+		tasks := f.tasks()
+		w, err := tasks.Watch(requestIn("default", "u"), &metainternalversion.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("status.state", workplace.TaskRunning), LabelSelector: labels.Everything()})
+		g.Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		f.task("default", "other", workplace.TaskPending, true)
+		f.task("default", "t-1", workplace.TaskRunning, true)
+		added := next(g, w)
+		g.Expect(string(added.Type) + " " + metaName(added.Object)).To(Equal("ADDED t-1"))
+		f.task("default", "t-1", workplace.TaskCompleted, false)
+		deleted := next(g, w)
+		for deleted.Type == watch.Added { // the Task again: the initial list may have read it already
+			deleted = next(g, w)
+		}
+		g.Expect(string(deleted.Type) + " " + metaName(deleted.Object)).To(Equal("DELETED t-1"))
+	})
+}
+
+// TestListsComeInBoundedPagesThatTogetherHoldEveryTask: a list without a limit answers at most
+// maxPage items with a continue token; following the tokens yields every Task once.
+func TestListsComeInBoundedPagesThatTogetherHoldEveryTask(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{})
+		for i := range 7 {
+			f.task("default", fmt.Sprintf("t-%02d", i), workplace.TaskRunning, true)
+		}
+		f.task("other", "elsewhere", workplace.TaskRunning, true)
+		seen := map[string]int{}
+		opts := &metainternalversion.ListOptions{Limit: 3}
+		pages := 0
+		for {
+			obj, err := f.tasks().List(requestIn("default", "u"), opts)
+			g.Expect(err).NotTo(HaveOccurred())
+			list := obj.(*workv1.TaskList)
+			g.Expect(len(list.Items)).To(BeNumerically("<=", 3))
+			for _, item := range list.Items {
+				seen[item.Name]++
+			}
+			pages++
+			if list.Continue == "" {
+				break
+			}
+			opts.Continue = list.Continue
+		}
+		g.Expect(seen).To(HaveLen(7))
+		g.Expect(seen).NotTo(HaveKey("elsewhere"))
+		g.Expect(pages).To(Equal(3))
+	})
+}
+
+// TestWatchesAreBoundedPerCaller: a caller past its share of watches gets 429.
+func TestWatchesAreBoundedPerCaller(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{MaxWatchesPerUser: 2})
+		for range 2 {
+			w, err := f.tasks().Watch(requestIn("default", "u"), nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			defer w.Stop()
+		}
+		_, err := f.tasks().Watch(requestIn("default", "u"), nil)
+		g.Expect(err).To(MatchError(ContainSubstring("per caller")))
+		w, err := f.tasks().Watch(requestIn("default", "someone-else"), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		w.Stop()
+	})
+}
