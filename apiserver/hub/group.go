@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
-	"time"
 
 	"platform.dev/platform/apiserver/notify"
 	"platform.dev/platform/apiserver/workplace"
@@ -116,45 +115,10 @@ func (g *group) remove(c *conn) {
 // opened again: the events are read by number, so none is lost and none sent twice.
 func (g *group) run(sub *notify.Subscription, last int64) {
 	h := g.hub
-	defer func() {
-		if sub != nil {
-			sub.Close()
-		}
-	}()
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
-	pause := 100 * time.Millisecond
-	for {
-		var err error
-		if last, err = g.drain(last); err != nil {
-			h.opts.Log.Error(err, "reading the Workplace outbox failed; reading again", "workspace", g.id, "in", pause.String())
-			retry.Reset(pause)
-			pause = min(2*pause, 5*time.Second)
-		} else {
-			pause = 100 * time.Millisecond
-		}
-		var events <-chan notify.Event
-		if sub != nil {
-			events = sub.Events()
-		}
-		select {
-		case <-g.stop:
-			return
-		case <-h.ctx.Done():
-			return
-		case <-retry.C:
-		case _, ok := <-events:
-			if !ok {
-				sub = nil
-			}
-		}
-		if sub == nil {
-			if sub, err = h.opts.Changes.Subscribe(workplace.Topic(g.id)); err != nil {
-				sub = nil
-				retry.Reset(time.Second)
-			}
-		}
-	}
+	workplace.FollowOutbox(h.ctx, g.stop, h.opts.Changes, g.id, sub, func() (err error) {
+		last, err = g.drain(last)
+		return err
+	}, h.opts.Log)
 }
 
 // drain sends every committed event after last and returns the number of the last one read.

@@ -325,45 +325,7 @@ func (fs *feeds) release(f *feed) {
 // so none is lost.
 func (f *feed) run(sub *notify.Subscription) {
 	fs := f.f
-	defer func() {
-		if sub != nil {
-			sub.Close()
-		}
-	}()
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
-	pause := 100 * time.Millisecond
-	for {
-		if err := f.drain(); err != nil {
-			fs.api.Log.Error(err, "reading the Workplace outbox for watches failed; reading again", "workspace", f.workspaceID)
-			retry.Reset(pause)
-			pause = min(2*pause, 5*time.Second)
-		} else {
-			pause = 100 * time.Millisecond
-		}
-		var events <-chan notify.Event
-		if sub != nil {
-			events = sub.Events()
-		}
-		select {
-		case <-f.stop:
-			return
-		case <-fs.ctx.Done():
-			return
-		case <-retry.C:
-		case _, ok := <-events:
-			if !ok {
-				sub = nil
-			}
-		}
-		if sub == nil {
-			var err error
-			if sub, err = fs.api.Changes.Subscribe(workplace.Topic(f.workspaceID)); err != nil {
-				sub = nil
-				retry.Reset(time.Second)
-			}
-		}
-	}
+	workplace.FollowOutbox(fs.ctx, f.stop, fs.api.Changes, f.workspaceID, sub, f.drain, fs.api.Log.WithValues("for", "kube API watches"))
 }
 
 // drain queues every committed change after the feed's position: each object read once for all

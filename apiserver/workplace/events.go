@@ -494,3 +494,51 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error
 	pending, err := res.RowsAffected()
 	return n + pending, err
 }
+
+// FollowOutbox calls drain once, then after each announcement of the workspace's outbox topic,
+// until stop is closed or ctx ends; sub is the subscription already open (nil to open one) and
+// is closed on return. A failed drain is tried again after a growing pause, and a subscription
+// dropped for falling behind is opened again: readers read events by number, so none is lost.
+// The hub's groups and the kube API's Work watches follow the outbox through it.
+func FollowOutbox(ctx context.Context, stop <-chan struct{}, changes *notify.Hub, workspaceID string, sub *notify.Subscription,
+	drain func() error, log logr.Logger) {
+	defer func() {
+		if sub != nil {
+			sub.Close()
+		}
+	}()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	pause := 100 * time.Millisecond
+	for {
+		if err := drain(); err != nil {
+			log.Error(err, "reading the Workplace outbox failed; reading again", "workspace", workspaceID, "in", pause.String())
+			retry.Reset(pause)
+			pause = min(2*pause, 5*time.Second)
+		} else {
+			pause = 100 * time.Millisecond
+		}
+		var events <-chan notify.Event
+		if sub != nil {
+			events = sub.Events()
+		}
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-retry.C:
+		case _, ok := <-events:
+			if !ok {
+				sub = nil
+			}
+		}
+		if sub == nil {
+			var err error
+			if sub, err = changes.Subscribe(Topic(workspaceID)); err != nil {
+				sub = nil
+				retry.Reset(time.Second)
+			}
+		}
+	}
+}

@@ -724,7 +724,17 @@ func (r *routes) retained(ctx context.Context, ip *platformv1.InstalledPack) (*p
 	return r.archive(ctx, ip.Status.RetainedDigest)
 }
 
-func (r *routes) rollbackPreview(ctx context.Context, in *itemInput) (*previewOutput, error) {
+// rollbackPlan is what rolling the installed Pack back to its retained version changes: the
+// plan that its preview shows and that the rollback carries out.
+type rollbackPlan struct {
+	sc      scope
+	ip      *platformv1.InstalledPack
+	archive *pack.Archive
+	sel     map[string]pack.BindingSelection
+	changes pack.ChangeSet
+}
+
+func (r *routes) planRollback(ctx context.Context, in *itemInput, refuseBusy bool) (*rollbackPlan, error) {
 	sc, err := r.scope(ctx)
 	if err != nil {
 		return nil, err
@@ -733,6 +743,11 @@ func (r *routes) rollbackPreview(ctx context.Context, in *itemInput) (*previewOu
 	if err != nil {
 		return nil, err
 	}
+	if refuseBusy {
+		if err := busy(ip); err != nil {
+			return nil, err
+		}
+	}
 	a, err := r.retained(ctx, ip)
 	if err != nil {
 		return nil, err
@@ -745,33 +760,23 @@ func (r *routes) rollbackPreview(ctx context.Context, in *itemInput) (*previewOu
 	if err != nil {
 		return nil, err
 	}
-	return &previewOutput{Body: PackPreview{Pack: info(a, ip.Definition.Source.FileName), ChangeSet: cs}}, nil
+	return &rollbackPlan{sc: sc, ip: ip, archive: a, sel: sel, changes: cs}, nil
+}
+
+func (r *routes) rollbackPreview(ctx context.Context, in *itemInput) (*previewOutput, error) {
+	p, err := r.planRollback(ctx, in, false)
+	if err != nil {
+		return nil, err
+	}
+	return &previewOutput{Body: PackPreview{Pack: info(p.archive, p.ip.Definition.Source.FileName), ChangeSet: p.changes}}, nil
 }
 
 func (r *routes) rollback(ctx context.Context, in *rollbackInput) (*viewOutput, error) {
-	sc, err := r.scope(ctx)
+	p, err := r.planRollback(ctx, in.item(), true)
 	if err != nil {
 		return nil, err
 	}
-	ip, err := r.mustInstalled(ctx, sc.ws, in.item())
-	if err != nil {
-		return nil, err
-	}
-	if err := busy(ip); err != nil {
-		return nil, err
-	}
-	a, err := r.retained(ctx, ip)
-	if err != nil {
-		return nil, err
-	}
-	sel, err := r.selections(ctx, sc, in.Publisher, in.Name)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := r.plan(ctx, sc, a, ip, sel)
-	if err != nil {
-		return nil, err
-	}
+	sc, ip, a, sel, cs := p.sc, p.ip, p.archive, p.sel, p.changes
 	if err := r.refuse(ctx, sc, cs, in.RemoveDashboardReferences); err != nil {
 		return nil, err
 	}
