@@ -13,6 +13,10 @@ export function appConfig(app: "workplace" | "console", base: string): UserConfi
       emptyOutDir: true,
       sourcemap: false,
       chunkSizeWarningLimit: 1024,
+      // Never inline an asset: an asset both the page and the code refer to (the favicon) was
+      // inlined or emitted depending on which build step reached it first, so the committed
+      // output changed between two builds of the same sources.
+      assetsInlineLimit: 0,
     },
     server: { strictPort: true },
   } as UserConfig;
