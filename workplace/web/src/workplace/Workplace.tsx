@@ -129,13 +129,19 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
   }, [refreshView, refreshInteractions, refreshTasks, refreshNotifications, refreshInbox]);
 
   // Entries are published asynchronously (right after the first sign-in, the demo Entries still
-  // are): while a reference of the Dashboard waits for its publication, the view is read again,
-  // for a bounded time.
+  // are), and an Entry's Flow can be briefly not executable while the controllers look at it
+  // again after a restart (no hub event says when that ends): while a reference of the Dashboard
+  // waits for its publication or its Flow, the view is read again, for a bounded time.
   const viewPolls = useRef(0);
   useEffect(() => {
-    if (!view || viewPolls.current >= 45) return;
-    const waiting = view.entries.length === 0 || view.entries.some((e) => !e.entry);
-    if (!waiting) return;
+    if (!view) return;
+    const waiting =
+      view.entries.length === 0 || view.entries.some((e) => !e.entry || (e.entry.targetState !== undefined && e.entry.targetState !== "Executable"));
+    if (!waiting) {
+      viewPolls.current = 0;
+      return;
+    }
+    if (viewPolls.current >= 45) return;
     const t = setTimeout(() => {
       viewPolls.current++;
       refreshView();
