@@ -13,14 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// tableConvertor prints the columns kubectl shows for a kind, as kube-apiserver's printers do.
-type tableConvertor struct {
-	columns []metav1.TableColumnDefinition
-	cells   func(obj runtime.Object) []any
+// TableConvertor prints the columns kubectl shows for a kind, as kube-apiserver's printers do:
+// the native kinds here and the Work plane's kinds (apiserver/workapi).
+type TableConvertor struct {
+	Columns []metav1.TableColumnDefinition
+	Cells   func(obj runtime.Object) []any
 }
 
-func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: c.columns}
+func (c TableConvertor) ConvertToTable(_ context.Context, object runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{ColumnDefinitions: c.Columns}
 	if m, err := meta.ListAccessor(object); err == nil {
 		table.ResourceVersion = m.GetResourceVersion()
 		table.Continue = m.GetContinue()
@@ -39,7 +40,7 @@ func (c tableConvertor) ConvertToTable(_ context.Context, object runtime.Object,
 	}
 	for _, item := range items {
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells:  c.cells(item),
+			Cells:  c.Cells(item),
 			Object: runtime.RawExtension{Object: item},
 		})
 	}
@@ -56,44 +57,45 @@ func ageColumn() metav1.TableColumnDefinition {
 		Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]}
 }
 
-func age(t metav1.Time) string {
+// Age is a creation time as kubectl's AGE column shows it.
+func Age(t metav1.Time) string {
 	if t.IsZero() {
 		return "<unknown>"
 	}
 	return duration.HumanDuration(time.Since(t.Time))
 }
 
-var namespaceTable = tableConvertor{
-	columns: []metav1.TableColumnDefinition{nameColumn(),
+var namespaceTable = TableConvertor{
+	Columns: []metav1.TableColumnDefinition{nameColumn(),
 		{Name: "Status", Type: "string", Description: "The status of the namespace"}, ageColumn()},
-	cells: func(obj runtime.Object) []any {
+	Cells: func(obj runtime.Object) []any {
 		ns := obj.(*corev1.Namespace)
-		return []any{ns.Name, string(ns.Status.Phase), age(ns.CreationTimestamp)}
+		return []any{ns.Name, string(ns.Status.Phase), Age(ns.CreationTimestamp)}
 	},
 }
 
-var leaseTable = tableConvertor{
-	columns: []metav1.TableColumnDefinition{nameColumn(),
+var leaseTable = TableConvertor{
+	Columns: []metav1.TableColumnDefinition{nameColumn(),
 		{Name: "Holder", Type: "string", Description: "The holder of the lease"}, ageColumn()},
-	cells: func(obj runtime.Object) []any {
+	Cells: func(obj runtime.Object) []any {
 		l := obj.(*coordinationv1.Lease)
 		holder := ""
 		if l.Spec.HolderIdentity != nil {
 			holder = *l.Spec.HolderIdentity
 		}
-		return []any{l.Name, holder, age(l.CreationTimestamp)}
+		return []any{l.Name, holder, Age(l.CreationTimestamp)}
 	},
 }
 
-var eventTable = tableConvertor{
-	columns: []metav1.TableColumnDefinition{
+var eventTable = TableConvertor{
+	Columns: []metav1.TableColumnDefinition{
 		{Name: "Last Seen", Type: "string", Description: "Time of the last occurrence"},
 		{Name: "Type", Type: "string", Description: "Type of this event (Normal, Warning)"},
 		{Name: "Reason", Type: "string", Description: "Why the action was taken"},
 		{Name: "Object", Type: "string", Description: "The object this event is about"},
 		{Name: "Message", Type: "string", Description: "A description of the event"},
 	},
-	cells: func(obj runtime.Object) []any {
+	Cells: func(obj runtime.Object) []any {
 		ev := obj.(*corev1.Event)
 		last := ev.LastTimestamp
 		if last.IsZero() {
@@ -103,7 +105,7 @@ var eventTable = tableConvertor{
 			last = ev.CreationTimestamp
 		}
 		object := fmt.Sprintf("%s/%s", lowerKind(ev.InvolvedObject.Kind), ev.InvolvedObject.Name)
-		return []any{age(last), ev.Type, ev.Reason, object, ev.Message}
+		return []any{Age(last), ev.Type, ev.Reason, object, ev.Message}
 	},
 }
 

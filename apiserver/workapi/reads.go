@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -53,6 +55,24 @@ type page struct {
 	after     string
 	limit     int
 	equal     map[string]string
+}
+
+// query finishes q, a SELECT ending in its WHERE clause, with the page: an equality for each
+// field selector the kind has a column for (columns: field -> column), the position after which
+// the page starts, newest id first, and the page's size. Fields are taken in a fixed order, so
+// that one selection is always one statement text.
+func (p page) query(q string, args []any, columns map[string]string, id string) (string, []any) {
+	for _, field := range slices.Sorted(maps.Keys(columns)) {
+		if v, ok := p.equal[field]; ok {
+			q += ` AND ` + columns[field] + ` = ?`
+			args = append(args, v)
+		}
+	}
+	if p.after != "" {
+		q += ` AND ` + id + ` < ?`
+		args = append(args, p.after)
+	}
+	return q + ` ORDER BY ` + id + ` DESC LIMIT ?`, append(args, p.limit)
 }
 
 // kindReads are the reads of one kind.
@@ -129,30 +149,8 @@ func (taskReads) get(ctx context.Context, r *reader, p page, name string) (runti
 }
 
 func (taskReads) list(ctx context.Context, r *reader, p page) ([]runtime.Object, error) {
-	q := taskSelect + ` WHERE t.workspace_id = ?`
-	args := []any{p.workspaceID}
-	if v, ok := p.equal["status.state"]; ok {
-		q += ` AND t.state = ?`
-		args = append(args, v)
-	}
-	if v, ok := p.equal["metadata.name"]; ok {
-		q += ` AND t.id = ?`
-		args = append(args, v)
-	}
-	if v, ok := p.equal["status.entry"]; ok {
-		q += ` AND i.entry_name = ?`
-		args = append(args, v)
-	}
-	if v, ok := p.equal["status.interaction"]; ok {
-		q += ` AND t.interaction_id = ?`
-		args = append(args, v)
-	}
-	if p.after != "" {
-		q += ` AND t.id < ?`
-		args = append(args, p.after)
-	}
-	q += ` ORDER BY t.id DESC LIMIT ?`
-	args = append(args, p.limit)
+	q, args := p.query(taskSelect+` WHERE t.workspace_id = ?`, []any{p.workspaceID},
+		map[string]string{"status.state": "t.state", "metadata.name": "t.id", "status.entry": "i.entry_name", "status.interaction": "t.interaction_id"}, "t.id")
 	rows, err := r.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -275,20 +273,8 @@ func (interactionReads) get(ctx context.Context, r *reader, p page, name string)
 }
 
 func (interactionReads) list(ctx context.Context, r *reader, p page) ([]runtime.Object, error) {
-	q := interactionSelect + ` WHERE workspace_id = ?`
-	args := []any{p.workspaceID}
-	for field, column := range map[string]string{"status.state": "state", "metadata.name": "id", "status.entry": "entry_name"} {
-		if v, ok := p.equal[field]; ok {
-			q += ` AND ` + column + ` = ?`
-			args = append(args, v)
-		}
-	}
-	if p.after != "" {
-		q += ` AND id < ?`
-		args = append(args, p.after)
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, p.limit)
+	q, args := p.query(interactionSelect+` WHERE workspace_id = ?`, []any{p.workspaceID},
+		map[string]string{"status.state": "state", "metadata.name": "id", "status.entry": "entry_name"}, "id")
 	rows, err := r.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -382,21 +368,8 @@ func (flowRunReads) get(ctx context.Context, r *reader, p page, name string) (ru
 }
 
 func (flowRunReads) list(ctx context.Context, r *reader, p page) ([]runtime.Object, error) {
-	q := flowRunSelect + ` WHERE workspace_id = ?`
-	args := []any{p.workspaceID}
-	for field, column := range map[string]string{"status.state": "state", "metadata.name": "id", "status.flow": "flow_name",
-		"status.task": "work_task_id", "status.interaction": "interaction_id"} {
-		if v, ok := p.equal[field]; ok {
-			q += ` AND ` + column + ` = ?`
-			args = append(args, v)
-		}
-	}
-	if p.after != "" {
-		q += ` AND id < ?`
-		args = append(args, p.after)
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, p.limit)
+	q, args := p.query(flowRunSelect+` WHERE workspace_id = ?`, []any{p.workspaceID}, map[string]string{"status.state": "state", "metadata.name": "id",
+		"status.flow": "flow_name", "status.task": "work_task_id", "status.interaction": "interaction_id"}, "id")
 	rows, err := r.query(ctx, q, args...)
 	if err != nil {
 		return nil, err

@@ -53,18 +53,9 @@ func (k rowReads) list(ctx context.Context, r *reader, p page) ([]runtime.Object
 	if k.principal != "" && p.principal == "" {
 		return nil, nil
 	}
-	q, args := k.where(p)
-	for field, column := range k.columns {
-		if v, ok := p.equal[field]; ok {
-			q += ` AND ` + column + ` = ?`
-			args = append(args, v)
-		}
-	}
-	if p.after != "" {
-		q += ` AND ` + k.id + ` < ?`
-		args = append(args, p.after)
-	}
-	rows, err := r.query(ctx, k.from+q+` ORDER BY `+k.id+` DESC LIMIT ?`, append(args, p.limit)...)
+	where, args := k.where(p)
+	q, args := p.query(k.from+where, args, k.columns, k.id)
+	rows, err := r.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

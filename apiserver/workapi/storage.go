@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"platform.dev/platform/apiserver/native"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,7 +44,7 @@ type resource struct {
 	newObj, newList        func() runtime.Object
 	reads                  kindReads
 	attrs                  storage.AttrFunc
-	table                  tableConvertor
+	table                  native.TableConvertor
 	// about names the object an outbox event is about, and whether the event created it.
 	about func(name string, payload map[string]any) (object string, created bool, ok bool)
 }
