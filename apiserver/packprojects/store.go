@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,6 +16,13 @@ import (
 
 // ErrNotFound: no project of that id in the workspace.
 var ErrNotFound = errors.New("pack project not found")
+
+// MaxProjects bounds the projects a workspace keeps: each holds an archive of up to 8 MiB, and a
+// careless or hostile client must not fill the store. Deleting one makes room.
+const MaxProjects = 100
+
+// ErrTooMany: the workspace already keeps MaxProjects projects.
+var ErrTooMany = fmt.Errorf("the workspace already keeps %d Pack projects: delete one to make room", MaxProjects)
 
 // MaxList bounds a list of projects.
 const MaxList = 100
@@ -69,10 +77,20 @@ func (s *Store) Create(ctx context.Context, p Project) (Project, error) {
 	if err != nil {
 		return p, err
 	}
-	_, err = s.DB.DB().ExecContext(ctx, s.q(`INSERT INTO pack_projects (id, workspace, publisher, name, version, direct_keys, automatic_keys,
-		digest, file_name, archive, size, created_at, creator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		p.ID, p.Workspace, p.Publisher, p.Name, p.Version, string(direct), string(automatic), string(p.Digest), p.FileName, p.Archive,
-		p.Size, p.CreatedAt.UnixMilli(), p.Creator)
+	err = s.DB.InTx(ctx, func(tx *sql.Tx) error {
+		var kept int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM pack_projects WHERE workspace = ?`), p.Workspace).Scan(&kept); err != nil {
+			return err
+		}
+		if kept >= MaxProjects {
+			return ErrTooMany
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO pack_projects (id, workspace, publisher, name, version, direct_keys, automatic_keys,
+			digest, file_name, archive, size, created_at, creator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			p.ID, p.Workspace, p.Publisher, p.Name, p.Version, string(direct), string(automatic), string(p.Digest), p.FileName, p.Archive,
+			p.Size, p.CreatedAt.UnixMilli(), p.Creator)
+		return err
+	})
 	return p, err
 }
 

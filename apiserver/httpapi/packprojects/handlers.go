@@ -140,6 +140,9 @@ func (r *routes) create(ctx context.Context, in *createInput) (*createdOutput, e
 	}
 	stored, err := projects.Create(ctx, domain.Project{Workspace: rc.Namespace, Publisher: c.Publisher, Name: c.Name, Version: c.Version,
 		Direct: p.Direct(), Automatic: p.Automatic(), Digest: domain.Digest(archive), FileName: domain.FileName(c), Archive: data, Creator: rc.PrincipalID})
+	if errors.Is(err, domain.ErrTooMany) {
+		return nil, huma.Error409Conflict(err.Error())
+	}
 	if err != nil {
 		return nil, httpapi.Internal(err)
 	}
