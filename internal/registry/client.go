@@ -532,14 +532,15 @@ func (c *Client) FetchArchive(ctx context.Context, manifestURL *url.URL, m *Mani
 	if err != nil {
 		return nil, withDocument(err, "archive")
 	}
-	limit := min(m.Pack.Size, MaxArchiveBytes)
-	f, err := c.Get(ctx, u, "archive", limit, Validators{})
+	// Read up to the contract's limit, not the declared size: a differing archive is then
+	// reported as such rather than as too large.
+	f, err := c.Get(ctx, u, "archive", MaxArchiveBytes, Validators{})
 	if err != nil {
 		return nil, err
 	}
-	if d := Digest(f.Body); d != m.Pack.Digest {
+	if d := Digest(f.Body); d != m.Pack.Digest || int64(len(f.Body)) != m.Pack.Size {
 		return nil, &Error{Code: CodeDigestMismatch, Document: "archive", URL: f.URL.Redacted(),
-			Detail: fmt.Sprintf("its digest %s is not %s, the one the manifest names", d, m.Pack.Digest)}
+			Detail: fmt.Sprintf("its digest %s (%d bytes) is not %s (%d bytes), the one the manifest names", d, len(f.Body), m.Pack.Digest, m.Pack.Size)}
 	}
 	return f.Body, nil
 }

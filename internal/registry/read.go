@@ -156,8 +156,7 @@ func checkDuplicateKeys(b []byte) error {
 		if len(stack) > 0 {
 			top = stack[len(stack)-1]
 		}
-		if top != nil && top.object && top.key {
-			k, _ := tok.(string)
+		if k, isString := tok.(string); isString && top != nil && top.object && top.key {
 			if _, dup := top.keys[k]; dup {
 				return fmt.Errorf("key %q appears twice in one object", k)
 			}
