@@ -825,7 +825,13 @@ func (o *operation) finish(ctx context.Context) error {
 	ip.Status.Resources = resources
 	if op.FromDigest != "" && op.FromDigest != op.ToDigest {
 		ip.Status.RetainedDigest, ip.Status.RetainedVersion = op.FromDigest, ip.Status.InstalledVersion
+		ip.Status.RetainedSource = ip.Status.InstalledSource
 	}
+	// The source of what is installed now: the definition's, whose digest is the operation's
+	// (a request changes the definition only when no operation is under way).
+	source := ip.Definition.Source
+	source.Digest = op.ToDigest
+	ip.Status.InstalledSource = &source
 	ip.Status.InstalledDigest = op.ToDigest
 	ip.Status.InstalledVersion = platformv1.SemanticVersion(to.Manifest.Metadata.Version)
 	ip.Status.State = platformv1.PackInstalled

@@ -428,9 +428,14 @@ var readiness = map[platformv1.PackReadiness]string{
 // view is ip as the service API shows it.
 func (r *routes) view(ctx context.Context, sc scope, ip *platformv1.InstalledPack) (InstalledPackView, error) {
 	d := ip.Definition
+	// The source of what is installed: the definition's is what an operation is going to.
+	source := d.Source
+	if s := ip.Status.InstalledSource; s != nil {
+		source = *s
+	}
 	v := InstalledPackView{Publisher: string(d.Publisher), Name: string(d.Name), Version: string(ip.Status.InstalledVersion),
 		DisplayName: d.DisplayName, Description: d.Description, Audience: string(d.Audience), Purpose: string(d.Purpose), Namespace: ip.Name,
-		Source:          Source{Kind: string(d.Source.Kind), FileName: d.Source.FileName, Digest: string(ip.Status.InstalledDigest)},
+		Source:          Source{Kind: string(source.Kind), FileName: source.FileName, Digest: string(ip.Status.InstalledDigest)},
 		State:           states[ip.Status.State],
 		Readiness:       readiness[ip.Status.Readiness],
 		RetainedVersion: string(ip.Status.RetainedVersion),
@@ -724,6 +729,16 @@ func (r *routes) retained(ctx context.Context, ip *platformv1.InstalledPack) (*p
 	return r.archive(ctx, ip.Status.RetainedDigest)
 }
 
+// retainedSource is where the retained archive of digest came from: the source recorded when
+// it was installed; for a record from before that was kept, its kind with no file name (the
+// installed version's file name would be a wrong one).
+func retainedSource(ip *platformv1.InstalledPack, digest platformv1.Digest) platformv1.PackSource {
+	if rs := ip.Status.RetainedSource; rs != nil && rs.Digest == digest {
+		return *rs
+	}
+	return platformv1.PackSource{Kind: ip.Definition.Source.Kind, Digest: digest}
+}
+
 // rollbackPlan is what rolling the installed Pack back to its retained version changes: the
 // plan that its preview shows and that the rollback carries out.
 type rollbackPlan struct {
@@ -768,7 +783,7 @@ func (r *routes) rollbackPreview(ctx context.Context, in *itemInput) (*previewOu
 	if err != nil {
 		return nil, err
 	}
-	return &previewOutput{Body: PackPreview{Pack: info(p.archive, p.ip.Definition.Source.FileName), ChangeSet: p.changes}}, nil
+	return &previewOutput{Body: PackPreview{Pack: info(p.archive, retainedSource(p.ip, p.archive.Digest).FileName), ChangeSet: p.changes}}, nil
 }
 
 func (r *routes) rollback(ctx context.Context, in *rollbackInput) (*viewOutput, error) {
@@ -783,7 +798,7 @@ func (r *routes) rollback(ctx context.Context, in *rollbackInput) (*viewOutput, 
 	now := metav1.Now()
 	if err := r.updateDefinition(ctx, ip, func() {
 		ip.Definition.ArchiveDigest, ip.Definition.Version = a.Digest, platformv1.SemanticVersion(a.Manifest.Metadata.Version)
-		ip.Definition.Source.Digest, ip.Definition.Bindings = a.Digest, bindingsOf(a, sel)
+		ip.Definition.Source, ip.Definition.Bindings = retainedSource(ip, a.Digest), bindingsOf(a, sel)
 		ip.Definition.RemoveDashboardReferences, ip.Definition.RequestedAt, ip.Definition.Uninstall = in.RemoveDashboardReferences, &now, false
 	}); err != nil {
 		return nil, err
