@@ -387,6 +387,13 @@ func (o *operation) start(ctx context.Context) (ctrl.Result, error) {
 	if msg := o.dashboardRefusal(ctx, cs); msg != "" {
 		return fail("", msg)
 	}
+	msg, _, err := TriggerRefusal(ctx, o.r.Client, ip.Namespace, cs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if msg != "" {
+		return fail("", msg)
+	}
 	for _, c := range cs.Changes {
 		switch c.Action {
 		case pack.ActionCreate, pack.ActionUpdate, pack.ActionRemove:
@@ -499,6 +506,15 @@ func PlanUninstall(ctx context.Context, c client.Reader, ip *platformv1.Installe
 			r.Reason = "detached: no longer labelled as owned by this Pack"
 		case pack.Fingerprint(u.Object) != m.Fingerprint:
 			r.Reason = "modified since installed"
+		}
+		if r.Reason == "" && m.Kind == "Flow" {
+			ts, err := TriggersTargeting(ctx, c, ip.Namespace, platformv1.ResourceNamespace(ip.Name), string(m.Name))
+			if err != nil {
+				return p, err
+			}
+			if len(ts) > 0 {
+				r.Reason = "referenced by Trigger " + strings.Join(ts, ", ")
+			}
 		}
 		if r.Reason == "" && m.Kind == "Entry" && !ip.Definition.RemoveDashboardReferences {
 			ds, err := DashboardsReferencing(ctx, c, ip.Namespace, platformv1.ResourceNamespace(ip.Name), string(m.Name))

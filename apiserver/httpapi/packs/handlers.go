@@ -230,11 +230,21 @@ func (r *routes) refuse(ctx context.Context, sc scope, cs pack.ChangeSet, remove
 		p.Reason, p.Changes = "Conflict", conflicts
 		return p
 	}
+	// A Trigger's schedule is a person's: no option removes it, the operator retargets it first.
+	msg, changes, err := installedpack.TriggerRefusal(ctx, r.Kube(), sc.ws, cs)
+	if err != nil {
+		return httpapi.Problem(err)
+	}
+	if msg != "" {
+		p := newProblem(http.StatusConflict, msg+"; nothing was changed")
+		p.Reason, p.Changes = "TriggerReferences", changes
+		return p
+	}
 	if removeDashboardReferences {
 		return nil
 	}
 	var on []string
-	var changes []pack.Change
+	changes = nil
 	for _, c := range cs.Changes {
 		if c.Action != pack.ActionRemove || c.Kind != "Entry" {
 			continue
