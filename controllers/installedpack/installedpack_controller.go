@@ -40,6 +40,11 @@ import (
 // which is how the crash tests kill the binary "after step k". Never set it in production.
 const ExitAfterStepEnv = "PLATFORM_TEST_FAULT_PACK_EXIT_AFTER_STEP"
 
+// ExitPackEnv is a FAULT INJECTION FOR TESTS ONLY, with ExitAfterStepEnv: when set to a Pack's
+// `publisher.name`, only that Pack's operations exit after step k, so that one server start
+// can finish the operation an earlier start left and cut another Pack's short.
+const ExitPackEnv = "PLATFORM_TEST_FAULT_PACK_EXIT_PACK"
+
 // dependencyGrace is how long a removal refused by dependency protection is retried.
 const dependencyGrace = time.Minute
 
@@ -61,8 +66,13 @@ type Reconciler struct {
 	Archives Archives
 	// Interactions is optional: without it a removed Entry's conversations stay open.
 	Interactions Interactions
+	// Reader reads uncached what an uninstall must see as it is now (what is left in the
+	// namespace it removes); the manager's API reader when nil.
+	Reader client.Reader
 	// ExitAfterStep is the fault injection of ExitAfterStepEnv (0: off).
 	ExitAfterStep int
+	// ExitPack limits ExitAfterStep to the operations of one Pack (ExitPackEnv; empty: all).
+	ExitPack string
 	// Exit ends the process for the fault injection; os.Exit when nil.
 	Exit func(code int)
 
@@ -77,8 +87,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Recorder == nil || r.Archives == nil {
 		return errors.New("installedpack reconciler: Client, Recorder and Archives are required")
 	}
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
+	}
 	if v := os.Getenv(ExitAfterStepEnv); v != "" && r.ExitAfterStep == 0 {
 		r.ExitAfterStep, _ = strconv.Atoi(v)
+		r.ExitPack = os.Getenv(ExitPackEnv)
 	}
 	b := ctrl.NewControllerManagedBy(mgr).For(&platformv1.InstalledPack{})
 	toPacks := handler.EnqueueRequestsFromMapFunc(r.packsOf)
@@ -172,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return reconcileutil.IgnoreConflict(err)
 	}
 	if stepped >= 0 && r.ExitAfterStep > 0 && stepped+1 == r.ExitAfterStep && ip.Status.Operation.Phase == platformv1.PackApplying &&
-		ip.Status.Operation.Kind != platformv1.PackOperationUninstall {
+		ip.Status.Operation.Kind != platformv1.PackOperationUninstall && (r.ExitPack == "" || r.ExitPack == ip.Name) {
 		log.FromContext(ctx).Info("fault injection: exiting after a journaled step", "env", ExitAfterStepEnv, "step", stepped+1)
 		exit := r.Exit
 		if exit == nil {
