@@ -153,9 +153,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		reconcileutil.Observed(&ip.Status.ResourceStatus, ip.Generation)
 		return reconcileutil.IgnoreConflict(reconcileutil.PatchStatus(ctx, r.Client, base, ip))
 	}
-	// The namespace is looked up first: Ensure writes, and most reconciles find it.
+	// The namespace is looked up first: Ensure writes, and most reconciles find it. An uninstall
+	// never creates it: it may be the one that removed it, before a restart.
 	kns, err := resourcenamespace.Resolve(ctx, r.Client, ip.Namespace, platformv1.ResourceNamespace(ip.Name))
-	if errors.Is(err, resourcenamespace.ErrNotFound) {
+	switch {
+	case errors.Is(err, resourcenamespace.ErrNotFound) && ip.Definition.Uninstall:
+		kns, err = resourcenamespace.KubeName(ip.Namespace, platformv1.ResourceNamespace(ip.Name)), nil
+	case errors.Is(err, resourcenamespace.ErrNotFound):
 		kns, err = resourcenamespace.Ensure(ctx, r.Client, ip.Namespace, platformv1.ResourceNamespace(ip.Name))
 	}
 	if err != nil {
@@ -804,13 +808,24 @@ func (o *operation) finish(ctx context.Context) error {
 	op.Phase = platformv1.PackOperationDone
 	if op.Kind == platformv1.PackOperationUninstall {
 		if len(ip.Status.Preserved) == 0 {
-			// Nothing modified, nothing referenced: the record goes; the binding selections stay
-			// in the SQL store for a reinstall.
+			// Nothing modified, nothing referenced: the namespace the Pack created goes (unless a
+			// person keeps something of their own there), then the record; the binding selections
+			// stay in the SQL store for a reinstall. In this order, a restart in between finds the
+			// record and finishes.
+			kept, err := ReleaseNamespace(ctx, o.r.Client, o.r.Reader, ip.Namespace, platformv1.ResourceNamespace(ip.Name))
+			if err != nil {
+				return err
+			}
 			if err := o.r.Client.Delete(ctx, ip, client.Preconditions{UID: &ip.UID}); client.IgnoreNotFound(err) != nil {
 				return err
 			}
 			o.deleted = true
-			o.r.Recorder.Eventf(ip, nil, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "uninstalled %s", ip.Name)
+			if len(kept) > 0 {
+				o.r.Recorder.Eventf(ip, nil, corev1.EventTypeNormal, "Uninstalled", "Uninstall",
+					"uninstalled %s; its namespace stays, with %s that the Pack did not install", ip.Name, strings.Join(kept, ", "))
+			} else {
+				o.r.Recorder.Eventf(ip, nil, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "uninstalled %s and removed its namespace", ip.Name)
+			}
 			return nil
 		}
 		ip.Status.State = platformv1.PackDegraded

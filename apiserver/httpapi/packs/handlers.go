@@ -339,6 +339,12 @@ func (r *routes) install(ctx context.Context, in *installInput) (*viewOutput, er
 		return nil, httpapi.Internal(err)
 	}
 	if _, err := resourcenamespace.Ensure(ctx, r.Kube(), sc.ws, platformv1.ResourceNamespace(id)); err != nil {
+		if errors.Is(err, resourcenamespace.ErrNotFound) {
+			// The namespace of an uninstall a moment ago is still being removed.
+			p := newProblem(http.StatusConflict, fmt.Sprintf("the namespace of Pack %s is still being removed; retry in a few seconds", id))
+			p.Reason = "NamespaceTerminating"
+			return nil, p
+		}
 		return nil, httpapi.Problem(err)
 	}
 	m := a.Manifest.Metadata
@@ -581,6 +587,9 @@ func (r *routes) uninstallPreview(ctx context.Context, in *uninstallInput) (*uni
 	for _, m := range p.Preserve {
 		out.Preserve = append(out.Preserve, PreservedView{Kind: string(m.Kind), Name: string(m.Name), Reason: m.Reason})
 	}
+	if out.KeptInNamespace, err = installedpack.Remaining(ctx, r.Kube(), resourcenamespace.KubeName(sc.ws, platformv1.ResourceNamespace(ip.Name)), ip.Name); err != nil {
+		return nil, httpapi.Problem(err)
+	}
 	return &uninstallPreviewOutput{Body: out}, nil
 }
 
@@ -610,7 +619,14 @@ func (r *routes) uninstall(ctx context.Context, in *uninstallInput) (*uninstallO
 		err := r.Kube().Get(wait, client.ObjectKeyFromObject(ip), current)
 		switch {
 		case apierrors.IsNotFound(err):
-			return &uninstallOutput{Body: UninstallResult{State: "removed", Preserved: []PreservedView{}}}, nil
+			out := UninstallResult{State: "removed", Preserved: []PreservedView{}}
+			// What keeps the namespace, when something does (the record is gone, its event says it too).
+			if _, err := resourcenamespace.Resolve(ctx, r.Kube(), sc.ws, platformv1.ResourceNamespace(ip.Name)); err == nil {
+				if out.KeptInNamespace, err = installedpack.Remaining(ctx, r.Kube(), resourcenamespace.KubeName(sc.ws, platformv1.ResourceNamespace(ip.Name)), ip.Name); err != nil {
+					return nil, httpapi.Problem(err)
+				}
+			}
+			return &uninstallOutput{Body: out}, nil
 		case err == nil:
 			if op := current.Status.Operation; op != nil && op.Generation == generation && op.Phase == platformv1.PackOperationDone {
 				out := UninstallResult{State: "degraded", Preserved: []PreservedView{}}
