@@ -699,11 +699,15 @@ func mergePlatform(live, want map[string]string) map[string]string {
 
 // remove deletes an owned object; an absent one is done, one that is no longer owned is left.
 // An Entry's Dashboard references go first (the operation was authorized to remove them, or
-// there were none), and its eligible Interactions are closed, keeping their history.
+// there were none), and its eligible Interactions are closed, keeping their history: also when
+// the Entry is already gone, since a process killed between the two finds it so after restart.
 func (o *operation) remove(ctx context.Context, kind platformv1.PackResourceKind, name string) error {
 	live := newLive(kind)
 	err := o.r.Client.Get(ctx, client.ObjectKey{Namespace: o.kns, Name: name}, live)
 	if apierrors.IsNotFound(err) {
+		if kind == "Entry" {
+			o.closeInteractions(ctx, name)
+		}
 		return nil
 	}
 	if err != nil {
@@ -726,15 +730,24 @@ func (o *operation) remove(ctx context.Context, kind platformv1.PackResourceKind
 		}
 		return permanent(err)
 	}
-	if kind == "Entry" && o.r.Interactions != nil {
-		ns := &corev1.Namespace{}
-		if err := o.r.Client.Get(ctx, client.ObjectKey{Name: o.ip.Namespace}, ns); err == nil {
-			if _, err := o.r.Interactions.CloseInteractions(ctx, resourcenamespace.WorkspaceIDOf(ns), o.ip.Name, name); err != nil {
-				log.FromContext(ctx).Error(err, "closing the Interactions of a removed Entry", "entry", name)
-			}
-		}
+	if kind == "Entry" {
+		o.closeInteractions(ctx, name)
 	}
 	return nil
+}
+
+// closeInteractions closes the eligible Interactions of the removed Entry name (none open is
+// done: closing is idempotent). A failure is logged: the Entry is gone either way.
+func (o *operation) closeInteractions(ctx context.Context, name string) {
+	if o.r.Interactions == nil {
+		return
+	}
+	ns := &corev1.Namespace{}
+	if err := o.r.Client.Get(ctx, client.ObjectKey{Name: o.ip.Namespace}, ns); err == nil {
+		if _, err := o.r.Interactions.CloseInteractions(ctx, resourcenamespace.WorkspaceIDOf(ns), o.ip.Name, name); err != nil {
+			log.FromContext(ctx).Error(err, "closing the Interactions of a removed Entry", "entry", name)
+		}
+	}
 }
 
 func (o *operation) removeDashboardReferences(ctx context.Context, entry string) error {
