@@ -147,6 +147,13 @@ func SetupAll(mgr ctrl.Manager, o Options) error {
 			errs = append(errs, fmt.Errorf("%s controller: %w", r.name, err))
 		}
 	}
+	// The archives no installation refers to any more are removed from the SQL store.
+	if store, ok := o.PackArchives.(installedpack.CollectableArchives); ok {
+		collector := &installedpack.ArchiveCollector{Reader: mgr.GetAPIReader(), Store: store, Log: mgr.GetLogger().WithName("packarchives")}
+		if err := mgr.Add(collector); err != nil {
+			errs = append(errs, fmt.Errorf("pack archive collector: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -44,11 +44,13 @@ func DigestOf(content []byte) platformv1.Digest {
 }
 
 // PutArchive stores content under its digest unless an archive of that digest is stored already
-// (the same bytes), and returns the digest.
+// (the same bytes), and returns the digest. Either way the archive's created_at becomes now: it
+// is when the archive was last stored, which keeps it from the collector (CollectArchives) while
+// the request that stored it goes on to name it.
 func (s *Store) PutArchive(ctx context.Context, content []byte) (platformv1.Digest, error) {
 	digest := DigestOf(content)
 	_, err := s.DB.DB().ExecContext(ctx, s.DB.Rebind(`INSERT INTO pack_archives (digest, content, size, created_at)
-		VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING`), string(digest), content, len(content), s.now())
+		VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE SET created_at = excluded.created_at`), string(digest), content, len(content), s.now())
 	if err != nil {
 		return "", fmt.Errorf("storing pack archive %s: %w", digest, err)
 	}
@@ -117,4 +119,48 @@ func (s *Store) Bindings(ctx context.Context, id Identity) ([]Selection, error) 
 		out = append(out, b)
 	}
 	return out, rows.Err()
+}
+
+// CollectArchives is one bounded pass of the archive collector: it looks at up to scan archives
+// whose digest sorts after `after` and that were last stored before storedBefore, and removes
+// those inUse does not claim. It returns the removed digests and where the next pass goes on
+// ("" once it went round: the next pass starts over).
+func (s *Store) CollectArchives(ctx context.Context, after platformv1.Digest, storedBefore time.Time, scan int,
+	inUse func(platformv1.Digest) bool) (removed []platformv1.Digest, next platformv1.Digest, err error) {
+	rows, err := s.DB.DB().QueryContext(ctx, s.DB.Rebind(`SELECT digest FROM pack_archives WHERE digest > ? AND created_at < ?
+		ORDER BY digest LIMIT ?`), string(after), storedBefore.UnixMilli(), scan)
+	if err != nil {
+		return nil, "", fmt.Errorf("listing pack archives: %w", err)
+	}
+	var candidates []platformv1.Digest
+	for rows.Next() {
+		var d string
+		if err := rows.Scan(&d); err != nil {
+			rows.Close()
+			return nil, "", err
+		}
+		candidates = append(candidates, platformv1.Digest(d))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	if len(candidates) == scan {
+		next = candidates[len(candidates)-1]
+	}
+	for _, d := range candidates {
+		if inUse(d) {
+			continue
+		}
+		// Stored again since it was listed (an install under way): it stays.
+		res, err := s.DB.DB().ExecContext(ctx, s.DB.Rebind(`DELETE FROM pack_archives WHERE digest = ? AND created_at < ?`),
+			string(d), storedBefore.UnixMilli())
+		if err != nil {
+			return removed, next, fmt.Errorf("removing pack archive %s: %w", d, err)
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			removed = append(removed, d)
+		}
+	}
+	return removed, next, nil
 }

@@ -40,6 +40,11 @@ import (
 // which is how the crash tests kill the binary "after step k". Never set it in production.
 const ExitAfterStepEnv = "PLATFORM_TEST_FAULT_PACK_EXIT_AFTER_STEP"
 
+// ExitPackEnv is a FAULT INJECTION FOR TESTS ONLY, with ExitAfterStepEnv: when set to a Pack's
+// `publisher.name`, only that Pack's operations exit after step k, so that one server start
+// can finish the operation an earlier start left and cut another Pack's short.
+const ExitPackEnv = "PLATFORM_TEST_FAULT_PACK_EXIT_PACK"
+
 // dependencyGrace is how long a removal refused by dependency protection is retried.
 const dependencyGrace = time.Minute
 
@@ -61,8 +66,13 @@ type Reconciler struct {
 	Archives Archives
 	// Interactions is optional: without it a removed Entry's conversations stay open.
 	Interactions Interactions
+	// Reader reads uncached what an uninstall must see as it is now (what is left in the
+	// namespace it removes); the manager's API reader when nil.
+	Reader client.Reader
 	// ExitAfterStep is the fault injection of ExitAfterStepEnv (0: off).
 	ExitAfterStep int
+	// ExitPack limits ExitAfterStep to the operations of one Pack (ExitPackEnv; empty: all).
+	ExitPack string
 	// Exit ends the process for the fault injection; os.Exit when nil.
 	Exit func(code int)
 
@@ -77,8 +87,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Recorder == nil || r.Archives == nil {
 		return errors.New("installedpack reconciler: Client, Recorder and Archives are required")
 	}
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
+	}
 	if v := os.Getenv(ExitAfterStepEnv); v != "" && r.ExitAfterStep == 0 {
 		r.ExitAfterStep, _ = strconv.Atoi(v)
+		r.ExitPack = os.Getenv(ExitPackEnv)
 	}
 	b := ctrl.NewControllerManagedBy(mgr).For(&platformv1.InstalledPack{})
 	toPacks := handler.EnqueueRequestsFromMapFunc(r.packsOf)
@@ -139,9 +153,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		reconcileutil.Observed(&ip.Status.ResourceStatus, ip.Generation)
 		return reconcileutil.IgnoreConflict(reconcileutil.PatchStatus(ctx, r.Client, base, ip))
 	}
-	// The namespace is looked up first: Ensure writes, and most reconciles find it.
+	// The namespace is looked up first: Ensure writes, and most reconciles find it. An uninstall
+	// never creates it: it may be the one that removed it, before a restart.
 	kns, err := resourcenamespace.Resolve(ctx, r.Client, ip.Namespace, platformv1.ResourceNamespace(ip.Name))
-	if errors.Is(err, resourcenamespace.ErrNotFound) {
+	switch {
+	case errors.Is(err, resourcenamespace.ErrNotFound) && ip.Definition.Uninstall:
+		kns, err = resourcenamespace.KubeName(ip.Namespace, platformv1.ResourceNamespace(ip.Name)), nil
+	case errors.Is(err, resourcenamespace.ErrNotFound):
 		kns, err = resourcenamespace.Ensure(ctx, r.Client, ip.Namespace, platformv1.ResourceNamespace(ip.Name))
 	}
 	if err != nil {
@@ -172,7 +190,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return reconcileutil.IgnoreConflict(err)
 	}
 	if stepped >= 0 && r.ExitAfterStep > 0 && stepped+1 == r.ExitAfterStep && ip.Status.Operation.Phase == platformv1.PackApplying &&
-		ip.Status.Operation.Kind != platformv1.PackOperationUninstall {
+		ip.Status.Operation.Kind != platformv1.PackOperationUninstall && (r.ExitPack == "" || r.ExitPack == ip.Name) {
 		log.FromContext(ctx).Info("fault injection: exiting after a journaled step", "env", ExitAfterStepEnv, "step", stepped+1)
 		exit := r.Exit
 		if exit == nil {
@@ -387,6 +405,13 @@ func (o *operation) start(ctx context.Context) (ctrl.Result, error) {
 	if msg := o.dashboardRefusal(ctx, cs); msg != "" {
 		return fail("", msg)
 	}
+	msg, _, err := TriggerRefusal(ctx, o.r.Client, ip.Namespace, cs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if msg != "" {
+		return fail("", msg)
+	}
 	for _, c := range cs.Changes {
 		switch c.Action {
 		case pack.ActionCreate, pack.ActionUpdate, pack.ActionRemove:
@@ -499,6 +524,15 @@ func PlanUninstall(ctx context.Context, c client.Reader, ip *platformv1.Installe
 			r.Reason = "detached: no longer labelled as owned by this Pack"
 		case pack.Fingerprint(u.Object) != m.Fingerprint:
 			r.Reason = "modified since installed"
+		}
+		if r.Reason == "" && m.Kind == "Flow" {
+			ts, err := TriggersTargeting(ctx, c, ip.Namespace, platformv1.ResourceNamespace(ip.Name), string(m.Name))
+			if err != nil {
+				return p, err
+			}
+			if len(ts) > 0 {
+				r.Reason = "referenced by Trigger " + strings.Join(ts, ", ")
+			}
 		}
 		if r.Reason == "" && m.Kind == "Entry" && !ip.Definition.RemoveDashboardReferences {
 			ds, err := DashboardsReferencing(ctx, c, ip.Namespace, platformv1.ResourceNamespace(ip.Name), string(m.Name))
@@ -665,11 +699,15 @@ func mergePlatform(live, want map[string]string) map[string]string {
 
 // remove deletes an owned object; an absent one is done, one that is no longer owned is left.
 // An Entry's Dashboard references go first (the operation was authorized to remove them, or
-// there were none), and its eligible Interactions are closed, keeping their history.
+// there were none), and its eligible Interactions are closed, keeping their history: also when
+// the Entry is already gone, since a process killed between the two finds it so after restart.
 func (o *operation) remove(ctx context.Context, kind platformv1.PackResourceKind, name string) error {
 	live := newLive(kind)
 	err := o.r.Client.Get(ctx, client.ObjectKey{Namespace: o.kns, Name: name}, live)
 	if apierrors.IsNotFound(err) {
+		if kind == "Entry" {
+			o.closeInteractions(ctx, name)
+		}
 		return nil
 	}
 	if err != nil {
@@ -692,15 +730,24 @@ func (o *operation) remove(ctx context.Context, kind platformv1.PackResourceKind
 		}
 		return permanent(err)
 	}
-	if kind == "Entry" && o.r.Interactions != nil {
-		ns := &corev1.Namespace{}
-		if err := o.r.Client.Get(ctx, client.ObjectKey{Name: o.ip.Namespace}, ns); err == nil {
-			if _, err := o.r.Interactions.CloseInteractions(ctx, resourcenamespace.WorkspaceIDOf(ns), o.ip.Name, name); err != nil {
-				log.FromContext(ctx).Error(err, "closing the Interactions of a removed Entry", "entry", name)
-			}
-		}
+	if kind == "Entry" {
+		o.closeInteractions(ctx, name)
 	}
 	return nil
+}
+
+// closeInteractions closes the eligible Interactions of the removed Entry name (none open is
+// done: closing is idempotent). A failure is logged: the Entry is gone either way.
+func (o *operation) closeInteractions(ctx context.Context, name string) {
+	if o.r.Interactions == nil {
+		return
+	}
+	ns := &corev1.Namespace{}
+	if err := o.r.Client.Get(ctx, client.ObjectKey{Name: o.ip.Namespace}, ns); err == nil {
+		if _, err := o.r.Interactions.CloseInteractions(ctx, resourcenamespace.WorkspaceIDOf(ns), o.ip.Name, name); err != nil {
+			log.FromContext(ctx).Error(err, "closing the Interactions of a removed Entry", "entry", name)
+		}
+	}
 }
 
 func (o *operation) removeDashboardReferences(ctx context.Context, entry string) error {
@@ -774,13 +821,24 @@ func (o *operation) finish(ctx context.Context) error {
 	op.Phase = platformv1.PackOperationDone
 	if op.Kind == platformv1.PackOperationUninstall {
 		if len(ip.Status.Preserved) == 0 {
-			// Nothing modified, nothing referenced: the record goes; the binding selections stay
-			// in the SQL store for a reinstall.
+			// Nothing modified, nothing referenced: the namespace the Pack created goes (unless a
+			// person keeps something of their own there), then the record; the binding selections
+			// stay in the SQL store for a reinstall. In this order, a restart in between finds the
+			// record and finishes.
+			kept, err := ReleaseNamespace(ctx, o.r.Client, o.r.Reader, ip.Namespace, platformv1.ResourceNamespace(ip.Name))
+			if err != nil {
+				return err
+			}
 			if err := o.r.Client.Delete(ctx, ip, client.Preconditions{UID: &ip.UID}); client.IgnoreNotFound(err) != nil {
 				return err
 			}
 			o.deleted = true
-			o.r.Recorder.Eventf(ip, nil, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "uninstalled %s", ip.Name)
+			if len(kept) > 0 {
+				o.r.Recorder.Eventf(ip, nil, corev1.EventTypeNormal, "Uninstalled", "Uninstall",
+					"uninstalled %s; its namespace stays, with %s that the Pack did not install", ip.Name, strings.Join(kept, ", "))
+			} else {
+				o.r.Recorder.Eventf(ip, nil, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "uninstalled %s and removed its namespace", ip.Name)
+			}
 			return nil
 		}
 		ip.Status.State = platformv1.PackDegraded
@@ -825,7 +883,13 @@ func (o *operation) finish(ctx context.Context) error {
 	ip.Status.Resources = resources
 	if op.FromDigest != "" && op.FromDigest != op.ToDigest {
 		ip.Status.RetainedDigest, ip.Status.RetainedVersion = op.FromDigest, ip.Status.InstalledVersion
+		ip.Status.RetainedSource = ip.Status.InstalledSource
 	}
+	// The source of what is installed now: the definition's, whose digest is the operation's
+	// (a request changes the definition only when no operation is under way).
+	source := ip.Definition.Source
+	source.Digest = op.ToDigest
+	ip.Status.InstalledSource = &source
 	ip.Status.InstalledDigest = op.ToDigest
 	ip.Status.InstalledVersion = platformv1.SemanticVersion(to.Manifest.Metadata.Version)
 	ip.Status.State = platformv1.PackInstalled

@@ -43,7 +43,8 @@ func setReadyCondition(ip *platformv1.InstalledPack, missing []string) {
 		for _, p := range ip.Status.Preserved {
 			kept = append(kept, fmt.Sprintf("%s %s (%s)", p.Kind, p.Name, p.Reason))
 		}
-		reconcileutil.SetReady(status, gen, false, platformv1.ResourcesPreservedReason, "uninstall preserved "+strings.Join(kept, "; "))
+		reconcileutil.SetReady(status, gen, false, platformv1.ResourcesPreservedReason, fmt.Sprintf("uninstall preserved %s; the namespace %s stays with them",
+			strings.Join(kept, "; "), ip.Definition.Publisher+"."+ip.Definition.Name))
 		return
 	}
 	if len(missing) > 0 {

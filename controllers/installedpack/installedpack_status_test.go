@@ -36,10 +36,10 @@ func TestSetReadyCondition(t *testing.T) {
 				Phase: platformv1.PackOperationFailed, FailedResource: "Flow/f", Error: "admission refused it"}},
 			wantStatus: metav1.ConditionFalse, wantReason: platformv1.InstallFailedReason, wantMessage: "Update of 1.1.0 failed: Flow/f: admission refused it",
 		},
-		"a degraded uninstall lists what it preserved": {
+		"a degraded uninstall lists what it preserved and says that the Pack's namespace stays with it": {
 			status: platformv1.InstalledPackStatus{State: platformv1.PackDegraded,
 				Preserved: []platformv1.PreservedResource{{Kind: "Agent", Name: "a", Reason: "modified since installed"}}},
-			wantStatus: metav1.ConditionFalse, wantReason: platformv1.ResourcesPreservedReason, wantMessage: "uninstall preserved Agent a (modified since installed)",
+			wantStatus: metav1.ConditionFalse, wantReason: platformv1.ResourcesPreservedReason, wantMessage: "uninstall preserved Agent a (modified since installed); the namespace acme.support-kit stays with them",
 		},
 	}
 	for name, tt := range tests {

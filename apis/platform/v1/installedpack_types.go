@@ -312,6 +312,14 @@ type InstalledPackStatus struct {
 	// retainedDigest is the archive of the retained version.
 	// +optional
 	RetainedDigest Digest `json:"retainedDigest,omitempty"`
+	// installedSource is where the installed archive came from (the definition's source when
+	// the operation that installed it finished).
+	// +optional
+	InstalledSource *PackSource `json:"installedSource,omitempty"`
+	// retainedSource is where the retained archive came from: a rollback names its file, not
+	// the file of the version it replaces.
+	// +optional
+	RetainedSource *PackSource `json:"retainedSource,omitempty"`
 	// preserved are the resources the latest uninstall left in place.
 	// +optional
 	// +listType=atomic

@@ -1072,6 +1072,16 @@ func (in *InstalledPackStatus) DeepCopyInto(out *InstalledPackStatus) {
 		*out = make([]ManagedResource, len(*in))
 		copy(*out, *in)
 	}
+	if in.InstalledSource != nil {
+		in, out := &in.InstalledSource, &out.InstalledSource
+		*out = new(PackSource)
+		**out = **in
+	}
+	if in.RetainedSource != nil {
+		in, out := &in.RetainedSource, &out.RetainedSource
+		*out = new(PackSource)
+		**out = **in
+	}
 	if in.Preserved != nil {
 		in, out := &in.Preserved, &out.Preserved
 		*out = make([]PreservedResource, len(*in))

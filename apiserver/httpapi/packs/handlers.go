@@ -230,11 +230,21 @@ func (r *routes) refuse(ctx context.Context, sc scope, cs pack.ChangeSet, remove
 		p.Reason, p.Changes = "Conflict", conflicts
 		return p
 	}
+	// A Trigger's schedule is a person's: no option removes it, the operator retargets it first.
+	msg, changes, err := installedpack.TriggerRefusal(ctx, r.Kube(), sc.ws, cs)
+	if err != nil {
+		return httpapi.Problem(err)
+	}
+	if msg != "" {
+		p := newProblem(http.StatusConflict, msg+"; nothing was changed")
+		p.Reason, p.Changes = "TriggerReferences", changes
+		return p
+	}
 	if removeDashboardReferences {
 		return nil
 	}
 	var on []string
-	var changes []pack.Change
+	changes = nil
 	for _, c := range cs.Changes {
 		if c.Action != pack.ActionRemove || c.Kind != "Entry" {
 			continue
@@ -329,6 +339,12 @@ func (r *routes) install(ctx context.Context, in *installInput) (*viewOutput, er
 		return nil, httpapi.Internal(err)
 	}
 	if _, err := resourcenamespace.Ensure(ctx, r.Kube(), sc.ws, platformv1.ResourceNamespace(id)); err != nil {
+		if errors.Is(err, resourcenamespace.ErrNotFound) {
+			// The namespace of an uninstall a moment ago is still being removed.
+			p := newProblem(http.StatusConflict, fmt.Sprintf("the namespace of Pack %s is still being removed; retry in a few seconds", id))
+			p.Reason = "NamespaceTerminating"
+			return nil, p
+		}
 		return nil, httpapi.Problem(err)
 	}
 	m := a.Manifest.Metadata
@@ -428,9 +444,14 @@ var readiness = map[platformv1.PackReadiness]string{
 // view is ip as the service API shows it.
 func (r *routes) view(ctx context.Context, sc scope, ip *platformv1.InstalledPack) (InstalledPackView, error) {
 	d := ip.Definition
+	// The source of what is installed: the definition's is what an operation is going to.
+	source := d.Source
+	if s := ip.Status.InstalledSource; s != nil {
+		source = *s
+	}
 	v := InstalledPackView{Publisher: string(d.Publisher), Name: string(d.Name), Version: string(ip.Status.InstalledVersion),
 		DisplayName: d.DisplayName, Description: d.Description, Audience: string(d.Audience), Purpose: string(d.Purpose), Namespace: ip.Name,
-		Source:          Source{Kind: string(d.Source.Kind), FileName: d.Source.FileName, Digest: string(ip.Status.InstalledDigest)},
+		Source:          Source{Kind: string(source.Kind), FileName: source.FileName, Digest: string(ip.Status.InstalledDigest)},
 		State:           states[ip.Status.State],
 		Readiness:       readiness[ip.Status.Readiness],
 		RetainedVersion: string(ip.Status.RetainedVersion),
@@ -566,6 +587,9 @@ func (r *routes) uninstallPreview(ctx context.Context, in *uninstallInput) (*uni
 	for _, m := range p.Preserve {
 		out.Preserve = append(out.Preserve, PreservedView{Kind: string(m.Kind), Name: string(m.Name), Reason: m.Reason})
 	}
+	if out.KeptInNamespace, err = installedpack.Remaining(ctx, r.Kube(), resourcenamespace.KubeName(sc.ws, platformv1.ResourceNamespace(ip.Name)), ip.Name); err != nil {
+		return nil, httpapi.Problem(err)
+	}
 	return &uninstallPreviewOutput{Body: out}, nil
 }
 
@@ -595,7 +619,14 @@ func (r *routes) uninstall(ctx context.Context, in *uninstallInput) (*uninstallO
 		err := r.Kube().Get(wait, client.ObjectKeyFromObject(ip), current)
 		switch {
 		case apierrors.IsNotFound(err):
-			return &uninstallOutput{Body: UninstallResult{State: "removed", Preserved: []PreservedView{}}}, nil
+			out := UninstallResult{State: "removed", Preserved: []PreservedView{}}
+			// What keeps the namespace, when something does (the record is gone, its event says it too).
+			if _, err := resourcenamespace.Resolve(ctx, r.Kube(), sc.ws, platformv1.ResourceNamespace(ip.Name)); err == nil {
+				if out.KeptInNamespace, err = installedpack.Remaining(ctx, r.Kube(), resourcenamespace.KubeName(sc.ws, platformv1.ResourceNamespace(ip.Name)), ip.Name); err != nil {
+					return nil, httpapi.Problem(err)
+				}
+			}
+			return &uninstallOutput{Body: out}, nil
 		case err == nil:
 			if op := current.Status.Operation; op != nil && op.Generation == generation && op.Phase == platformv1.PackOperationDone {
 				out := UninstallResult{State: "degraded", Preserved: []PreservedView{}}
@@ -724,6 +755,16 @@ func (r *routes) retained(ctx context.Context, ip *platformv1.InstalledPack) (*p
 	return r.archive(ctx, ip.Status.RetainedDigest)
 }
 
+// retainedSource is where the retained archive of digest came from: the source recorded when
+// it was installed; for a record from before that was kept, its kind with no file name (the
+// installed version's file name would be a wrong one).
+func retainedSource(ip *platformv1.InstalledPack, digest platformv1.Digest) platformv1.PackSource {
+	if rs := ip.Status.RetainedSource; rs != nil && rs.Digest == digest {
+		return *rs
+	}
+	return platformv1.PackSource{Kind: ip.Definition.Source.Kind, Digest: digest}
+}
+
 // rollbackPlan is what rolling the installed Pack back to its retained version changes: the
 // plan that its preview shows and that the rollback carries out.
 type rollbackPlan struct {
@@ -768,7 +809,7 @@ func (r *routes) rollbackPreview(ctx context.Context, in *itemInput) (*previewOu
 	if err != nil {
 		return nil, err
 	}
-	return &previewOutput{Body: PackPreview{Pack: info(p.archive, p.ip.Definition.Source.FileName), ChangeSet: p.changes}}, nil
+	return &previewOutput{Body: PackPreview{Pack: info(p.archive, retainedSource(p.ip, p.archive.Digest).FileName), ChangeSet: p.changes}}, nil
 }
 
 func (r *routes) rollback(ctx context.Context, in *rollbackInput) (*viewOutput, error) {
@@ -783,7 +824,7 @@ func (r *routes) rollback(ctx context.Context, in *rollbackInput) (*viewOutput, 
 	now := metav1.Now()
 	if err := r.updateDefinition(ctx, ip, func() {
 		ip.Definition.ArchiveDigest, ip.Definition.Version = a.Digest, platformv1.SemanticVersion(a.Manifest.Metadata.Version)
-		ip.Definition.Source.Digest, ip.Definition.Bindings = a.Digest, bindingsOf(a, sel)
+		ip.Definition.Source, ip.Definition.Bindings = retainedSource(ip, a.Digest), bindingsOf(a, sel)
 		ip.Definition.RemoveDashboardReferences, ip.Definition.RequestedAt, ip.Definition.Uninstall = in.RemoveDashboardReferences, &now, false
 	}); err != nil {
 		return nil, err

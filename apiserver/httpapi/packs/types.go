@@ -94,12 +94,17 @@ type PreservedView struct {
 type UninstallPreview struct {
 	Remove   []ResourceRef   `json:"remove"`
 	Preserve []PreservedView `json:"preserve"`
+	// KeptInNamespace are resources the Pack did not install that are in its namespace: the
+	// namespace stays for them (as it does for what is preserved).
+	KeptInNamespace []string `json:"keptInNamespace,omitempty" doc:"Resources the Pack did not install that keep its namespace, as Kind name"`
 }
 
 // UninstallResult is how an uninstall ended.
 type UninstallResult struct {
 	State     string          `json:"state" enum:"removed,degraded,uninstalling"`
 	Preserved []PreservedView `json:"preserved"`
+	// KeptInNamespace: see UninstallPreview.
+	KeptInNamespace []string `json:"keptInNamespace,omitempty" doc:"Resources the Pack did not install that keep its namespace, as Kind name"`
 }
 
 // BindingsRequest selects what satisfies the bindings of a Pack.

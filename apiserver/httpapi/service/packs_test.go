@@ -35,6 +35,13 @@ import (
 // against the same control plane for the length of the test.
 func packServer(t *testing.T) (*httptest.Server, *store.Store) {
 	t.Helper()
+	return packServerWith(t, nil)
+}
+
+// packServerWith is packServer with the controller adjusted by tune (its Interactions) before it
+// starts.
+func packServerWith(t *testing.T, tune func(db *store.Store, r *installedpack.Reconciler)) (*httptest.Server, *store.Store) {
+	t.Helper()
 	db := storeFor(t)
 	archives := &packs.Store{DB: db}
 	api, err := service.New(httpapi.Options{
@@ -54,6 +61,9 @@ func packServer(t *testing.T) (*httptest.Server, *store.Store) {
 		t.Fatal(err)
 	}
 	r := &installedpack.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("installedpack-controller"), Archives: archives}
+	if tune != nil {
+		tune(db, r)
+	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

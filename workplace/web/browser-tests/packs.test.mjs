@@ -196,12 +196,14 @@ describe("Packs in the Console", () => {
     const removed = await region.locator('[data-list="remove"]').innerText();
     assert.match(removed, /summarizer/);
     assert.match(removed, /summarize/);
+    assert.match(await region.locator('[data-state="namespace-removed"]').innerText(), /The namespace acme\.summaries is removed with it/);
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(width <= 375, `no horizontal scrolling of the page at 375 px (${width})`);
     await h.screenshot(page, "packs-uninstall-375");
     await noViolations(page, "the uninstall preview");
     await region.getByRole("button", { name: "Confirm uninstall" }).click();
     await page.locator('[data-state="removed"]').waitFor({ timeout: 30_000 });
+    assert.match(await page.locator('[data-state="removed"]').innerText(), /Its namespace was removed with it/);
     await h.waitFor(async () => (await call("GET", "/api/packs/acme/summaries")).status === 404, { timeout: 30_000, message: "the Pack to be gone" });
     await page.goto(`${platform.apiUrl}/packs`);
     await page.locator('[data-state="empty"]').waitFor();

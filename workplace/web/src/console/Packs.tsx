@@ -533,8 +533,10 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
         <p className="state-note info" role="status" data-state="removed">
           The Pack {publisher}.{name} is uninstalled.
           {(result.preserved?.length ?? 0) > 0 && " What was kept is listed below."}
+          {(result.keptInNamespace?.length ?? 0) === 0 && " Its namespace was removed with it."}
         </p>
         <Preserved items={result.preserved ?? []} />
+        <KeptInNamespace namespace={`${publisher}.${name}`} items={result.keptInNamespace} />
       </>
     );
   if (gone && result?.state === "uninstalling")
@@ -612,6 +614,9 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
             <div className="state-note warn" role="status" data-state={result.state}>
               <p>Uninstalled what was still managed; the Pack is degraded because some resources were kept:</p>
               <Preserved items={result.preserved ?? []} />
+              <p>
+                The namespace {pack.namespace} stays with them: delete them (or what refers to them) and uninstall again to remove it.
+              </p>
             </div>
           )}
           <section aria-labelledby="res-h">
@@ -700,6 +705,15 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
                   )}
                   <h4>Will stay</h4>
                   {uninstall.preserve.length ? <Preserved items={uninstall.preserve} /> : <p className="muted">Nothing: every resource is still as installed.</p>}
+                  <KeptInNamespace namespace={pack.namespace} items={uninstall.keptInNamespace} />
+                  {uninstall.preserve.length === 0 && (uninstall.keptInNamespace?.length ?? 0) === 0 && (
+                    <p className="muted small" data-state="namespace-removed">
+                      The namespace {pack.namespace} is removed with it.
+                    </p>
+                  )}
+                  {uninstall.preserve.length > 0 && (uninstall.keptInNamespace?.length ?? 0) === 0 && (
+                    <p className="muted small">The namespace {pack.namespace} stays with what is kept.</p>
+                  )}
                   <p className="muted small">Binding selections are kept for a later reinstall.</p>
                   <p className="toolbar">
                     <button type="button" className="danger" disabled={!!working} onClick={() => void confirmUninstall()}>
@@ -726,6 +740,21 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
         </>
       )}
     </>
+  );
+}
+
+/** The resources a person wrote in the Pack's namespace, which keep the namespace. */
+function KeptInNamespace({ namespace, items }: { namespace: string; items?: string[] }) {
+  if (!items?.length) return null;
+  return (
+    <div data-list="kept-in-namespace">
+      <p>The namespace {namespace} stays for resources the Pack did not install:</p>
+      <ul>
+        {items.map((r) => (
+          <li key={r}>{r}</li>
+        ))}
+      </ul>
+    </div>
   );
 }
 

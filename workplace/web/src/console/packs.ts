@@ -100,11 +100,15 @@ export interface InstalledPack {
 export interface UninstallPreview {
   remove: { kind: string; name: string }[];
   preserve: { kind: string; name: string; reason?: string }[];
+  /** Resources the Pack did not install that keep its namespace ("Kind name"). */
+  keptInNamespace?: string[];
 }
 
 export interface UninstallResult {
   state: "removed" | "degraded" | string;
   preserved?: { kind: string; name: string; reason?: string }[];
+  /** Resources the Pack did not install that keep its namespace ("Kind name"). */
+  keptInNamespace?: string[];
 }
 
 export interface ComposerItem {
