@@ -282,7 +282,8 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
-	occurrences := &triggers.Service{DB: db, Work: execOpts.Work, Kube: kube, Access: triggerAccess}
+	occurrences := &triggers.Service{DB: db, Work: execOpts.Work, Kube: kube, Access: triggerAccess,
+		Recorded: places.TriggerOccurrenceRecorded}
 	ctrlOpts.Triggers = occurrences
 	// Pack archives live once by digest in the SQL store; the InstalledPack controller reads
 	// them there and closes the Interactions of the Entries it removes.

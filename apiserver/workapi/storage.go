@@ -47,6 +47,9 @@ type resource struct {
 	table                  native.TableConvertor
 	// about names the object an outbox event is about, and whether the event created it.
 	about func(name string, payload map[string]any) (object string, created bool, ok bool)
+	// personal kinds are told by events addressed to one Principal, and a caller sees only their
+	// own objects of them.
+	personal bool
 }
 
 // readREST serves get, list and watch of one resource from the SQL store.
@@ -271,7 +274,7 @@ func (r *watchableREST) Watch(ctx context.Context, opts *metainternalversion.Lis
 		user = u.GetName()
 	}
 	return r.api.feeds.watch(ctx, watchRequest{
-		res: r.resource, namespace: ns, workspaceID: ws.ID, user: user, pred: r.predicate(opts),
+		res: r.resource, namespace: ns, workspaceID: ws.ID, user: user, principal: principalOf(ctx), pred: r.predicate(opts),
 		resourceVersion: opts.ResourceVersion, bookmarks: opts.AllowWatchBookmarks, initialEvents: opts.SendInitialEvents,
 	})
 }

@@ -12,12 +12,14 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	workv1 "platform.dev/platform/apis/work/v1"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/kubeauth"
 	"platform.dev/platform/apiserver/notify"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
@@ -77,12 +79,38 @@ func (f *fixture) task(ws, id, state string, created bool) {
 
 func (f *fixture) event(ws, name string, payload map[string]any) {
 	f.t.Helper()
+	f.eventFor(ws, "", name, payload)
+}
+
+// eventFor appends an event addressed to principal ("" for everyone).
+func (f *fixture) eventFor(ws, principal, name string, payload map[string]any) {
+	f.t.Helper()
 	data, _ := json.Marshal(payload)
 	f.exec(`INSERT INTO workplace_event_seqs (workspace_id, seq) VALUES (?, 1)
 		ON CONFLICT (workspace_id) DO UPDATE SET seq = workplace_event_seqs.seq + 1`, ws)
 	f.exec(`INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
-		SELECT ?, seq, ?, '', ?, ? FROM workplace_event_seqs WHERE workspace_id = ?`, ws, name, string(data), time.Now().UnixMilli(), ws)
+		SELECT ?, seq, ?, ?, ?, ? FROM workplace_event_seqs WHERE workspace_id = ?`, ws, name, principal, string(data), time.Now().UnixMilli(), ws)
 	f.changes.Publish(workplace.Topic(ws))
+}
+
+// run writes a FlowRun with its WorkItem, or changes the run's state, and appends the outbox
+// event that says so, as the Workplace projection does in the run's transaction.
+func (f *fixture) run(ws, id, state string, created bool) {
+	f.t.Helper()
+	now := time.Now().UnixMilli()
+	if created {
+		f.exec(`INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id, type, title, instruction, flow_name,
+			flow_version, flow_run_id, status, work_task_id, created_at, updated_at)
+			VALUES (?, 't', ?, ?, 'p', 'work', 'Item', '', 'report', '1.0.0', ?, ?, ?, ?, ?)`, "wi-"+id, ws, ws, id, state, "wi-"+id, now, now)
+		f.exec(`INSERT INTO flow_runs (id, work_item_id, tenant_id, workspace_id, namespace, principal_id, work_task_id, flow_name,
+			flow_version, state, data, resume_token_hash, version, created_at, updated_at)
+			VALUES (?, ?, 't', ?, ?, 'p', ?, 'report', '1.0.0', ?, '{}', '', 1, ?, ?)`, id, "wi-"+id, ws, ws, "wi-"+id, state, now, now)
+	} else {
+		f.exec(`UPDATE flow_runs SET state = ?, version = version + 1 WHERE id = ?`, state, id)
+		f.exec(`UPDATE work_items SET status = ? WHERE flow_run_id = ?`, state, id)
+	}
+	f.event(ws, workplace.EventFlowRunChanged, map[string]any{"flowRunId": id, "workItemId": "wi-" + id, "taskId": "wi-" + id,
+		"state": state, "created": created})
 }
 
 func (f *fixture) tasks() *watchableREST {
@@ -235,4 +263,101 @@ func TestWatchesAreBoundedPerCaller(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		w.Stop()
 	})
+}
+
+// watchOf is the storage of a kind, as Install serves it.
+func (f *fixture) watchOf(plural string) *watchableREST {
+	for _, res := range f.api.resources {
+		if res.plural == plural {
+			return &watchableREST{&readREST{resource: res, api: f.api}}
+		}
+	}
+	f.t.Fatalf("no resource %s", plural)
+	return nil
+}
+
+// requestOf is a request of the Principal principal to the namespace ns.
+func requestOf(ns, principal string) context.Context {
+	ctx := genericapirequest.WithNamespace(context.Background(), ns)
+	return genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: "platform:principal:" + principal,
+		Extra: map[string][]string{kubeauth.ExtraPrincipalID: {principal}}})
+}
+
+// TestEveryKindIsWatchedFromTheOutbox: FlowRuns and WorkItems follow their run's transitions,
+// TriggerOccurrences their recording and Notifications their Principal's events, at outbox
+// positions like Tasks; a Principal's watch of Notifications never receives another's.
+func TestEveryKindIsWatchedFromTheOutbox(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		f := newFixture(t, s, WatchLimits{})
+		notification := func(id, principal string) {
+			f.exec(`INSERT INTO notifications (id, workspace_id, principal_id, kind, attention, title, version, created_at)
+				VALUES (?, 'default', ?, 'task-completed', 1, 'Done', 1, ?)`, id, principal, time.Now().UnixMilli())
+			f.eventFor("default", principal, workplace.EventNotificationCreated, map[string]any{"notificationId": id})
+		}
+		cases := map[string]struct {
+			plural    string
+			principal string
+			// steps are changes, each seen by the watch as the event at the same place in want.
+			steps []func()
+			want  []string
+		}{
+			"a FlowRun is added, then modified by each transition": {plural: "flowruns",
+				steps: []func(){func() { f.run("default", "r-1", "Running", true) }, func() { f.run("default", "r-1", "Completed", false) }},
+				want:  []string{"ADDED r-1 Running", "MODIFIED r-1 Completed"}},
+			"a WorkItem follows its run's state": {plural: "workitems",
+				steps: []func(){func() { f.run("default", "r-2", "Running", true) }, func() { f.run("default", "r-2", "Failed", false) }},
+				want:  []string{"ADDED wi-r-2 Running", "MODIFIED wi-r-2 Failed"}},
+			"a TriggerOccurrence is added when it is recorded": {plural: "triggeroccurrences",
+				steps: []func(){func() {
+					f.exec(`INSERT INTO trigger_occurrences (id, trigger_uid, namespace, name, generation, kind, scheduled_at, fired_at, outcome,
+						workspace_id) VALUES ('o-1', 'uid', 'default', 'nightly', 1, 'Scheduled', 1, 1, 'Skipped', 'default')`)
+					f.event("default", workplace.EventTriggerOccurrenceRecorded, map[string]any{"triggerOccurrenceId": "o-1"})
+				}},
+				want: []string{"ADDED o-1 Skipped"}},
+			"a Principal's watch of Notifications receives theirs only": {plural: "notifications", principal: "alice",
+				steps: []func(){func() {
+					notification("n-bob", "bob")
+					notification("n-alice", "alice")
+				}, func() {
+					f.exec(`UPDATE notifications SET read_at = 1, version = 2 WHERE id = 'n-alice'`)
+					f.eventFor("default", "alice", workplace.EventNotificationRead, map[string]any{"notificationId": "n-alice"})
+				}},
+				want: []string{"ADDED n-alice false", "MODIFIED n-alice true"}},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				g := NewWithT(t)
+				principal := tc.principal
+				if principal == "" {
+					principal = "someone"
+				}
+				w, err := f.watchOf(tc.plural).Watch(requestOf("default", principal), &metainternalversion.ListOptions{
+					ResourceVersion: "0", SendInitialEvents: new(bool)})
+				g.Expect(err).NotTo(HaveOccurred())
+				defer w.Stop()
+				var got []string
+				for _, step := range tc.steps {
+					step()
+					ev := next(g, w)
+					got = append(got, string(ev.Type)+" "+metaName(ev.Object)+" "+stateOf(ev.Object))
+				}
+				g.Expect(got).To(Equal(tc.want))
+				g.Consistently(w.ResultChan()).WithTimeout(300*time.Millisecond).ShouldNot(Receive(), "nothing else, nobody else's")
+			})
+		}
+	})
+}
+
+func stateOf(obj runtime.Object) string {
+	switch o := obj.(type) {
+	case *workv1.FlowRun:
+		return o.Status.State
+	case *workv1.WorkItem:
+		return o.Status.State
+	case *workv1.TriggerOccurrence:
+		return o.Status.Outcome
+	case *workv1.Notification:
+		return fmt.Sprint(o.Status.Read)
+	}
+	return ""
 }

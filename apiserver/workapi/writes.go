@@ -130,7 +130,7 @@ func isDryRun(opts *metav1.DeleteOptions) bool {
 }
 
 // flowRunREST adds the deletion of a terminal run.
-type flowRunREST struct{ *readREST }
+type flowRunREST struct{ *watchableREST }
 
 var _ rest.GracefulDeleter = (*flowRunREST)(nil)
 
