@@ -217,8 +217,8 @@ func tooMany(msg string) error { return apierrors.NewTooManyRequests(msg, 1) }
 func (fs *feeds) watch(ctx context.Context, req watchRequest) (watch.Interface, error) {
 	var from int64 = -1
 	if req.resourceVersion != "" && req.resourceVersion != "0" {
-		n, err := strconv.ParseInt(req.resourceVersion, 10, 64)
-		if err != nil || n < 0 {
+		n, _, ok := parseResourceVersion(req.resourceVersion)
+		if !ok {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q is not one this server issued", req.resourceVersion))
 		}
 		from = n
@@ -529,7 +529,7 @@ func rvOf(obj runtime.Object) int64 {
 	if err != nil {
 		return 0
 	}
-	n, _ := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+	n, _, _ := parseResourceVersion(m.GetResourceVersion())
 	return n
 }
 

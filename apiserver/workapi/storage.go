@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"platform.dev/platform/apiserver/native"
 	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 
+	workv1 "platform.dev/platform/apis/work/v1"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/kubeauth"
 )
@@ -102,10 +104,56 @@ func (a *API) workspace(ctx context.Context) (ns string, ws identity.Workspace, 
 	return ns, ws, true, nil
 }
 
-func setRV(obj runtime.Object, rv int64) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetResourceVersion(strconv.FormatInt(rv, 10))
+// setRV sets the resourceVersion of an object read at outbox position pos: "<pos>.<version>"
+// for the kinds whose rows have a version (Tasks, Interactions, FlowRuns, PendingActions), "<pos>"
+// for the others. The two parts serve the two uses kube clients make of it. A watch resumes from
+// the position: the outbox orders every change of the workspace, and a reflector watches again
+// from the last object it received. A delete's precondition compares the version: it is the
+// row's own (the service API's ETag), kept for as long as the row lives, while the outbox is
+// pruned after a retention, so a precondition on the position alone could no longer be decided
+// for an object that did not change for that long. Lists and bookmarks carry positions only.
+// Clients treat a resourceVersion as opaque; this server accepts either form as a position.
+func setRV(obj runtime.Object, pos int64) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
 	}
+	rv := strconv.FormatInt(pos, 10)
+	if v := rowVersion(obj); v > 0 {
+		rv += "." + strconv.FormatInt(v, 10)
+	}
+	m.SetResourceVersion(rv)
+}
+
+// rowVersion is the version of the row an object was read from; 0 for kinds without one.
+func rowVersion(obj runtime.Object) int64 {
+	switch o := obj.(type) {
+	case *workv1.Task:
+		return o.Status.Version
+	case *workv1.Interaction:
+		return o.Status.Version
+	case *workv1.FlowRun:
+		return o.Status.Version
+	case *workv1.PendingAction:
+		return o.Status.Version
+	}
+	return 0
+}
+
+// parseResourceVersion reads a resourceVersion this server issued: the outbox position and, for
+// an object's, its row version (0 when it names none).
+func parseResourceVersion(rv string) (pos, version int64, ok bool) {
+	p, v, hasVersion := strings.Cut(rv, ".")
+	pos, err := strconv.ParseInt(p, 10, 64)
+	if err != nil || pos < 0 {
+		return 0, 0, false
+	}
+	if hasVersion {
+		if version, err = strconv.ParseInt(v, 10, 64); err != nil || version <= 0 {
+			return 0, 0, false
+		}
+	}
+	return pos, version, true
 }
 
 // Get reads one object. Its resourceVersion is the workspace's outbox position read before the

@@ -9,7 +9,9 @@ import (
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -360,4 +362,58 @@ func stateOf(obj runtime.Object) string {
 		return fmt.Sprint(o.Status.Read)
 	}
 	return ""
+}
+
+// TestADeletePreconditionComparesTheRowsVersionAndOutlivesThePruningOfTheOutbox: the
+// resourceVersion a Task was read with is a delete's precondition for as long as the Task is
+// unchanged, even after the outbox was pruned; once the Task changed, it conflicts; a list's
+// position, which names no object's version, conflicts too.
+func TestADeletePreconditionComparesTheRowsVersionAndOutlivesThePruningOfTheOutbox(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		f := newFixture(t, s, WatchLimits{})
+		f.task("default", "t-1", workplace.TaskRunning, true)
+		f.task("default", "t-1", workplace.TaskCompleted, false)
+		f.task("default", "t-2", workplace.TaskCompleted, true)
+		tasks := &taskREST{f.tasks()}
+		read := func(name string) string {
+			obj, err := tasks.Get(requestIn("default", "u"), name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return obj.(*workv1.Task).ResourceVersion
+		}
+		unchanged, changed := read("t-1"), read("t-2")
+		list, err := tasks.List(requestIn("default", "u"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		position := list.(*workv1.TaskList).ResourceVersion
+		f.task("default", "t-2", workplace.TaskCompleted, false) // a new version of t-2
+		_, err = workplace.NewStore(s, nil, nil).PruneEvents(context.Background(), time.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for name, tc := range map[string]struct {
+			task, resourceVersion string
+			wantErr               string
+		}{
+			"an unchanged Task's resourceVersion holds after the outbox was pruned": {task: "t-1", resourceVersion: unchanged},
+			"a changed Task's resourceVersion conflicts":                            {task: "t-2", resourceVersion: changed, wantErr: "the object changed"},
+			"a list's position is no object's resourceVersion":                      {task: "t-1", resourceVersion: position, wantErr: "not an object's"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				g := NewWithT(t)
+				rv := tc.resourceVersion
+				_, _, err := tasks.Delete(requestIn("default", "u"), tc.task, nil, &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll},
+					Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+				if tc.wantErr == "" {
+					g.Expect(err).NotTo(HaveOccurred())
+					return
+				}
+				g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "%v", err)
+				g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+			})
+		}
+	})
 }
