@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -40,6 +41,10 @@ type Options struct {
 	Runs RunControl
 	// Wake tells the executor that a resumed run is runnable (optional).
 	Wake func()
+	// Readable are the workspaces where a user may read runs, for lists and watches across
+	// namespaces; all for users whom the authorizer lets read everything. Without it, every
+	// workspace.
+	Readable func(ctx context.Context, u user.Info) (workspaces []identity.Workspace, all bool, err error)
 	// Limits bound the watches; DefaultWatchLimits where zero.
 	Limits WatchLimits
 	Log    logr.Logger

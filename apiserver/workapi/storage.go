@@ -86,7 +86,7 @@ func (r *readREST) ConvertToTable(ctx context.Context, obj runtime.Object, opts 
 func (a *API) workspace(ctx context.Context) (ns string, ws identity.Workspace, found bool, err error) {
 	ns, ok := genericapirequest.NamespaceFrom(ctx)
 	if !ok || ns == "" {
-		return "", ws, false, apierrors.NewBadRequest("the Work plane is read a workspace at a time: name its namespace (-n <workspace>)")
+		return "", ws, false, apierrors.NewBadRequest("name the workspace's namespace (-n <workspace>): only lists and watches read across namespaces")
 	}
 	ws, err = a.Identity.Workspace(ctx, ns)
 	if errors.Is(err, identity.ErrWorkspaceNotFound) {
@@ -198,6 +198,8 @@ func principalOf(ctx context.Context) string {
 type continueToken struct {
 	RV    int64  `json:"rv"`
 	After string `json:"after"`
+	// Namespace is the workspace the next page starts in, for a list across namespaces.
+	Namespace string `json:"ns,omitempty"`
 }
 
 func encodeContinue(t continueToken) string {
@@ -246,6 +248,9 @@ func (r *readREST) predicate(opts *metainternalversion.ListOptions) storage.Sele
 func (r *readREST) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
+	}
+	if ns, _ := genericapirequest.NamespaceFrom(ctx); ns == "" {
+		return r.listAll(ctx, opts)
 	}
 	list := r.newList()
 	ns, ws, found, err := r.api.workspace(ctx)
@@ -309,6 +314,9 @@ type watchableREST struct{ *readREST }
 func (r *watchableREST) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
+	}
+	if ns, _ := genericapirequest.NamespaceFrom(ctx); ns == "" {
+		return r.watchAll(ctx, opts)
 	}
 	ns, ws, found, err := r.api.workspace(ctx)
 	if err != nil {

@@ -417,3 +417,61 @@ func TestADeletePreconditionComparesTheRowsVersionAndOutlivesThePruningOfTheOutb
 		}
 	})
 }
+
+// TestAListAndAWatchAcrossNamespacesShowTheWorkspacesTheCallerReadsOnly: `kubectl get tasks -A`
+// lists, page by page, the Tasks of the workspaces where the caller may read runs and never
+// another's; a watch from that list's resourceVersion receives the changes of those workspaces
+// only.
+func TestAListAndAWatchAcrossNamespacesShowTheWorkspacesTheCallerReadsOnly(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{})
+		f.api.Readable = func(_ context.Context, u user.Info) ([]identity.Workspace, bool, error) {
+			return []identity.Workspace{{ID: "ws-b", RouteName: "beta"}, {ID: "ws-a", RouteName: "alpha"}}, false, nil
+		}
+		f.task("ws-a", "a-1", workplace.TaskRunning, true)
+		f.task("ws-a", "a-2", workplace.TaskRunning, true)
+		f.task("ws-b", "b-1", workplace.TaskRunning, true)
+		f.task("ws-c", "c-1", workplace.TaskRunning, true)
+		everywhere := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "u"})
+
+		var seen []string
+		opts := &metainternalversion.ListOptions{Limit: 2}
+		var rv string
+		for pages := 0; ; pages++ {
+			g.Expect(pages).To(BeNumerically("<", 4))
+			obj, err := f.tasks().List(everywhere, opts)
+			g.Expect(err).NotTo(HaveOccurred())
+			list := obj.(*workv1.TaskList)
+			if rv == "" {
+				rv = list.ResourceVersion
+			}
+			for _, item := range list.Items {
+				seen = append(seen, item.Namespace+"/"+item.Name)
+			}
+			if list.Continue == "" {
+				break
+			}
+			opts.Continue = list.Continue
+		}
+		g.Expect(seen).To(Equal([]string{"alpha/a-2", "alpha/a-1", "beta/b-1"}), "by namespace, newest first, never ws-c's")
+
+		w, err := f.tasks().Watch(everywhere, &metainternalversion.ListOptions{ResourceVersion: rv})
+		g.Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		f.task("ws-c", "c-1", workplace.TaskCompleted, false)
+		f.task("ws-b", "b-1", workplace.TaskCompleted, false)
+		f.task("ws-a", "a-1", workplace.TaskCompleted, false)
+		got := map[string]string{}
+		for range 2 {
+			ev := next(g, w)
+			task := ev.Object.(*workv1.Task)
+			got[task.Namespace+"/"+task.Name] = string(ev.Type) + " " + task.Status.State
+		}
+		g.Expect(got).To(Equal(map[string]string{"alpha/a-1": "MODIFIED completed", "beta/b-1": "MODIFIED completed"}))
+		g.Consistently(w.ResultChan()).WithTimeout(300*time.Millisecond).ShouldNot(Receive(), "nothing of ws-c")
+
+		_, err = f.tasks().Watch(everywhere, &metainternalversion.ListOptions{ResourceVersion: "3.1"})
+		g.Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "one workspace's position: list again (%v)", err)
+	})
+}
