@@ -26,6 +26,7 @@ import (
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/apiserver/workplace"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
@@ -475,3 +476,43 @@ func TestAListAndAWatchAcrossNamespacesShowTheWorkspacesTheCallerReadsOnly(t *te
 		g.Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "one workspace's position: list again (%v)", err)
 	})
 }
+
+// TestTheWorkOfAPacksEntryIsListedInItsWorkspacesNamespace: Work rows belong to the workspace,
+// not to a resource namespace, so the Task and Interaction of an Entry that a Pack installed in
+// `acme.reports` are listed in the workspace's own namespace (status.entry names the Entry), and
+// the Pack's kube namespace, where its Management kinds live, holds none.
+func TestTheWorkOfAPacksEntryIsListedInItsWorkspacesNamespace(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{})
+		now := time.Now().UnixMilli()
+		f.exec(`INSERT INTO interactions (id, tenant_id, workspace_id, namespace, principal_id, entry_namespace, entry_name, title,
+			task_display, participants, results_display, target_namespace, target_flow, target_version, continuation_namespace,
+			continuation_flow, continuation_version, submitted, state, last_task_id, version, created_at, updated_at)
+			VALUES ('i-1', 't', 'default', 'default', 'p', 'acme.reports', 'report', 'report: Q4', 'Visible', 'Hidden', 'Inline',
+			?, 'report', '1.0.0', ?, 'report', '1.0.0', '{}', 'Active', 't-1', 1, ?, ?)`,
+			packNamespace, packNamespace, now, now)
+		f.task("default", "t-1", workplace.TaskRunning, true)
+		f.exec(`UPDATE work_tasks SET interaction_id = 'i-1' WHERE id = 't-1'`)
+
+		obj, err := f.tasks().List(requestIn("default", "u"), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		tasks := obj.(*workv1.TaskList).Items
+		g.Expect(tasks).To(HaveLen(1))
+		g.Expect(tasks[0].Namespace).To(Equal("default"))
+		g.Expect(tasks[0].Status.Entry).To(Equal("report"))
+		interactions, err := f.watchOf("interactions").List(requestIn("default", "u"), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(interactions.(*workv1.InteractionList).Items).To(HaveLen(1))
+
+		obj, err = f.tasks().List(requestIn(packNamespace, "u"), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(obj.(*workv1.TaskList).Items).To(BeEmpty(), "the Pack's namespace holds no Work")
+		_, err = f.tasks().Get(requestIn(packNamespace, "u"), "t-1", nil)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	})
+}
+
+// packNamespace is the kube namespace of the resource namespace acme.reports of the workspace
+// default.
+var packNamespace = resourcenamespace.KubeName("default", "acme.reports")
