@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -211,7 +212,7 @@ func (r *watchableREST) watchAll(ctx context.Context, opts *metainternalversion.
 	// As for one namespace, the initial events (and the bookmark that ends them) are those of a
 	// watch from now.
 	m.waitEnd = initialEvents != nil && *initialEvents && opts.AllowWatchBookmarks && from == nil
-	go m.run(r.resource)
+	go m.run(r.resource, r.api.Limits.MaxLifetime)
 	return m, nil
 }
 
@@ -238,15 +239,19 @@ type namedEvent struct {
 	ok bool
 }
 
-func (m *mergedWatch) run(res *resource) {
+func (m *mergedWatch) run(res *resource, lifetime time.Duration) {
+	// On return: the workspaces' watches stop, their forwarders end, then the merged watch ends.
+	var wg sync.WaitGroup
 	defer close(m.out)
+	defer wg.Wait()
 	defer func() {
 		for _, s := range m.subs {
 			s.Stop()
 		}
 	}()
+	end := time.NewTimer(lifetime)
+	defer end.Stop()
 	in := make(chan namedEvent)
-	var wg sync.WaitGroup
 	for i, s := range m.subs {
 		wg.Add(1)
 		go func() {
@@ -264,12 +269,13 @@ func (m *mergedWatch) run(res *resource) {
 			}
 		}()
 	}
-	defer wg.Wait()
 	ended := 0
 	for {
 		var e namedEvent
 		select {
 		case <-m.done:
+			return
+		case <-end.C:
 			return
 		case e = <-in:
 		}

@@ -471,6 +471,10 @@ func TestAListAndAWatchAcrossNamespacesShowTheWorkspacesTheCallerReadsOnly(t *te
 		}
 		g.Expect(got).To(Equal(map[string]string{"alpha/a-1": "MODIFIED completed", "beta/b-1": "MODIFIED completed"}))
 		g.Consistently(w.ResultChan()).WithTimeout(300*time.Millisecond).ShouldNot(Receive(), "nothing of ws-c")
+		g.Expect(f.api.Watches()).To(Equal(2), "one watch of each workspace's feed")
+		w.Stop()
+		g.Eventually(w.ResultChan()).WithTimeout(5*time.Second).Should(BeClosed())
+		g.Eventually(f.api.Watches).WithTimeout(5*time.Second).Should(BeZero(), "stopping it stops every workspace's watch")
 
 		_, err = f.tasks().Watch(everywhere, &metainternalversion.ListOptions{ResourceVersion: "3.1"})
 		g.Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "one workspace's position: list again (%v)", err)
