@@ -1,9 +1,11 @@
 // Package workapi serves the Work plane in the kube API as the native group work.platform.dev/v1:
-// Tasks, Interactions and FlowRuns, read from the SQL store (the rows never move into etcd) under
-// the kube API's authorizer, so that kubectl and controller-runtime clients get, list and watch
-// them like any kind. A namespace is a workspace (its route name); another workspace's object is
-// not found. Watches follow the Workplace outbox that feeds the real-time hub: resourceVersion is
-// the workspace's outbox position.
+// Tasks, Interactions, FlowRuns, PendingActions, WorkItems, TriggerOccurrences and the caller's
+// Notifications, read from the SQL store (the rows never move into etcd) under the kube API's
+// authorizer, so that kubectl and controller-runtime clients get, list and watch them like any
+// kind. A namespace is a workspace (its route name); another workspace's object is not found, and
+// reads across namespaces cover the workspaces the caller may read runs in. Watches follow the
+// Workplace outbox that feeds the real-time hub: a resourceVersion's position is the workspace's
+// outbox position (see setRV).
 package workapi
 
 import (
