@@ -473,7 +473,7 @@ func TestAListAndAWatchAcrossNamespacesShowTheWorkspacesTheCallerReadsOnly(t *te
 		g.Consistently(w.ResultChan()).WithTimeout(300*time.Millisecond).ShouldNot(Receive(), "nothing of ws-c")
 		g.Expect(f.api.Watches()).To(Equal(2), "one watch of each workspace's feed")
 		w.Stop()
-		g.Eventually(w.ResultChan()).WithTimeout(5*time.Second).Should(BeClosed())
+		g.Eventually(w.ResultChan()).WithTimeout(5 * time.Second).Should(BeClosed())
 		g.Eventually(f.api.Watches).WithTimeout(5*time.Second).Should(BeZero(), "stopping it stops every workspace's watch")
 
 		_, err = f.tasks().Watch(everywhere, &metainternalversion.ListOptions{ResourceVersion: "3.1"})
