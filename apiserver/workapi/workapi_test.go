@@ -481,38 +481,47 @@ func TestAListAndAWatchAcrossNamespacesShowTheWorkspacesTheCallerReadsOnly(t *te
 	})
 }
 
-// TestTheWorkOfAPacksEntryIsListedInItsWorkspacesNamespace: Work rows belong to the workspace,
-// not to a resource namespace, so the Task and Interaction of an Entry that a Pack installed in
-// `acme.reports` are listed in the workspace's own namespace (status.entry names the Entry), and
-// the Pack's kube namespace, where its Management kinds live, holds none.
-func TestTheWorkOfAPacksEntryIsListedInItsWorkspacesNamespace(t *testing.T) {
+// TestTheWorkOfAPacksEntryIsListedInItsWorkspacesNamespaceNamedAfterItsResourceNamespace: Work
+// rows belong to the workspace, not to a resource namespace, so the Task and Interaction of an
+// Entry that a Pack installed in acme.reports are listed in the workspace's own namespace, with
+// status.entry acme.reports/report, which tells them from those of the workspace's own Entry
+// report and selects them; the Pack's kube namespace, where its Management kinds live, holds none.
+func TestTheWorkOfAPacksEntryIsListedInItsWorkspacesNamespaceNamedAfterItsResourceNamespace(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
 		f := newFixture(t, s, WatchLimits{})
 		now := time.Now().UnixMilli()
-		f.exec(`INSERT INTO interactions (id, tenant_id, workspace_id, namespace, principal_id, entry_namespace, entry_name, title,
-			task_display, participants, results_display, target_namespace, target_flow, target_version, continuation_namespace,
-			continuation_flow, continuation_version, submitted, state, last_task_id, version, created_at, updated_at)
-			VALUES ('i-1', 't', 'default', 'default', 'p', 'acme.reports', 'report', 'report: Q4', 'Visible', 'Hidden', 'Inline',
-			?, 'report', '1.0.0', ?, 'report', '1.0.0', '{}', 'Active', 't-1', 1, ?, ?)`,
-			packNamespace, packNamespace, now, now)
-		f.task("default", "t-1", workplace.TaskRunning, true)
-		f.exec(`UPDATE work_tasks SET interaction_id = 'i-1' WHERE id = 't-1'`)
-
-		obj, err := f.tasks().List(requestIn("default", "u"), nil)
-		g.Expect(err).NotTo(HaveOccurred())
-		tasks := obj.(*workv1.TaskList).Items
-		g.Expect(tasks).To(HaveLen(1))
-		g.Expect(tasks[0].Namespace).To(Equal("default"))
-		g.Expect(tasks[0].Status.Entry).To(Equal("report"))
-		interactions, err := f.watchOf("interactions").List(requestIn("default", "u"), nil)
+		for _, c := range []struct{ interaction, task, rns string }{{"i-pack", "t-pack", "acme.reports"}, {"i-own", "t-own", "default"}} {
+			f.exec(`INSERT INTO interactions (id, tenant_id, workspace_id, namespace, principal_id, entry_namespace, entry_name, title,
+				task_display, participants, results_display, target_namespace, target_flow, target_version, continuation_namespace,
+				continuation_flow, continuation_version, submitted, state, last_task_id, version, created_at, updated_at)
+				VALUES (?, 't', 'default', 'default', 'p', ?, 'report', 'report: Q4', 'Visible', 'Hidden', 'Inline',
+				'default', 'report', '1.0.0', 'default', 'report', '1.0.0', '{}', 'Active', ?, 1, ?, ?)`,
+				c.interaction, c.rns, c.task, now, now)
+			f.task("default", c.task, workplace.TaskRunning, true)
+			f.exec(`UPDATE work_tasks SET interaction_id = ? WHERE id = ?`, c.interaction, c.task)
+		}
+		entries := func(ns string, selector fields.Selector) map[string]string {
+			obj, err := f.tasks().List(requestIn(ns, "u"), &metainternalversion.ListOptions{FieldSelector: selector})
+			g.Expect(err).NotTo(HaveOccurred())
+			out := map[string]string{}
+			for _, task := range obj.(*workv1.TaskList).Items {
+				out[task.Namespace+"/"+task.Name] = task.Status.Entry
+			}
+			return out
+		}
+		g.Expect(entries("default", nil)).To(Equal(map[string]string{"default/t-pack": "acme.reports/report", "default/t-own": "report"}))
+		g.Expect(entries("default", fields.OneTermEqualSelector("status.entry", "acme.reports/report"))).To(HaveKey("default/t-pack"))
+		g.Expect(entries("default", fields.OneTermEqualSelector("status.entry", "acme.reports/report"))).To(HaveLen(1))
+		g.Expect(entries("default", fields.OneTermEqualSelector("status.entry", "report"))).To(Equal(map[string]string{"default/t-own": "report"}))
+		interactions, err := f.watchOf("interactions").List(requestIn("default", "u"), &metainternalversion.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("status.entry", "acme.reports/report")})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(interactions.(*workv1.InteractionList).Items).To(HaveLen(1))
+		g.Expect(interactions.(*workv1.InteractionList).Items[0].Name).To(Equal("i-pack"))
 
-		obj, err = f.tasks().List(requestIn(packNamespace, "u"), nil)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(obj.(*workv1.TaskList).Items).To(BeEmpty(), "the Pack's namespace holds no Work")
-		_, err = f.tasks().Get(requestIn(packNamespace, "u"), "t-1", nil)
+		g.Expect(entries(packNamespace, nil)).To(BeEmpty(), "the Pack's namespace holds no Work")
+		_, err = f.tasks().Get(requestIn(packNamespace, "u"), "t-pack", nil)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	})
 }
