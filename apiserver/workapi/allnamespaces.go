@@ -68,28 +68,31 @@ func (a *API) readable(ctx context.Context) ([]identity.Workspace, error) {
 		}
 	}
 	if all {
-		out = nil
+		// Every workspace of the identity store, and those with Work but no identity record
+		// (Development mode's, whose id is its name).
+		if out, err = a.Identity.Workspaces(ctx, maxWorkspaces); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		known := map[string]bool{}
+		for _, ws := range out {
+			known[ws.ID] = true
+		}
 		rows, err := a.reader.query(ctx, `SELECT workspace_id FROM workplace_event_seqs ORDER BY workspace_id LIMIT ?`, maxWorkspaces)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		var ids []string
+		defer rows.Close()
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
-				rows.Close()
 				return nil, apierrors.NewInternalError(err)
 			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		for _, id := range ids {
-			ws, err := a.Identity.Workspace(ctx, id)
-			if err != nil || ws.ID != id {
-				// Development mode's workspace has no identity record: its id is its name.
-				ws = identity.Workspace{ID: id, RouteName: id}
+			if !known[id] {
+				out = append(out, identity.Workspace{ID: id, RouteName: id})
 			}
-			out = append(out, ws)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, apierrors.NewInternalError(err)
 		}
 	}
 	slices.SortFunc(out, func(x, y identity.Workspace) int { return strings.Compare(x.RouteName, y.RouteName) })
