@@ -272,6 +272,17 @@ func (m *mergedWatch) run(res *resource, lifetime time.Duration) {
 			}
 		}()
 	}
+	if m.waitEnd && len(m.subs) == 0 {
+		// No workspace to read: the initial events are none, and end at once.
+		obj := res.newObj()
+		metaOf(obj).SetResourceVersion(encodeVector(m.positions))
+		metaOf(obj).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		select {
+		case m.out <- watch.Event{Type: watch.Bookmark, Object: obj}:
+		case <-m.done:
+			return
+		}
+	}
 	ended := 0
 	for {
 		var e namedEvent

@@ -529,3 +529,23 @@ func TestTheWorkOfAPacksEntryIsListedInItsWorkspacesNamespaceNamedAfterItsResour
 // packNamespace is the kube namespace of the resource namespace acme.reports of the workspace
 // default.
 var packNamespace = resourcenamespace.KubeName("default", "acme.reports")
+
+// TestAWatchListAcrossNoWorkspaceEndsItsInitialEventsAtOnce: a caller who reads no workspace
+// asks for the initial events across namespaces (as an informer does) and gets their end at
+// once, not a wait without end.
+func TestAWatchListAcrossNoWorkspaceEndsItsInitialEventsAtOnce(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{})
+		f.api.Readable = func(context.Context, user.Info) ([]identity.Workspace, bool, error) { return nil, false, nil }
+		w, err := f.tasks().Watch(genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "u"}),
+			&metainternalversion.ListOptions{SendInitialEvents: ptr(true), AllowWatchBookmarks: true})
+		g.Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		ev := next(g, w)
+		g.Expect(ev.Type).To(Equal(watch.Bookmark))
+		g.Expect(metaOf(ev.Object).GetAnnotations()).To(HaveKeyWithValue(metav1.InitialEventsAnnotationKey, "true"))
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
