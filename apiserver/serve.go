@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -185,7 +186,11 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	workAPICtx, stopWorkAPI := context.WithCancel(context.Background())
 	defer stopWorkAPI()
 	workAPI, err := workapi.New(workAPICtx, workapi.Options{DB: db, Identity: ids, Changes: workStore.Changes(), Workplace: places,
-		Runs: workStore, Log: ctrl.Log.WithName("workapi"), Wake: func() {
+		Runs: workStore, Log: ctrl.Log.WithName("workapi"),
+		Readable: func(ctx context.Context, u user.Info) ([]identity.Workspace, bool, error) {
+			return workspaces.WorkspacesWith(ctx, u, identity.PermRunsRead)
+		},
+		Wake: func() {
 			if wake := wakeExecutor.Load(); wake != nil {
 				(*wake)()
 			}
@@ -282,7 +287,8 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
-	occurrences := &triggers.Service{DB: db, Work: execOpts.Work, Kube: kube, Access: triggerAccess}
+	occurrences := &triggers.Service{DB: db, Work: execOpts.Work, Kube: kube, Access: triggerAccess,
+		Recorded: places.TriggerOccurrenceRecorded}
 	ctrlOpts.Triggers = occurrences
 	// Pack archives live once by digest in the SQL store; the InstalledPack controller reads
 	// them there and closes the Interactions of the Entries it removes.

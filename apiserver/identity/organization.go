@@ -57,6 +57,26 @@ func (s *Service) Workspace(ctx context.Context, selector string) (Workspace, er
 		WHERE w.id = ? OR w.route_name = ?`), selector, selector))
 }
 
+// Workspaces lists every workspace, oldest first, at most limit: what the kube API's reads across
+// namespaces cover for the callers that other authorizers let read everything (administrators'
+// certificates, the loopback client).
+func (s *Service) Workspaces(ctx context.Context, limit int) ([]Workspace, error) {
+	rows, err := s.Store.DB().QueryContext(ctx, s.q(`SELECT `+workspaceColumns+` FROM workspaces w ORDER BY w.created_at, w.id LIMIT ?`), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Workspace
+	for rows.Next() {
+		var w Workspace
+		if err := rows.Scan(&w.ID, &w.TenantID, &w.RouteName, &w.DisplayName, &w.Status, &w.CreatedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
 // ReadableWorkspaces lists the workspaces the Principal may read, oldest first, of the Tenant
 // tenantID or of every Tenant when it is empty: for an active Platform administrator every
 // workspace whatever its status, for others the active workspaces of active tenants where they

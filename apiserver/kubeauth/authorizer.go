@@ -117,6 +117,10 @@ func (z *Authorizer) Authorize(ctx context.Context, a authorizer.Attributes) (au
 	switch {
 	case a.GetAPIGroup() == "" && a.GetResource() == "namespaces":
 		return z.authorizeNamespace(ctx, c, a)
+	case a.GetAPIGroup() == workv1.GroupName && a.GetNamespace() == "" && (a.GetVerb() == "list" || a.GetVerb() == "watch"):
+		// `kubectl get tasks -A`: allowed, and narrowed by the group's storage to the workspaces
+		// where the caller may read runs (WorkspacesWith).
+		return authorizer.DecisionAllow, "", nil
 	case a.GetNamespace() == "":
 		return authorizer.DecisionNoOpinion, "", nil
 	case a.GetAPIGroup() == workv1.GroupName:
@@ -247,4 +251,36 @@ func (z *Authorizer) Visibility(ctx context.Context, u user.Info) (func(string) 
 		workspace, err := z.workspaceOf(ctx, name)
 		return err == nil && visible[workspace]
 	}, nil
+}
+
+// WorkspacesWith are the workspaces where the user holds permission, for the reads across
+// namespaces that the authorizer allows and the storage narrows: its live roles, and for a
+// personal access token its own workspace within its allow-list. all is set for users this
+// package did not authenticate (administrators' certificates, the loopback client), whom other
+// authorizers let read everything.
+func (z *Authorizer) WorkspacesWith(ctx context.Context, u user.Info, permission identity.Permission) (workspaces []identity.Workspace, all bool, err error) {
+	c, ok := callerOf(u)
+	if !ok {
+		return nil, true, nil
+	}
+	readable, err := z.Identity.ReadableWorkspaces(ctx, c.principalID, "")
+	if err != nil {
+		return nil, false, err
+	}
+	for _, ws := range readable {
+		if c.pat && ws.ID != c.patWorkspaceID {
+			continue
+		}
+		permissions, err := z.permissions(ctx, c, ws.RouteName)
+		if errors.Is(err, identity.ErrWorkspaceNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if permissions.Has(permission) {
+			workspaces = append(workspaces, ws)
+		}
+	}
+	return workspaces, false, nil
 }

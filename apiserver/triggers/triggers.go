@@ -49,6 +49,9 @@ type Service struct {
 	Clock func() time.Time
 	// HistoryLimit is how many occurrences are kept per Trigger; DefaultHistoryLimit when zero.
 	HistoryLimit int
+	// Recorded, when set, is told in its transaction of each occurrence recorded in a workspace
+	// (the Workplace outbox, which the kube API's watches of TriggerOccurrences follow).
+	Recorded func(ctx context.Context, tx *sql.Tx, workspaceID, occurrenceID string) error
 }
 
 func (s *Service) now() time.Time {
@@ -183,7 +186,15 @@ func (s *Service) insert(ctx context.Context, tx *sql.Tx, o Occurrence) (bool, e
 		return false, fmt.Errorf("record trigger occurrence: %w", err)
 	}
 	n, err := res.RowsAffected()
-	return n == 1, err
+	if err != nil || n != 1 {
+		return false, err
+	}
+	if s.Recorded != nil && o.WorkspaceID != "" {
+		if err := s.Recorded(ctx, tx, o.WorkspaceID, o.ID); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // advance moves the Trigger's cursor to instant when it is behind.

@@ -63,6 +63,34 @@ func TestAFiringSubmitsAnAutonomousTaskWithTheTargetInput(t *testing.T) {
 	})
 }
 
+// A recorded occurrence is told in its workspace's outbox, in the transaction that records it,
+// once: the kube API's watches of TriggerOccurrences follow it.
+func TestARecordedOccurrenceIsToldInTheOutboxOnce(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		env := triggerstest.New(t, db)
+		env.Service.Recorded = env.Workplace.TriggerOccurrenceRecorded
+		tr := env.Trigger(t, "weekly", hourly, created, nil)
+		o, _, err := env.Service.Fire(ctx, tr, scheduled(created.Add(time.Hour)))
+		g.Expect(err).NotTo(HaveOccurred())
+		_, fired, err := env.Service.Fire(ctx, tr, scheduled(created.Add(time.Hour)))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(fired).To(BeFalse())
+
+		g.Expect(env.Workplace.NumberEvents(ctx)).To(Succeed())
+		events, err := env.Workplace.Events(ctx, triggerstest.WorkspaceID, 0, 500)
+		g.Expect(err).NotTo(HaveOccurred())
+		var told []string
+		for _, e := range events {
+			if e.Name == workplace.EventTriggerOccurrenceRecorded {
+				told = append(told, string(e.Payload))
+			}
+		}
+		g.Expect(told).To(Equal([]string{`{"triggerOccurrenceId":"` + o.ID + `"}`}))
+	})
+}
+
 // An occurrence's key refuses a second submission of the same instant, whoever tries: a retry, a
 // restart, a second replica at the same moment.
 func TestAnInstantSubmitsOnceWhateverReplicaOrRetryFiresIt(t *testing.T) {

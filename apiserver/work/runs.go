@@ -659,6 +659,9 @@ func (s *Store) Delete(ctx context.Context, workspaceID, runID string, version i
 				return err
 			}
 		}
+		if d, ok := s.Observer.(DeleteObserver); ok {
+			return d.ObserveDeleted(ctx, tx, run)
+		}
 		return nil
 	})
 }

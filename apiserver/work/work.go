@@ -239,6 +239,11 @@ type Observer interface {
 	Observe(ctx context.Context, tx *sql.Tx, run FlowRun, events []Event) error
 }
 
+// DeleteObserver is an Observer that also sees, in its transaction, the deletion of a run.
+type DeleteObserver interface {
+	ObserveDeleted(ctx context.Context, tx *sql.Tx, run FlowRun) error
+}
+
 // Store reads and writes the Work plane.
 type Store struct {
 	// Observer, when set, sees every run transition in its transaction.

@@ -1,9 +1,11 @@
 // Package workapi serves the Work plane in the kube API as the native group work.platform.dev/v1:
-// Tasks, Interactions and FlowRuns, read from the SQL store (the rows never move into etcd) under
-// the kube API's authorizer, so that kubectl and controller-runtime clients get, list and watch
-// them like any kind. A namespace is a workspace (its route name); another workspace's object is
-// not found. Watches follow the Workplace outbox that feeds the real-time hub: resourceVersion is
-// the workspace's outbox position.
+// Tasks, Interactions, FlowRuns, PendingActions, WorkItems, TriggerOccurrences and the caller's
+// Notifications, read from the SQL store (the rows never move into etcd) under the kube API's
+// authorizer, so that kubectl and controller-runtime clients get, list and watch them like any
+// kind. A namespace is a workspace (its route name); another workspace's object is not found, and
+// reads across namespaces cover the workspaces the caller may read runs in. Watches follow the
+// Workplace outbox that feeds the real-time hub: a resourceVersion's position is the workspace's
+// outbox position (see setRV).
 package workapi
 
 import (
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -40,6 +43,10 @@ type Options struct {
 	Runs RunControl
 	// Wake tells the executor that a resumed run is runnable (optional).
 	Wake func()
+	// Readable are the workspaces where a user may read runs, for lists and watches across
+	// namespaces; all for users whom the authorizer lets read everything. Without it, every
+	// workspace.
+	Readable func(ctx context.Context, u user.Info) (workspaces []identity.Workspace, all bool, err error)
 	// Limits bound the watches; DefaultWatchLimits where zero.
 	Limits WatchLimits
 	Log    logr.Logger
@@ -109,11 +116,7 @@ func (a *API) Install(server *genericapiserver.GenericAPIServer) error {
 				storage[res.plural+"/"+op] = &taskOperationREST{api: a, op: op}
 			}
 		case "flowruns":
-			storage[res.plural] = &flowRunREST{readREST: read}
-		case "workitems", "notifications", "triggeroccurrences":
-			// Listed and read, not watched: the outbox tells Task, conversation and question
-			// changes, and a Principal's notifications only to that Principal's connections.
-			storage[res.plural] = read
+			storage[res.plural] = &flowRunREST{watchableREST: &watchableREST{read}}
 		default:
 			storage[res.plural] = &watchableREST{read}
 		}
@@ -174,8 +177,18 @@ var interactionsResource = &resource{
 	},
 }
 
-// flowRunsResource is listed and read; it is not watched: the Workplace outbox tells Task and
-// Interaction changes, not each transition of a run.
+// changedRun names the run or the WorkItem (key) a FlowRunChanged event is about.
+func changedRun(key string) func(name string, p map[string]any) (string, bool, bool) {
+	return func(name string, p map[string]any) (string, bool, bool) {
+		if name != workplace.EventFlowRunChanged {
+			return "", false, false
+		}
+		created, _ := p["created"].(bool)
+		return payloadString(p, key), created, true
+	}
+}
+
+// flowRunsResource: each transition of a run is in the outbox (FlowRunChanged).
 var flowRunsResource = &resource{
 	plural: "flowruns", singular: "flowrun", kind: "FlowRun", shortNames: []string{"fr"},
 	newObj: func() runtime.Object { return &workv1.FlowRun{} }, newList: func() runtime.Object { return &workv1.FlowRunList{} },
@@ -186,6 +199,7 @@ var flowRunsResource = &resource{
 			"status.task": f.Status.Task, "status.interaction": f.Status.Interaction})
 	},
 	table: flowRunTable,
+	about: changedRun("flowRunId"),
 }
 
 var pendingActionsResource = &resource{
@@ -219,6 +233,8 @@ var workItemsResource = &resource{
 			"status.task": w.Status.Task, "status.interaction": w.Status.Interaction})
 	},
 	table: workItemTable,
+	// A WorkItem's status mirrors its run's state: it changes with the run's transitions.
+	about: changedRun("workItemId"),
 }
 
 // notificationsResource: a caller lists and reads their own notifications only.
@@ -231,6 +247,18 @@ var notificationsResource = &resource{
 		return objectFields(obj, fields.Set{"status.kind": n.Status.Kind})
 	},
 	table: notificationTable,
+	// The events of a Principal's notifications are addressed to that Principal: a watch receives
+	// its caller's only (see changesOf).
+	about: func(name string, p map[string]any) (string, bool, bool) {
+		switch name {
+		case workplace.EventNotificationCreated:
+			return payloadString(p, "notificationId"), true, true
+		case workplace.EventNotificationUpdated, workplace.EventNotificationRead:
+			return payloadString(p, "notificationId"), false, true
+		}
+		return "", false, false
+	},
+	personal: true,
 }
 
 var triggerOccurrencesResource = &resource{
@@ -242,4 +270,10 @@ var triggerOccurrencesResource = &resource{
 		return objectFields(obj, fields.Set{"status.trigger": o.Status.Trigger, "status.outcome": o.Status.Outcome})
 	},
 	table: triggerOccurrenceTable,
+	about: func(name string, p map[string]any) (string, bool, bool) {
+		if name == workplace.EventTriggerOccurrenceRecorded {
+			return payloadString(p, "triggerOccurrenceId"), true, true
+		}
+		return "", false, false
+	},
 }

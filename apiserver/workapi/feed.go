@@ -84,29 +84,30 @@ func (o outboxReader) events(ctx context.Context, workspaceID string, after int6
 	return out, rows.Err()
 }
 
-// change is what an outbox page says about one object: the last event about it.
+// change is what an outbox page says about one object: the last event about it. principal is
+// set for the objects of a personal kind: the Principal the events were addressed to, the only
+// one whose watches receive the change.
 type change struct {
-	res     *resource
-	name    string
-	seq     int64
-	created bool
+	res       *resource
+	name      string
+	principal string
+	seq       int64
+	created   bool
 }
 
 // changesOf reduces a page of events to one change per object, in the order of their last event.
-// Events addressed to one Principal (notifications) are about no object of this group.
+// Events addressed to one Principal are about objects of the personal kinds (Notifications)
+// only, and those kinds are told by such events only.
 func changesOf(resources []*resource, page []workplace.Event) []change {
 	byKey := map[string]int{}
 	var out []change
 	for _, e := range page {
-		if e.PrincipalID != "" {
-			continue
-		}
 		var payload map[string]any
 		if err := json.Unmarshal(e.Payload, &payload); err != nil {
 			continue
 		}
 		for _, res := range resources {
-			if res.about == nil {
+			if res.about == nil || res.personal != (e.PrincipalID != "") {
 				continue
 			}
 			name, created, ok := res.about(e.Name, payload)
@@ -120,7 +121,7 @@ func changesOf(resources []*resource, page []workplace.Event) []change {
 				continue
 			}
 			byKey[key] = len(out)
-			out = append(out, change{res: res, name: name, seq: e.Seq, created: created})
+			out = append(out, change{res: res, name: name, principal: e.PrincipalID, seq: e.Seq, created: created})
 		}
 	}
 	slices.SortFunc(out, func(a, b change) int { return int(a.seq - b.seq) })
@@ -130,7 +131,7 @@ func changesOf(resources []*resource, page []workplace.Event) []change {
 // eventOf reads the object a change is about, as a watch event at the change's position: ADDED
 // when the page created it, DELETED when it is gone.
 func (a *API) eventOf(ctx context.Context, ns, workspaceID string, c change) (watch.Event, error) {
-	obj, err := c.res.reads.get(ctx, &a.reader, page{namespace: ns, workspaceID: workspaceID}, c.name)
+	obj, err := c.res.reads.get(ctx, &a.reader, page{namespace: ns, workspaceID: workspaceID, principal: c.principal}, c.name)
 	typ := watch.Modified
 	if c.created {
 		typ = watch.Added
@@ -147,6 +148,12 @@ func (a *API) eventOf(ctx context.Context, ns, workspaceID string, c change) (wa
 	}
 	setRV(obj, c.seq)
 	return watch.Event{Type: typ, Object: obj}, nil
+}
+
+// receives says whether a watch receives a change: one of its kind, and of a personal kind only
+// when it is its caller's.
+func (w *watcher) receives(c change) bool {
+	return w.req.res == c.res && (!c.res.personal || c.principal == w.req.principal)
 }
 
 // feeds are the workspaces' feeds: one reader of a workspace's outbox, woken by its topic,
@@ -179,6 +186,7 @@ type watchRequest struct {
 	namespace       string
 	workspaceID     string
 	user            string
+	principal       string
 	pred            storage.SelectionPredicate
 	resourceVersion string
 	bookmarks       bool
@@ -209,8 +217,8 @@ func tooMany(msg string) error { return apierrors.NewTooManyRequests(msg, 1) }
 func (fs *feeds) watch(ctx context.Context, req watchRequest) (watch.Interface, error) {
 	var from int64 = -1
 	if req.resourceVersion != "" && req.resourceVersion != "0" {
-		n, err := strconv.ParseInt(req.resourceVersion, 10, 64)
-		if err != nil || n < 0 {
+		n, _, ok := parseResourceVersion(req.resourceVersion)
+		if !ok {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q is not one this server issued", req.resourceVersion))
 		}
 		from = n
@@ -348,7 +356,7 @@ func (f *feed) drain() error {
 			return nil
 		}
 		var events []watch.Event
-		var kinds []*resource
+		var changes []change
 		for _, c := range changesOf(f.f.api.resources, page) {
 			if !watched[c.res] {
 				continue
@@ -357,12 +365,12 @@ func (f *feed) drain() error {
 			if err != nil {
 				return err
 			}
-			events, kinds = append(events, ev), append(kinds, c.res)
+			events, changes = append(events, ev), append(changes, c)
 		}
 		f.mu.Lock()
 		for i, ev := range events {
 			for w := range f.watchers {
-				if w.req.res == kinds[i] {
+				if w.receives(changes[i]) {
 					w.offer(ev)
 				}
 			}
@@ -434,6 +442,9 @@ func (w *watcher) run(leave func(), from, joinedAt int64) {
 				if c.seq > joinedAt {
 					break
 				}
+				if !w.receives(c) {
+					continue
+				}
 				ev, err := api.eventOf(ctx, w.req.namespace, w.req.workspaceID, c)
 				if err != nil || !w.send(ctx, ev) {
 					return
@@ -480,7 +491,7 @@ func (w *watcher) initial(ctx context.Context, at int64) bool {
 	after := ""
 	for {
 		items, err := w.req.res.reads.list(ctx, &api.reader, page{workspaceID: w.req.workspaceID, namespace: w.req.namespace,
-			after: after, limit: maxPage, equal: pushdown(w.req.pred.Field)})
+			principal: w.req.principal, after: after, limit: maxPage, equal: pushdown(w.req.pred.Field)})
 		if err != nil {
 			return false
 		}
@@ -518,7 +529,7 @@ func rvOf(obj runtime.Object) int64 {
 	if err != nil {
 		return 0
 	}
-	n, _ := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+	n, _, _ := parseResourceVersion(m.GetResourceVersion())
 	return n
 }
 

@@ -13,7 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	workv1 "platform.dev/platform/apis/work/v1"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
@@ -81,15 +83,44 @@ type kindReads interface {
 	list(ctx context.Context, r *reader, p page) ([]runtime.Object, error)
 }
 
-// setLabel sets a label when value is a valid label value; a longer one is only a field.
+// setLabel sets a label when value is a valid label value; another one (too long, or a Pack's
+// Entry, namespace/name) is only a field.
 func setLabel(m *metav1.ObjectMeta, key, value string) {
-	if value == "" || len(value) > 63 {
+	if value == "" || len(validation.IsValidLabelValue(value)) > 0 {
 		return
 	}
 	if m.Labels == nil {
 		m.Labels = map[string]string{}
 	}
 	m.Labels[key] = value
+}
+
+// entryOf is how an object names its Entry: its name for the workspace's own Entries (resource
+// namespace default), "publisher.name/name" for an Entry a Pack installed. Work rows belong to
+// the workspace, not to a resource namespace (they are listed in the workspace's own namespace):
+// this is how a Pack's Work is told apart.
+func entryOf(resourceNamespace, name string) string {
+	if name == "" || resourceNamespace == "" || resourceNamespace == string(platformv1.DefaultResourceNamespace) {
+		return name
+	}
+	return resourceNamespace + "/" + name
+}
+
+// entryColumns are the selectable fields of a kind that names its Entry, with the Entry's
+// resource namespace and name columns: a selection of status.entry=ns/name is pushed down as both
+// (a bare name as the name only: the selector then leaves out the Pack's Entries of that name).
+func entryColumns(p page, columns map[string]string, namespaceColumn string) page {
+	v, ok := p.equal["status.entry"]
+	if !ok {
+		return p
+	}
+	equal := maps.Clone(p.equal)
+	if rns, name, qualified := strings.Cut(v, "/"); qualified {
+		equal["status.entry"], equal["status.entryNamespace"] = name, rns
+		columns["status.entryNamespace"] = namespaceColumn
+	}
+	p.equal = equal
+	return p
 }
 
 // ---- Tasks ----
@@ -124,7 +155,7 @@ func scanTaskRow(rows interface{ Scan(...any) error }, ns string) (*workv1.Task,
 		e := fromMS(endedAt)
 		t.Status.EndedAt = &e
 	}
-	t.Status.Entry = entryName
+	t.Status.Entry = entryOf(entryNS, entryName)
 	if _, name, ok := strings.Cut(trig, "/"); ok {
 		t.Status.Trigger = name
 	}
@@ -149,8 +180,8 @@ func (taskReads) get(ctx context.Context, r *reader, p page, name string) (runti
 }
 
 func (taskReads) list(ctx context.Context, r *reader, p page) ([]runtime.Object, error) {
-	q, args := p.query(taskSelect+` WHERE t.workspace_id = ?`, []any{p.workspaceID},
-		map[string]string{"status.state": "t.state", "metadata.name": "t.id", "status.entry": "i.entry_name", "status.interaction": "t.interaction_id"}, "t.id")
+	columns := map[string]string{"status.state": "t.state", "metadata.name": "t.id", "status.entry": "i.entry_name", "status.interaction": "t.interaction_id"}
+	q, args := entryColumns(p, columns, "i.entry_namespace").query(taskSelect+` WHERE t.workspace_id = ?`, []any{p.workspaceID}, columns, "t.id")
 	rows, err := r.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -251,6 +282,7 @@ func scanInteractionRow(row interface{ Scan(...any) error }, ns string) (*workv1
 		&createdAt, &updatedAt); err != nil {
 		return nil, err
 	}
+	i.Status.Entry = entryOf(entryNS, i.Status.Entry)
 	i.Namespace = ns
 	i.UID = uidOf("Interaction", i.Name)
 	i.CreationTimestamp = fromMS(createdAt)
@@ -273,8 +305,8 @@ func (interactionReads) get(ctx context.Context, r *reader, p page, name string)
 }
 
 func (interactionReads) list(ctx context.Context, r *reader, p page) ([]runtime.Object, error) {
-	q, args := p.query(interactionSelect+` WHERE workspace_id = ?`, []any{p.workspaceID},
-		map[string]string{"status.state": "state", "metadata.name": "id", "status.entry": "entry_name"}, "id")
+	columns := map[string]string{"status.state": "state", "metadata.name": "id", "status.entry": "entry_name"}
+	q, args := entryColumns(p, columns, "entry_namespace").query(interactionSelect+` WHERE workspace_id = ?`, []any{p.workspaceID}, columns, "id")
 	rows, err := r.query(ctx, q, args...)
 	if err != nil {
 		return nil, err

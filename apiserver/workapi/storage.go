@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"platform.dev/platform/apiserver/native"
 	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 
+	workv1 "platform.dev/platform/apis/work/v1"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/kubeauth"
 )
@@ -47,6 +49,9 @@ type resource struct {
 	table                  native.TableConvertor
 	// about names the object an outbox event is about, and whether the event created it.
 	about func(name string, payload map[string]any) (object string, created bool, ok bool)
+	// personal kinds are told by events addressed to one Principal, and a caller sees only their
+	// own objects of them.
+	personal bool
 }
 
 // readREST serves get, list and watch of one resource from the SQL store.
@@ -81,7 +86,7 @@ func (r *readREST) ConvertToTable(ctx context.Context, obj runtime.Object, opts 
 func (a *API) workspace(ctx context.Context) (ns string, ws identity.Workspace, found bool, err error) {
 	ns, ok := genericapirequest.NamespaceFrom(ctx)
 	if !ok || ns == "" {
-		return "", ws, false, apierrors.NewBadRequest("the Work plane is read a workspace at a time: name its namespace (-n <workspace>)")
+		return "", ws, false, apierrors.NewBadRequest("name the workspace's namespace (-n <workspace>): only lists and watches read across namespaces")
 	}
 	ws, err = a.Identity.Workspace(ctx, ns)
 	if errors.Is(err, identity.ErrWorkspaceNotFound) {
@@ -99,10 +104,56 @@ func (a *API) workspace(ctx context.Context) (ns string, ws identity.Workspace, 
 	return ns, ws, true, nil
 }
 
-func setRV(obj runtime.Object, rv int64) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetResourceVersion(strconv.FormatInt(rv, 10))
+// setRV sets the resourceVersion of an object read at outbox position pos: "<pos>.<version>"
+// for the kinds whose rows have a version (Tasks, Interactions, FlowRuns, PendingActions), "<pos>"
+// for the others. The two parts serve the two uses kube clients make of it. A watch resumes from
+// the position: the outbox orders every change of the workspace, and a reflector watches again
+// from the last object it received. A delete's precondition compares the version: it is the
+// row's own (the service API's ETag), kept for as long as the row lives, while the outbox is
+// pruned after a retention, so a precondition on the position alone could no longer be decided
+// for an object that did not change for that long. Lists and bookmarks carry positions only.
+// Clients treat a resourceVersion as opaque; this server accepts either form as a position.
+func setRV(obj runtime.Object, pos int64) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
 	}
+	rv := strconv.FormatInt(pos, 10)
+	if v := rowVersion(obj); v > 0 {
+		rv += "." + strconv.FormatInt(v, 10)
+	}
+	m.SetResourceVersion(rv)
+}
+
+// rowVersion is the version of the row an object was read from; 0 for kinds without one.
+func rowVersion(obj runtime.Object) int64 {
+	switch o := obj.(type) {
+	case *workv1.Task:
+		return o.Status.Version
+	case *workv1.Interaction:
+		return o.Status.Version
+	case *workv1.FlowRun:
+		return o.Status.Version
+	case *workv1.PendingAction:
+		return o.Status.Version
+	}
+	return 0
+}
+
+// parseResourceVersion reads a resourceVersion this server issued: the outbox position and, for
+// an object's, its row version (0 when it names none).
+func parseResourceVersion(rv string) (pos, version int64, ok bool) {
+	p, v, hasVersion := strings.Cut(rv, ".")
+	pos, err := strconv.ParseInt(p, 10, 64)
+	if err != nil || pos < 0 {
+		return 0, 0, false
+	}
+	if hasVersion {
+		if version, err = strconv.ParseInt(v, 10, 64); err != nil || version <= 0 {
+			return 0, 0, false
+		}
+	}
+	return pos, version, true
 }
 
 // Get reads one object. Its resourceVersion is the workspace's outbox position read before the
@@ -147,6 +198,8 @@ func principalOf(ctx context.Context) string {
 type continueToken struct {
 	RV    int64  `json:"rv"`
 	After string `json:"after"`
+	// Namespace is the workspace the next page starts in, for a list across namespaces.
+	Namespace string `json:"ns,omitempty"`
 }
 
 func encodeContinue(t continueToken) string {
@@ -195,6 +248,9 @@ func (r *readREST) predicate(opts *metainternalversion.ListOptions) storage.Sele
 func (r *readREST) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
+	}
+	if ns, _ := genericapirequest.NamespaceFrom(ctx); ns == "" {
+		return r.listAll(ctx, opts)
 	}
 	list := r.newList()
 	ns, ws, found, err := r.api.workspace(ctx)
@@ -259,6 +315,9 @@ func (r *watchableREST) Watch(ctx context.Context, opts *metainternalversion.Lis
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
+	if ns, _ := genericapirequest.NamespaceFrom(ctx); ns == "" {
+		return r.watchAll(ctx, opts)
+	}
 	ns, ws, found, err := r.api.workspace(ctx)
 	if err != nil {
 		return nil, err
@@ -271,7 +330,7 @@ func (r *watchableREST) Watch(ctx context.Context, opts *metainternalversion.Lis
 		user = u.GetName()
 	}
 	return r.api.feeds.watch(ctx, watchRequest{
-		res: r.resource, namespace: ns, workspaceID: ws.ID, user: user, pred: r.predicate(opts),
+		res: r.resource, namespace: ns, workspaceID: ws.ID, user: user, principal: principalOf(ctx), pred: r.predicate(opts),
 		resourceVersion: opts.ResourceVersion, bookmarks: opts.AllowWatchBookmarks, initialEvents: opts.SendInitialEvents,
 	})
 }

@@ -9,19 +9,24 @@ import (
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	workv1 "platform.dev/platform/apis/work/v1"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/kubeauth"
 	"platform.dev/platform/apiserver/notify"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/apiserver/workplace"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
@@ -77,12 +82,38 @@ func (f *fixture) task(ws, id, state string, created bool) {
 
 func (f *fixture) event(ws, name string, payload map[string]any) {
 	f.t.Helper()
+	f.eventFor(ws, "", name, payload)
+}
+
+// eventFor appends an event addressed to principal ("" for everyone).
+func (f *fixture) eventFor(ws, principal, name string, payload map[string]any) {
+	f.t.Helper()
 	data, _ := json.Marshal(payload)
 	f.exec(`INSERT INTO workplace_event_seqs (workspace_id, seq) VALUES (?, 1)
 		ON CONFLICT (workspace_id) DO UPDATE SET seq = workplace_event_seqs.seq + 1`, ws)
 	f.exec(`INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at)
-		SELECT ?, seq, ?, '', ?, ? FROM workplace_event_seqs WHERE workspace_id = ?`, ws, name, string(data), time.Now().UnixMilli(), ws)
+		SELECT ?, seq, ?, ?, ?, ? FROM workplace_event_seqs WHERE workspace_id = ?`, ws, name, principal, string(data), time.Now().UnixMilli(), ws)
 	f.changes.Publish(workplace.Topic(ws))
+}
+
+// run writes a FlowRun with its WorkItem, or changes the run's state, and appends the outbox
+// event that says so, as the Workplace projection does in the run's transaction.
+func (f *fixture) run(ws, id, state string, created bool) {
+	f.t.Helper()
+	now := time.Now().UnixMilli()
+	if created {
+		f.exec(`INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id, type, title, instruction, flow_name,
+			flow_version, flow_run_id, status, work_task_id, created_at, updated_at)
+			VALUES (?, 't', ?, ?, 'p', 'work', 'Item', '', 'report', '1.0.0', ?, ?, ?, ?, ?)`, "wi-"+id, ws, ws, id, state, "wi-"+id, now, now)
+		f.exec(`INSERT INTO flow_runs (id, work_item_id, tenant_id, workspace_id, namespace, principal_id, work_task_id, flow_name,
+			flow_version, state, data, resume_token_hash, version, created_at, updated_at)
+			VALUES (?, ?, 't', ?, ?, 'p', ?, 'report', '1.0.0', ?, '{}', '', 1, ?, ?)`, id, "wi-"+id, ws, ws, "wi-"+id, state, now, now)
+	} else {
+		f.exec(`UPDATE flow_runs SET state = ?, version = version + 1 WHERE id = ?`, state, id)
+		f.exec(`UPDATE work_items SET status = ? WHERE flow_run_id = ?`, state, id)
+	}
+	f.event(ws, workplace.EventFlowRunChanged, map[string]any{"flowRunId": id, "workItemId": "wi-" + id, "taskId": "wi-" + id,
+		"state": state, "created": created})
 }
 
 func (f *fixture) tasks() *watchableREST {
@@ -236,3 +267,285 @@ func TestWatchesAreBoundedPerCaller(t *testing.T) {
 		w.Stop()
 	})
 }
+
+// watchOf is the storage of a kind, as Install serves it.
+func (f *fixture) watchOf(plural string) *watchableREST {
+	for _, res := range f.api.resources {
+		if res.plural == plural {
+			return &watchableREST{&readREST{resource: res, api: f.api}}
+		}
+	}
+	f.t.Fatalf("no resource %s", plural)
+	return nil
+}
+
+// requestOf is a request of the Principal principal to the namespace ns.
+func requestOf(ns, principal string) context.Context {
+	ctx := genericapirequest.WithNamespace(context.Background(), ns)
+	return genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: "platform:principal:" + principal,
+		Extra: map[string][]string{kubeauth.ExtraPrincipalID: {principal}}})
+}
+
+// TestEveryKindIsWatchedFromTheOutbox: FlowRuns and WorkItems follow their run's transitions,
+// TriggerOccurrences their recording and Notifications their Principal's events, at outbox
+// positions like Tasks; a Principal's watch of Notifications never receives another's.
+func TestEveryKindIsWatchedFromTheOutbox(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		f := newFixture(t, s, WatchLimits{})
+		notification := func(id, principal string) {
+			f.exec(`INSERT INTO notifications (id, workspace_id, principal_id, kind, attention, title, version, created_at)
+				VALUES (?, 'default', ?, 'task-completed', 1, 'Done', 1, ?)`, id, principal, time.Now().UnixMilli())
+			f.eventFor("default", principal, workplace.EventNotificationCreated, map[string]any{"notificationId": id})
+		}
+		cases := map[string]struct {
+			plural    string
+			principal string
+			// steps are changes, each seen by the watch as the event at the same place in want.
+			steps []func()
+			want  []string
+		}{
+			"a FlowRun is added, then modified by each transition": {plural: "flowruns",
+				steps: []func(){func() { f.run("default", "r-1", "Running", true) }, func() { f.run("default", "r-1", "Completed", false) }},
+				want:  []string{"ADDED r-1 Running", "MODIFIED r-1 Completed"}},
+			"a WorkItem follows its run's state": {plural: "workitems",
+				steps: []func(){func() { f.run("default", "r-2", "Running", true) }, func() { f.run("default", "r-2", "Failed", false) }},
+				want:  []string{"ADDED wi-r-2 Running", "MODIFIED wi-r-2 Failed"}},
+			"a TriggerOccurrence is added when it is recorded": {plural: "triggeroccurrences",
+				steps: []func(){func() {
+					f.exec(`INSERT INTO trigger_occurrences (id, trigger_uid, namespace, name, generation, kind, scheduled_at, fired_at, outcome,
+						workspace_id) VALUES ('o-1', 'uid', 'default', 'nightly', 1, 'Scheduled', 1, 1, 'Skipped', 'default')`)
+					f.event("default", workplace.EventTriggerOccurrenceRecorded, map[string]any{"triggerOccurrenceId": "o-1"})
+				}},
+				want: []string{"ADDED o-1 Skipped"}},
+			"a Principal's watch of Notifications receives theirs only": {plural: "notifications", principal: "alice",
+				steps: []func(){func() {
+					notification("n-bob", "bob")
+					notification("n-alice", "alice")
+				}, func() {
+					f.exec(`UPDATE notifications SET read_at = 1, version = 2 WHERE id = 'n-alice'`)
+					f.eventFor("default", "alice", workplace.EventNotificationRead, map[string]any{"notificationId": "n-alice"})
+				}},
+				want: []string{"ADDED n-alice false", "MODIFIED n-alice true"}},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				g := NewWithT(t)
+				principal := tc.principal
+				if principal == "" {
+					principal = "someone"
+				}
+				w, err := f.watchOf(tc.plural).Watch(requestOf("default", principal), &metainternalversion.ListOptions{
+					ResourceVersion: "0", SendInitialEvents: new(bool)})
+				g.Expect(err).NotTo(HaveOccurred())
+				defer w.Stop()
+				var got []string
+				for _, step := range tc.steps {
+					step()
+					ev := next(g, w)
+					got = append(got, string(ev.Type)+" "+metaName(ev.Object)+" "+stateOf(ev.Object))
+				}
+				g.Expect(got).To(Equal(tc.want))
+				g.Consistently(w.ResultChan()).WithTimeout(300*time.Millisecond).ShouldNot(Receive(), "nothing else, nobody else's")
+			})
+		}
+	})
+}
+
+func stateOf(obj runtime.Object) string {
+	switch o := obj.(type) {
+	case *workv1.FlowRun:
+		return o.Status.State
+	case *workv1.WorkItem:
+		return o.Status.State
+	case *workv1.TriggerOccurrence:
+		return o.Status.Outcome
+	case *workv1.Notification:
+		return fmt.Sprint(o.Status.Read)
+	}
+	return ""
+}
+
+// TestADeletePreconditionComparesTheRowsVersionAndOutlivesThePruningOfTheOutbox: the
+// resourceVersion a Task was read with is a delete's precondition for as long as the Task is
+// unchanged, even after the outbox was pruned; once the Task changed, it conflicts; a list's
+// position, which names no object's version, conflicts too.
+func TestADeletePreconditionComparesTheRowsVersionAndOutlivesThePruningOfTheOutbox(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		f := newFixture(t, s, WatchLimits{})
+		f.task("default", "t-1", workplace.TaskRunning, true)
+		f.task("default", "t-1", workplace.TaskCompleted, false)
+		f.task("default", "t-2", workplace.TaskCompleted, true)
+		tasks := &taskREST{f.tasks()}
+		read := func(name string) string {
+			obj, err := tasks.Get(requestIn("default", "u"), name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return obj.(*workv1.Task).ResourceVersion
+		}
+		unchanged, changed := read("t-1"), read("t-2")
+		list, err := tasks.List(requestIn("default", "u"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		position := list.(*workv1.TaskList).ResourceVersion
+		f.task("default", "t-2", workplace.TaskCompleted, false) // a new version of t-2
+		_, err = workplace.NewStore(s, nil, nil).PruneEvents(context.Background(), time.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for name, tc := range map[string]struct {
+			task, resourceVersion string
+			wantErr               string
+		}{
+			"an unchanged Task's resourceVersion holds after the outbox was pruned": {task: "t-1", resourceVersion: unchanged},
+			"a changed Task's resourceVersion conflicts":                            {task: "t-2", resourceVersion: changed, wantErr: "the object changed"},
+			"a list's position is no object's resourceVersion":                      {task: "t-1", resourceVersion: position, wantErr: "not an object's"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				g := NewWithT(t)
+				rv := tc.resourceVersion
+				_, _, err := tasks.Delete(requestIn("default", "u"), tc.task, nil, &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll},
+					Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+				if tc.wantErr == "" {
+					g.Expect(err).NotTo(HaveOccurred())
+					return
+				}
+				g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "%v", err)
+				g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+			})
+		}
+	})
+}
+
+// TestAListAndAWatchAcrossNamespacesShowTheWorkspacesTheCallerReadsOnly: `kubectl get tasks -A`
+// lists, page by page, the Tasks of the workspaces where the caller may read runs and never
+// another's; a watch from that list's resourceVersion receives the changes of those workspaces
+// only.
+func TestAListAndAWatchAcrossNamespacesShowTheWorkspacesTheCallerReadsOnly(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{})
+		f.api.Readable = func(_ context.Context, u user.Info) ([]identity.Workspace, bool, error) {
+			return []identity.Workspace{{ID: "ws-b", RouteName: "beta"}, {ID: "ws-a", RouteName: "alpha"}}, false, nil
+		}
+		f.task("ws-a", "a-1", workplace.TaskRunning, true)
+		f.task("ws-a", "a-2", workplace.TaskRunning, true)
+		f.task("ws-b", "b-1", workplace.TaskRunning, true)
+		f.task("ws-c", "c-1", workplace.TaskRunning, true)
+		everywhere := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "u"})
+
+		var seen []string
+		opts := &metainternalversion.ListOptions{Limit: 2}
+		var rv string
+		for pages := 0; ; pages++ {
+			g.Expect(pages).To(BeNumerically("<", 4))
+			obj, err := f.tasks().List(everywhere, opts)
+			g.Expect(err).NotTo(HaveOccurred())
+			list := obj.(*workv1.TaskList)
+			if rv == "" {
+				rv = list.ResourceVersion
+			}
+			for _, item := range list.Items {
+				seen = append(seen, item.Namespace+"/"+item.Name)
+			}
+			if list.Continue == "" {
+				break
+			}
+			opts.Continue = list.Continue
+		}
+		g.Expect(seen).To(Equal([]string{"alpha/a-2", "alpha/a-1", "beta/b-1"}), "by namespace, newest first, never ws-c's")
+
+		w, err := f.tasks().Watch(everywhere, &metainternalversion.ListOptions{ResourceVersion: rv})
+		g.Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		f.task("ws-c", "c-1", workplace.TaskCompleted, false)
+		f.task("ws-b", "b-1", workplace.TaskCompleted, false)
+		f.task("ws-a", "a-1", workplace.TaskCompleted, false)
+		got := map[string]string{}
+		for range 2 {
+			ev := next(g, w)
+			task := ev.Object.(*workv1.Task)
+			got[task.Namespace+"/"+task.Name] = string(ev.Type) + " " + task.Status.State
+		}
+		g.Expect(got).To(Equal(map[string]string{"alpha/a-1": "MODIFIED completed", "beta/b-1": "MODIFIED completed"}))
+		g.Consistently(w.ResultChan()).WithTimeout(300*time.Millisecond).ShouldNot(Receive(), "nothing of ws-c")
+		g.Expect(f.api.Watches()).To(Equal(2), "one watch of each workspace's feed")
+		w.Stop()
+		g.Eventually(w.ResultChan()).WithTimeout(5 * time.Second).Should(BeClosed())
+		g.Eventually(f.api.Watches).WithTimeout(5*time.Second).Should(BeZero(), "stopping it stops every workspace's watch")
+
+		_, err = f.tasks().Watch(everywhere, &metainternalversion.ListOptions{ResourceVersion: "3.1"})
+		g.Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "one workspace's position: list again (%v)", err)
+	})
+}
+
+// TestTheWorkOfAPacksEntryIsListedInItsWorkspacesNamespaceNamedAfterItsResourceNamespace: Work
+// rows belong to the workspace, not to a resource namespace, so the Task and Interaction of an
+// Entry that a Pack installed in acme.reports are listed in the workspace's own namespace, with
+// status.entry acme.reports/report, which tells them from those of the workspace's own Entry
+// report and selects them; the Pack's kube namespace, where its Management kinds live, holds none.
+func TestTheWorkOfAPacksEntryIsListedInItsWorkspacesNamespaceNamedAfterItsResourceNamespace(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{})
+		now := time.Now().UnixMilli()
+		for _, c := range []struct{ interaction, task, rns string }{{"i-pack", "t-pack", "acme.reports"}, {"i-own", "t-own", "default"}} {
+			f.exec(`INSERT INTO interactions (id, tenant_id, workspace_id, namespace, principal_id, entry_namespace, entry_name, title,
+				task_display, participants, results_display, target_namespace, target_flow, target_version, continuation_namespace,
+				continuation_flow, continuation_version, submitted, state, last_task_id, version, created_at, updated_at)
+				VALUES (?, 't', 'default', 'default', 'p', ?, 'report', 'report: Q4', 'Visible', 'Hidden', 'Inline',
+				'default', 'report', '1.0.0', 'default', 'report', '1.0.0', '{}', 'Active', ?, 1, ?, ?)`,
+				c.interaction, c.rns, c.task, now, now)
+			f.task("default", c.task, workplace.TaskRunning, true)
+			f.exec(`UPDATE work_tasks SET interaction_id = ? WHERE id = ?`, c.interaction, c.task)
+		}
+		entries := func(ns string, selector fields.Selector) map[string]string {
+			obj, err := f.tasks().List(requestIn(ns, "u"), &metainternalversion.ListOptions{FieldSelector: selector})
+			g.Expect(err).NotTo(HaveOccurred())
+			out := map[string]string{}
+			for _, task := range obj.(*workv1.TaskList).Items {
+				out[task.Namespace+"/"+task.Name] = task.Status.Entry
+			}
+			return out
+		}
+		g.Expect(entries("default", nil)).To(Equal(map[string]string{"default/t-pack": "acme.reports/report", "default/t-own": "report"}))
+		g.Expect(entries("default", fields.OneTermEqualSelector("status.entry", "acme.reports/report"))).To(HaveKey("default/t-pack"))
+		g.Expect(entries("default", fields.OneTermEqualSelector("status.entry", "acme.reports/report"))).To(HaveLen(1))
+		g.Expect(entries("default", fields.OneTermEqualSelector("status.entry", "report"))).To(Equal(map[string]string{"default/t-own": "report"}))
+		interactions, err := f.watchOf("interactions").List(requestIn("default", "u"), &metainternalversion.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("status.entry", "acme.reports/report")})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(interactions.(*workv1.InteractionList).Items).To(HaveLen(1))
+		g.Expect(interactions.(*workv1.InteractionList).Items[0].Name).To(Equal("i-pack"))
+
+		g.Expect(entries(packNamespace, nil)).To(BeEmpty(), "the Pack's namespace holds no Work")
+		_, err = f.tasks().Get(requestIn(packNamespace, "u"), "t-pack", nil)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	})
+}
+
+// packNamespace is the kube namespace of the resource namespace acme.reports of the workspace
+// default.
+var packNamespace = resourcenamespace.KubeName("default", "acme.reports")
+
+// TestAWatchListAcrossNoWorkspaceEndsItsInitialEventsAtOnce: a caller who reads no workspace
+// asks for the initial events across namespaces (as an informer does) and gets their end at
+// once, not a wait without end.
+func TestAWatchListAcrossNoWorkspaceEndsItsInitialEventsAtOnce(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{})
+		f.api.Readable = func(context.Context, user.Info) ([]identity.Workspace, bool, error) { return nil, false, nil }
+		w, err := f.tasks().Watch(genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "u"}),
+			&metainternalversion.ListOptions{SendInitialEvents: ptr(true), AllowWatchBookmarks: true})
+		g.Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		ev := next(g, w)
+		g.Expect(ev.Type).To(Equal(watch.Bookmark))
+		g.Expect(metaOf(ev.Object).GetAnnotations()).To(HaveKeyWithValue(metav1.InitialEventsAnnotationKey, "true"))
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,50 +29,32 @@ type RunControl interface {
 // resuming and cancelling a Task. Nothing else is writable: create, update and patch of these
 // resources are not served (405 Method Not Allowed).
 
-// checkPreconditions applies a delete's preconditions. resourceVersion is an outbox position:
-// the object is unchanged since it when no event about it follows it, which the outbox can
-// prove only while it holds the events after it.
-func (a *API) checkPreconditions(ctx context.Context, res *resource, workspaceID, name, idKey string, opts *metav1.DeleteOptions) error {
+// checkPreconditions applies a delete's preconditions to an object at row version current and
+// returns the version the delete must find (the row's compare-and-swap, as the service API's
+// If-Match). A resourceVersion precondition compares the version part of the object's
+// resourceVersion (see setRV) with the row's: the row keeps its version for as long as it lives,
+// so the check never depends on the outbox, which is pruned.
+func (a *API) checkPreconditions(res *resource, name string, current int64, opts *metav1.DeleteOptions) (int64, error) {
 	if opts == nil || opts.Preconditions == nil {
-		return nil
+		return current, nil
 	}
 	p := opts.Preconditions
 	if p.UID != nil && string(*p.UID) != name {
-		return apierrors.NewConflict(workv1.Resource(res.plural), name, fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, name))
+		return 0, apierrors.NewConflict(workv1.Resource(res.plural), name, fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, name))
 	}
 	if p.ResourceVersion == nil {
-		return nil
+		return current, nil
 	}
-	rv, err := strconv.ParseInt(*p.ResourceVersion, 10, 64)
-	if err != nil {
-		return apierrors.NewConflict(workv1.Resource(res.plural), name, fmt.Errorf("precondition failed: resourceVersion %q is not one this server issued", *p.ResourceVersion))
+	_, version, ok := parseResourceVersion(*p.ResourceVersion)
+	if !ok || version == 0 {
+		return 0, apierrors.NewConflict(workv1.Resource(res.plural), name, fmt.Errorf(
+			"precondition failed: resourceVersion %q is not an object's (a list's or a bookmark's position names no version): read the object again", *p.ResourceVersion))
 	}
-	last, err := a.outbox.last(ctx, workspaceID)
-	if err != nil {
-		return apierrors.NewInternalError(err)
+	if version != current {
+		return 0, apierrors.NewConflict(workv1.Resource(res.plural), name, fmt.Errorf(
+			"precondition failed: the object changed since resourceVersion %s (its version is %d, not %d): read it again", *p.ResourceVersion, current, version))
 	}
-	if rv > last {
-		return apierrors.NewConflict(workv1.Resource(res.plural), name, fmt.Errorf("precondition failed: resourceVersion %d is newer than the workspace's outbox", rv))
-	}
-	if rv == last {
-		return nil
-	}
-	oldest, err := a.outbox.oldest(ctx, workspaceID)
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	if oldest == 0 || oldest > rv+1 {
-		return apierrors.NewConflict(workv1.Resource(res.plural), name, fmt.Errorf("precondition failed: resourceVersion %d is too old to tell whether the object changed: read it again", rv))
-	}
-	var changed int64
-	if err := a.reader.queryRow(ctx, `SELECT COUNT(*) FROM workplace_events WHERE workspace_id = ? AND seq > ? AND payload LIKE ?`,
-		workspaceID, rv, `%"`+idKey+`":"`+name+`"%`).Scan(&changed); err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	if changed > 0 {
-		return apierrors.NewConflict(workv1.Resource(res.plural), name, fmt.Errorf("precondition failed: the object changed after resourceVersion %d", rv))
-	}
-	return nil
+	return version, nil
 }
 
 // taskREST adds the deletion of a terminal Task.
@@ -93,7 +74,8 @@ func (r *taskREST) Delete(ctx context.Context, name string, validate rest.Valida
 	if err != nil {
 		return nil, false, err
 	}
-	if err := r.api.checkPreconditions(ctx, r.resource, ws.ID, name, "taskId", opts); err != nil {
+	version, err := r.api.checkPreconditions(r.resource, name, t.Status.Version, opts)
+	if err != nil {
 		return nil, false, err
 	}
 	if validate != nil {
@@ -111,7 +93,7 @@ func (r *taskREST) Delete(ctx context.Context, name string, validate rest.Valida
 	if r.api.Workplace == nil {
 		return nil, false, apierrors.NewMethodNotSupported(workv1.Resource("tasks"), "delete")
 	}
-	err = r.api.Workplace.DeleteTask(ctx, ws.ID, name, t.Status.Version)
+	err = r.api.Workplace.DeleteTask(ctx, ws.ID, name, version)
 	switch {
 	case errors.Is(err, workplace.ErrStale):
 		return nil, false, apierrors.NewConflict(workv1.Resource("tasks"), name, errors.New("the Task changed meanwhile: read it again"))
@@ -130,7 +112,7 @@ func isDryRun(opts *metav1.DeleteOptions) bool {
 }
 
 // flowRunREST adds the deletion of a terminal run.
-type flowRunREST struct{ *readREST }
+type flowRunREST struct{ *watchableREST }
 
 var _ rest.GracefulDeleter = (*flowRunREST)(nil)
 
@@ -145,14 +127,9 @@ func (r *flowRunREST) Delete(ctx context.Context, name string, validate rest.Val
 	if err != nil {
 		return nil, false, err
 	}
-	if opts != nil && opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil {
-		// A run's own transitions are not in the outbox: its resourceVersion precondition is
-		// checked against the outbox position it was read at, with the run's version.
-		if *opts.Preconditions.ResourceVersion != f.ResourceVersion {
-			if err := r.api.checkPreconditions(ctx, r.resource, ws.ID, f.Status.Task, "taskId", opts); err != nil {
-				return nil, false, err
-			}
-		}
+	version, err := r.api.checkPreconditions(r.resource, name, f.Status.Version, opts)
+	if err != nil {
+		return nil, false, err
 	}
 	if validate != nil {
 		if err := validate(ctx, obj); err != nil {
@@ -169,7 +146,7 @@ func (r *flowRunREST) Delete(ctx context.Context, name string, validate rest.Val
 	if r.api.Runs == nil {
 		return nil, false, apierrors.NewMethodNotSupported(workv1.Resource("flowruns"), "delete")
 	}
-	err = r.api.Runs.Delete(ctx, ws.ID, name, f.Status.Version)
+	err = r.api.Runs.Delete(ctx, ws.ID, name, version)
 	switch {
 	case errors.Is(err, work.ErrStale):
 		return nil, false, apierrors.NewConflict(workv1.Resource("flowruns"), name, errors.New("the run changed meanwhile: read it again"))

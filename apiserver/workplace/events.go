@@ -35,6 +35,46 @@ const (
 	EventUnreadNotificationCountChanged = "UnreadNotificationCountChanged"
 )
 
+// The outbox's events that the hub does not send (it sends the spec's twelve names only): they
+// tell the kube API's watches of work.platform.dev the changes the twelve do not name, so that
+// FlowRuns, WorkItems, TriggerOccurrences and read Notifications are watched from the same outbox
+// positions as Tasks.
+const (
+	// EventFlowRunChanged: a run changed state, step or version, was created (created) or
+	// deleted (deleted); it names the run, its WorkItem and its Task.
+	EventFlowRunChanged = "FlowRunChanged"
+	// EventTriggerOccurrenceRecorded: a Trigger's occurrence was recorded.
+	EventTriggerOccurrenceRecorded = "TriggerOccurrenceRecorded"
+	// EventNotificationRead: one of a Principal's notifications was marked read by a "mark all
+	// read" (whose NotificationUpdated names none).
+	EventNotificationRead = "NotificationRead"
+)
+
+// emitRun tells that run changed (EventFlowRunChanged).
+func (s *Store) emitRun(ctx context.Context, tx *sql.Tx, run work.FlowRun, created, deleted bool) error {
+	payload := map[string]any{"flowRunId": run.ID, "workItemId": run.WorkItemID, "taskId": run.WorkTaskID, "state": run.State,
+		"version": run.Version}
+	if created {
+		payload["created"] = true
+	}
+	if deleted {
+		payload["deleted"] = true
+	}
+	return s.emit(ctx, tx, run.WorkspaceID, "", EventFlowRunChanged, payload)
+}
+
+// ObserveDeleted tells, in the transaction that deletes it, that a run is gone (work.Store's
+// Delete calls it).
+func (s *Store) ObserveDeleted(ctx context.Context, tx *sql.Tx, run work.FlowRun) error {
+	return s.emitRun(ctx, tx, run, false, true)
+}
+
+// TriggerOccurrenceRecorded tells, in the transaction that records it, that a Trigger's
+// occurrence of the workspace was recorded (triggers.Service's Recorded).
+func (s *Store) TriggerOccurrenceRecorded(ctx context.Context, tx *sql.Tx, workspaceID, occurrenceID string) error {
+	return s.emit(ctx, tx, workspaceID, "", EventTriggerOccurrenceRecorded, map[string]any{"triggerOccurrenceId": occurrenceID})
+}
+
 // Event is one change of the Workplace, as its outbox holds it: numbered per workspace, a
 // transaction's events in the order emitted and after those of every transaction that committed
 // before it wrote them. Its payload holds ids and versions only, for the client to know what to

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/executor"
@@ -58,6 +59,10 @@ type conversation struct {
 // conversation is an autonomous Task's (a WorkItem submitted through the Work API or by a
 // Trigger).
 func (s *Store) Observe(ctx context.Context, tx *sql.Tx, run work.FlowRun, events []work.Event) error {
+	created := slices.ContainsFunc(events, func(e work.Event) bool { return e.Type == work.EventRunCreated })
+	if err := s.emitRun(ctx, tx, run, created, false); err != nil {
+		return err
+	}
 	c := &conversation{run: &run}
 	if run.InteractionID != "" {
 		i, err := s.interactionTx(ctx, tx, run.InteractionID)

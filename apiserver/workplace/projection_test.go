@@ -3,6 +3,7 @@ package workplace
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -72,5 +73,54 @@ func TestEachFinishedAgentTurnIsAMilestoneOfTheTask(t *testing.T) {
 			Events: []work.Event{{Type: work.EventStepStarted, Step: "review"}, {Type: work.EventStepCompleted, Step: "review"}}})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(milestones()).To(Equal(2))
+	})
+}
+
+// TestEveryChangeOfARunIsInTheOutboxForTheKubeWatches: a run's creation, each transition and its
+// deletion write FlowRunChanged (which the hub does not send), so that kube watches of FlowRuns
+// and WorkItems see them; deleting a Task tells each of its runs gone.
+func TestEveryChangeOfARunIsInTheOutboxForTheKubeWatches(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, places := workAndPlaces(s)
+		runChanges := func() []string {
+			g.Expect(places.NumberEvents(ctx)).To(Succeed())
+			events, err := places.Events(ctx, "ws-a", 0, 500)
+			g.Expect(err).NotTo(HaveOccurred())
+			var out []string
+			for _, e := range events {
+				if e.Name == EventFlowRunChanged {
+					var p struct {
+						FlowRunID, WorkItemID, State string
+						Created, Deleted             bool
+					}
+					g.Expect(json.Unmarshal(e.Payload, &p)).To(Succeed())
+					out = append(out, fmt.Sprintf("%s %s %s created=%v deleted=%v", p.FlowRunID, p.WorkItemID, p.State, p.Created, p.Deleted))
+				}
+			}
+			return out
+		}
+		item, run := submitAutonomous(g, w)
+		_, err := w.Cancel(ctx, "ws-a", run.ID, "no longer needed")
+		g.Expect(err).NotTo(HaveOccurred())
+		cancelled, err := w.Run(ctx, "ws-a", run.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(w.Delete(ctx, "ws-a", run.ID, cancelled.Version)).To(Succeed())
+		g.Expect(runChanges()).To(Equal([]string{
+			run.ID + " " + item.ID + " Pending created=true deleted=false",
+			run.ID + " " + item.ID + " Cancelled created=false deleted=false",
+			run.ID + " " + item.ID + " Cancelled created=false deleted=true",
+		}))
+
+		other, otherRun := submitAutonomous(g, w)
+		_, err = w.Cancel(ctx, "ws-a", otherRun.ID, "no longer needed")
+		g.Expect(err).NotTo(HaveOccurred())
+		task, err := places.Task(ctx, "ws-a", other.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(places.DeleteTask(ctx, "ws-a", task.ID, task.Version)).To(Succeed())
+		g.Expect(runChanges()).To(HaveLen(6))
+		g.Expect(runChanges()[5]).To(HavePrefix(otherRun.ID+" "+other.ID), "the Task's run is told gone")
+		g.Expect(runChanges()[5]).To(HaveSuffix("deleted=true"))
 	})
 }

@@ -689,13 +689,33 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 func (s *Store) MarkAllRead(ctx context.Context, workspaceID, principalID string) (int64, error) {
 	var marked int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE notifications SET read_at = ?, version = version + 1
-			WHERE workspace_id = ? AND principal_id = ? AND read_at = 0`), ms(s.now()), workspaceID, principalID)
+		rows, err := tx.QueryContext(ctx, s.q(`UPDATE notifications SET read_at = ?, version = version + 1
+			WHERE workspace_id = ? AND principal_id = ? AND read_at = 0 RETURNING id`), ms(s.now()), workspaceID, principalID)
 		if err != nil {
 			return err
 		}
-		if marked, err = res.RowsAffected(); err != nil || marked == 0 {
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return err
+		}
+		if marked = int64(len(ids)); marked == 0 {
+			return nil
+		}
+		// The hub's event names none of them; the kube API's watches of Notifications are told
+		// each.
+		for _, id := range ids {
+			if err := s.emit(ctx, tx, workspaceID, principalID, EventNotificationRead, map[string]any{"notificationId": id}); err != nil {
+				return err
+			}
 		}
 		if err := s.emit(ctx, tx, workspaceID, principalID, EventNotificationUpdated, map[string]any{"all": true, "read": true}); err != nil {
 			return err

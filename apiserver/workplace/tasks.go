@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"platform.dev/platform/apiserver/work"
 )
 
 // StoreArtifact stores bytes in the artifact store and records them as an artifact of the Task:
@@ -116,6 +118,26 @@ func (s *Store) DeleteTask(ctx context.Context, workspaceID, id string, version 
 			detached = append(detached, i)
 		}
 		rows.Close()
+		// The runs and WorkItems that go with the Task are told gone (the kube API's watches).
+		var runs []work.FlowRun
+		rows, err = tx.QueryContext(ctx, s.q(`SELECT id, work_item_id, state, version FROM flow_runs WHERE work_task_id = ?`), id)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			r := work.FlowRun{WorkTaskID: id, Context: work.Context{WorkspaceID: workspaceID}}
+			if err := rows.Scan(&r.ID, &r.WorkItemID, &r.State, &r.Version); err != nil {
+				rows.Close()
+				return err
+			}
+			runs = append(runs, r)
+		}
+		rows.Close()
+		for _, r := range runs {
+			if err := s.emitRun(ctx, tx, r, false, true); err != nil {
+				return err
+			}
+		}
 		for _, stmt := range []string{
 			`UPDATE interactions SET last_task_id = NULL, version = version + 1 WHERE last_task_id = ?`,
 			`UPDATE interactions SET current_run_id = '' WHERE current_run_id IN (SELECT id FROM flow_runs WHERE work_task_id = ?)`,

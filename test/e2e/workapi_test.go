@@ -67,6 +67,13 @@ func TestKubectlFollowsAWorkTaskFromItsQuestionToCompletedAndResumesItsWatchAfte
 	watcher.Stdout, watcher.Stderr = watchOut, watchOut
 	g.Expect(watcher.Start()).To(Succeed())
 	defer func() { cancel(); _ = watcher.Wait() }()
+	// And of every FlowRun: each transition of a run is in the outbox too.
+	runsOut := &syncBuffer{}
+	runsWatcher := exec.CommandContext(ctx, kubectlBinary, "get", "flowruns", "-n", "default", "-w", "--output-watch-events")
+	runsWatcher.Env = watcher.Env
+	runsWatcher.Stdout, runsWatcher.Stderr = runsOut, runsOut
+	g.Expect(runsWatcher.Start()).To(Succeed())
+	defer func() { cancel(); _ = runsWatcher.Wait() }()
 
 	task, interaction, action, token := openReport(c, "Quarterly")
 	kubectl("wait", "--for=jsonpath={.status.state}=action-required", "task/"+task, "--timeout=60s")
@@ -97,6 +104,11 @@ func TestKubectlFollowsAWorkTaskFromItsQuestionToCompletedAndResumesItsWatchAfte
 		`(?s)ADDED\s+`+task+`\s+report: Quarterly\s+action-required.*MODIFIED\s+`+task+`\s+report: Quarterly\s+running.*`+
 			`MODIFIED\s+`+task+`\s+report: Quarterly\s+completed`),
 		"the watch shows the Task go running -> completed")
+	g.Eventually(runsOut.String).WithTimeout(10*time.Second).Should(MatchRegexp(
+		`(?s)ADDED\s+\S+\s+report\s+1.0.0\s+Pending.*MODIFIED\s+\S+\s+report\s+1.0.0\s+ActionRequired.*MODIFIED\s+\S+\s+report\s+1.0.0\s+Running.*MODIFIED\s+\S+\s+report\s+1.0.0\s+Completed`),
+		"the watch of FlowRuns shows the run's transitions")
+	// Across namespaces: the administrator's kubeconfig reads every workspace's Work.
+	g.Expect(cs.current.mustKubectl(t, "get", "tasks", "-A")).To(MatchRegexp(`(?m)^NAMESPACE\s+NAME\s+TITLE\s+STATE.*\ndefault\s+` + task + `\s+report: Quarterly\s+completed`))
 
 	// Pages: kubectl follows the continue tokens of a list with a limit.
 	for _, title := range []string{"B", "C", "D", "E"} {
@@ -175,6 +187,8 @@ func TestTheWorkPlaneInKubectlAppliesWorkspaceRolesAndTokens(t *testing.T) {
 	}
 
 	expect(viewer, true, task, "get", "tasks", "-n", "alpha")
+	expect(viewer, true, "alpha", "get", "tasks", "-A")
+	expect(otherWorkspace, true, "No resources found", "get", "tasks", "-A") // beta's token: alpha's Task is never shown
 	expect(viewer, false, "forbidden", "delete", "task", task, "-n", "alpha")
 	expect(otherWorkspace, false, "NotFound", "get", "task", task, "-n", "beta")
 	expect(otherWorkspace, false, "forbidden", "get", "tasks", "-n", "alpha")
