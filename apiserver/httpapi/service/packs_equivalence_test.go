@@ -119,6 +119,9 @@ func TestPreviewIsTheChangeSetInstallMakesAndWritesNothing(t *testing.T) {
 		workspaces = append(workspaces, e.workspace(fmt.Sprintf("gen%d", i)).RouteName)
 	}
 	seen := map[pack.Action]int{}
+	// Where the time goes, in the log: the installs of the earlier version, the controller
+	// settling, and the previews and installs compared.
+	var setup, settle, compared time.Duration
 	start := time.Now()
 	for i := range generatedPacks {
 		rng := rand.New(rand.NewPCG(24, uint64(i)))
@@ -138,6 +141,7 @@ func TestPreviewIsTheChangeSetInstallMakesAndWritesNothing(t *testing.T) {
 		v1 := map[string]int{"Agent/a-0": 0}
 		pick(v1, 0.4)
 		state := rng.IntN(4) // 0: nothing installed; 1: v1 installed; 2: and a person's edit; 3: and an unowned object
+		mark := time.Now()
 		if state > 0 {
 			r := in(http.MethodPost, "/api/packs", string(genPack(name, "1.0.0", v1).Zip()), "Content-Type", "application/zip")
 			g.Expect(r.status).To(Equal(http.StatusCreated), "%s: install of 1.0.0: %s", id, r.raw)
@@ -172,7 +176,11 @@ func TestPreviewIsTheChangeSetInstallMakesAndWritesNothing(t *testing.T) {
 
 		// The controller records what it observes after an install or a person's edit; the
 		// snapshot waits for it to be done, so that any later write is preview's or install's.
+		setup += time.Since(mark)
+		mark = time.Now()
 		before := settledResourceVersions(t, ws, id)
+		settle += time.Since(mark)
+		mark = time.Now()
 		preview := in(http.MethodPost, "/api/packs/preview", archive, "Content-Type", "application/zip")
 		g.Expect(preview.status).To(Equal(http.StatusOK), "%s: %s", id, preview.raw)
 		g.Expect(resourceVersions(t, ws, id)).To(Equal(before), "%s: preview changes no resourceVersion", id)
@@ -188,6 +196,7 @@ func TestPreviewIsTheChangeSetInstallMakesAndWritesNothing(t *testing.T) {
 
 		installed := in(http.MethodPost, "/api/packs", archive, "Content-Type", "application/zip")
 		after := resourceVersions(t, ws, id)
+		compared += time.Since(mark)
 		if conflict {
 			expectProblem(g, installed, http.StatusConflict)
 			g.Expect(after).To(Equal(before), "%s: a refused install writes nothing", id)
@@ -225,7 +234,8 @@ func TestPreviewIsTheChangeSetInstallMakesAndWritesNothing(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d generated Packs previewed and installed in %s; actions seen: %v", generatedPacks, time.Since(start).Round(time.Millisecond), seen)
+	t.Logf("%d generated Packs previewed and installed in %s (earlier versions installed %s, settling %s, previews and installs compared %s); actions seen: %v",
+		generatedPacks, time.Since(start).Round(time.Millisecond), setup.Round(time.Millisecond), settle.Round(time.Millisecond), compared.Round(time.Millisecond), seen)
 	for _, a := range []pack.Action{pack.ActionCreate, pack.ActionUpdate, pack.ActionUnchanged, pack.ActionRemove, pack.ActionConflict} {
 		g.Expect(seen).To(HaveKey(a), "the generated cases cover %q", a)
 	}
