@@ -88,6 +88,12 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 	g.Expect(digests).To(HaveLen(2), "%s", out)
 	g.Expect(digests[1]).To(Equal(digests[0]), "the same selection gives the same archive, and the download is it")
 	g.Expect(string(out)).To(ContainSubstring(`{"name":"openai-api-key","targetKind":"secret"}`), "%s", out)
+	// The Pack walkthrough: installed into the second workspace, updated by one resource, rolled
+	// back, and uninstalled keeping the resource a person changed.
+	g.Expect(string(out)).To(And(ContainSubstring(`["installed","1.0.0","needs configuration","acme.support-kit",4,4]`),
+		ContainSubstring(`["Agent","support-triage","update","definition.instructions"]`), ContainSubstring(`["installed","1.1.0","1.0.0"]`),
+		ContainSubstring(`["installed","1.0.0","1.1.0"]`), ContainSubstring(`[409,"Conflict",["Agent","support-triage","changed since installed"]]`),
+		ContainSubstring(`{"state":"degraded","preserved":[{"kind":"Agent","name":"support-triage","reason":"modified since installed"}]}`)), "%s", out)
 }
 
 func withoutKubeconfig(env []string) []string {

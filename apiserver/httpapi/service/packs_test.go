@@ -54,6 +54,14 @@ func packServerWith(t *testing.T, tune func(db *store.Store, r *installedpack.Re
 	}
 	server := httptest.NewServer(api.Handler())
 	t.Cleanup(server.Close)
+	runPackController(t, archives)
+	return server, db
+}
+
+// runPackController runs the InstalledPack controller against the test's control plane, reading
+// archives from the store, for the length of the test.
+func runPackController(t *testing.T, archives *packs.Store) {
+	t.Helper()
 	skip := true
 	mgr, err := ctrl.NewManager(env.Platform, ctrl.Options{Scheme: platformscheme.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0", Controller: ctrlconfig.Controller{SkipNameValidation: &skip}})
@@ -71,7 +79,6 @@ func packServerWith(t *testing.T, tune func(db *store.Store, r *installedpack.Re
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return server, db
 }
 
 // postArchive sends a Pack archive as the Console does.
