@@ -37,7 +37,7 @@ func TestAComposedPackInstalledIntoAnEmptyWorkspaceHasItsSourceResourcesFingerpr
 	g := NewWithT(t)
 	db := storeFor(t)
 	e := newIdentityEnv(t, db)
-	runPackController(t, &packs.Store{DB: db})
+	runPackController(t, &packs.Store{DB: db}, nil)
 	source, target := e.ws.RouteName, e.workspace("empty").RouteName
 	in := func(ws, method, path, body string, headers ...string) response {
 		return e.do(e.adminCookie, method, path, body, append(headers, httpapi.WorkspaceHeader, ws)...)
@@ -113,7 +113,7 @@ func TestPreviewIsTheChangeSetInstallMakesAndWritesNothing(t *testing.T) {
 	g := NewWithT(t)
 	db := storeFor(t)
 	e := newIdentityEnv(t, db)
-	runPackController(t, &packs.Store{DB: db})
+	runPackController(t, &packs.Store{DB: db}, nil)
 	workspaces := []string{e.ws.RouteName}
 	for i := 0; i < 4; i++ {
 		workspaces = append(workspaces, e.workspace(fmt.Sprintf("gen%d", i)).RouteName)

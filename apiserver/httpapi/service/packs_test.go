@@ -54,13 +54,17 @@ func packServerWith(t *testing.T, tune func(db *store.Store, r *installedpack.Re
 	}
 	server := httptest.NewServer(api.Handler())
 	t.Cleanup(server.Close)
-	runPackController(t, archives)
+	runPackController(t, archives, func(r *installedpack.Reconciler) {
+		if tune != nil {
+			tune(db, r)
+		}
+	})
 	return server, db
 }
 
 // runPackController runs the InstalledPack controller against the test's control plane, reading
-// archives from the store, for the length of the test.
-func runPackController(t *testing.T, archives *packs.Store) {
+// archives from the store, for the length of the test; tune, when set, adjusts it before it starts.
+func runPackController(t *testing.T, archives *packs.Store, tune func(*installedpack.Reconciler)) {
 	t.Helper()
 	skip := true
 	mgr, err := ctrl.NewManager(env.Platform, ctrl.Options{Scheme: platformscheme.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
@@ -70,7 +74,7 @@ func runPackController(t *testing.T, archives *packs.Store) {
 	}
 	r := &installedpack.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("installedpack-controller"), Archives: archives}
 	if tune != nil {
-		tune(db, r)
+		tune(r)
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
