@@ -13,14 +13,9 @@ import (
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/identity"
 	domain "platform.dev/platform/apiserver/sourceregistries"
-	"platform.dev/platform/internal/schedule"
 )
 
 const tagSourceRegistries = "Source registries"
-
-// defaultStaleAfter is how long an observation stays fresh when refreshPolicy.staleAfter is
-// omitted (the Console shows the same default).
-const defaultStaleAfter = 24 * time.Hour
 
 // routes are the area's handlers over the shared core.
 type routes struct{ *httpapi.Server }
@@ -246,12 +241,7 @@ func Freshness(reg *platformv1.SourceRegistry, now time.Time) string {
 	return "fresh"
 }
 
-// StaleAfter is the registration's staleAfter, or the default when omitted or unreadable.
+// StaleAfter is the registration's staleAfter, or the service default.
 func StaleAfter(reg *platformv1.SourceRegistry) time.Duration {
-	if p := reg.Definition.RefreshPolicy; p != nil && p.StaleAfter != "" {
-		if d, err := schedule.ParseTimeSpan(p.StaleAfter); err == nil && d > 0 {
-			return d
-		}
-	}
-	return defaultStaleAfter
+	return domain.PolicyOf(reg.Definition).StaleAfter
 }
