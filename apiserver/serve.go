@@ -321,6 +321,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Triggers:           occurrences,
 		PackProjects:       packprojects.NewStore(db),
 		Packs:              packStore,
+		Registries:         &sourceregistries.Store{DB: db},
 	})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -112,6 +113,50 @@ func TestTheOfficialSourceRegistryIsCreatedOnlyWhenAbsentAndCannotBeDeleted(t *t
 	})
 }
 
+func TestARegistrationsRefreshHistoryIsListedNewestFirstAndItsTrustIsComputedAtTheRead(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		e := newIdentityEnv(t, db)
+		as := func(method, path string) response { return e.do(e.adminCookie, method, path, "") }
+		name := strings.ToLower(uniqueWorkspace("hist"))
+		created := e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries", registrationBody(name, "trusted"))
+		g.Expect(created.status).To(Equal(http.StatusCreated), "%v", created.body)
+		uid := created.body["uid"].(string)
+
+		history := &sourceregistries.Store{DB: db}
+		start := time.Now().UTC()
+		for i, outcome := range []string{sourceregistries.OutcomeFailed, sourceregistries.OutcomeRecovered} {
+			_, err := history.AppendRefresh(context.Background(), sourceregistries.RefreshRecord{
+				RegistrationUID: uid, Trigger: sourceregistries.TriggerManual, Outcome: outcome, StartedAt: start.Add(time.Duration(i) * time.Minute),
+				FinishedAt: start.Add(time.Duration(i)*time.Minute + 1500*time.Millisecond), RetryCount: i, CorrelationID: "corr-" + outcome, ErrorCode: map[bool]string{true: "RegistryTimeout"}[i == 0],
+			})
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		page := as(http.MethodGet, "/api/sourceregistries/"+name+"/refreshes?take=10")
+		g.Expect(page.status).To(Equal(http.StatusOK), "%v", page.body)
+		g.Expect(page.body["items"]).To(HaveExactElements(
+			And(HaveKeyWithValue("outcome", "recovered"), HaveKeyWithValue("durationMs", BeNumerically("==", 1500)), HaveKeyWithValue("registrationName", name)),
+			And(HaveKeyWithValue("outcome", "failed"), HaveKeyWithValue("errorCode", "RegistryTimeout")),
+		))
+		expectProblem(g, as(http.MethodGet, "/api/sourceregistries/"+name+"/refreshes?take=101"), http.StatusUnprocessableEntity)
+		expectProblem(g, as(http.MethodGet, "/api/sourceregistries/no-such-registry/refreshes"), http.StatusNotFound)
+
+		trust := as(http.MethodGet, "/api/sourceregistries/"+name+"/trust")
+		g.Expect(trust.status).To(Equal(http.StatusOK), "%v", trust.body)
+		g.Expect(trust.body).To(And(HaveKeyWithValue("origin", "internal"), HaveKeyWithValue("trustPolicy", "trusted"), HaveKeyWithValue("registrationUid", uid)))
+		g.Expect(trust.body).NotTo(HaveKey("indexUrl"), "evidence carries no URL, credential or document")
+	})
+}
+
+func TestARegistrationCannotTakeTheNameOfAnotherRoute(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		e := newIdentityEnv(t, db)
+		for _, name := range []string{"discovery", "trust"} {
+			expectProblem(NewWithT(t), e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries", registrationBody(name, "untrusted")), http.StatusUnprocessableEntity)
+		}
+	})
+}
+
 func sourceRegistryRows(rows map[string]tableRow) {
 	rows["list-source-registries"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries")}
 	rows["get-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/table-none")}
@@ -121,6 +166,8 @@ func sourceRegistryRows(rows map[string]tableRow) {
 	rows["replace-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), func(*tableFixture, role) tableRequest {
 		return tableRequest{method: http.MethodPut, path: "/api/sourceregistries/table-none", body: registrationBody("table-none", "untrusted"), headers: []string{"If-Match", `"1"`}}
 	}}
+	rows["list-source-registry-refreshes"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/table-none/refreshes")}
+	rows["get-source-registry-trust"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/table-none/trust")}
 	rows["delete-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), func(*tableFixture, role) tableRequest {
 		return tableRequest{method: http.MethodDelete, path: "/api/sourceregistries/table-none", headers: []string{"If-Match", `"1"`}}
 	}}

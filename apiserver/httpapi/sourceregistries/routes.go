@@ -26,6 +26,7 @@ func Routes(s *httpapi.Server) {
 	r := &routes{s}
 	s.AddTags(&huma.Tag{Name: tagSourceRegistries, Description: "Source registries: instance-owned discovery endpoints for Sources, with trust evaluation and exact import. Platform administrators only."})
 	r.registerRegistrations()
+	r.registerHistoryAndTrust()
 }
 
 type nameInput struct {
@@ -87,6 +88,9 @@ func (r *routes) registerRegistrations() {
 		Description:   "The index is not fetched here: refresh the registration to cache it. A trust policy other than untrusted is audited.",
 		DefaultStatus: http.StatusCreated,
 	}, httpapi.PolicyPlatformAdmin), func(ctx context.Context, in *createInput) (*registrationOutput, error) {
+		if reservedNames[in.Body.Name] {
+			return nil, huma.Error422UnprocessableEntity("the name "+httpapi.Quote(in.Body.Name)+" is reserved: /api/sourceregistries/"+in.Body.Name+" is another route", &huma.ErrorDetail{Location: "body.name", Value: in.Body.Name})
+		}
 		reg := &platformv1.SourceRegistry{Definition: in.Body.Properties}
 		reg.Name = in.Body.Name
 		if err := r.Kube().Create(ctx, reg, client.FieldOwner(httpapi.FieldManager)); err != nil {
@@ -146,6 +150,9 @@ func (r *routes) registerRegistrations() {
 		return nil, nil
 	})
 }
+
+// reservedNames are the path segments of /api/sourceregistries/... that are other routes.
+var reservedNames = map[string]bool{"discovery": true, "trust": true}
 
 // get reads the named registration; 404 when there is none.
 func (r *routes) get(ctx context.Context, name string) (*platformv1.SourceRegistry, error) {
