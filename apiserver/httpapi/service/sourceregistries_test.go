@@ -286,6 +286,14 @@ func TestDiscoveryReadsOnlyTheCacheFiltersAndShowsDifferingDigestsAsAConflict(t 
 		g.Expect(detail.status).To(Equal(http.StatusOK), "%v", detail.body)
 		g.Expect(detail.body["observations"]).To(HaveLen(2))
 		expectProblem(g, e.do(e.adminCookie, http.MethodGet, "/api/sourceregistries/discovery/sources/"+publisher+"/none", ""), http.StatusNotFound)
+
+		trust := e.do(e.adminCookie, http.MethodGet, "/api/sourceregistries/trust/sources/"+publisher+"/kit/versions/1.0?manifestDigest=sha256:"+strings.Repeat("2", 64), "")
+		g.Expect(trust.status).To(Equal(http.StatusOK), "%v", trust.body)
+		g.Expect(trust.body).To(And(HaveKeyWithValue("verificationStatus", "Conflict"), HaveKeyWithValue("publisherStatus", "Verified"),
+			HaveKeyWithValue("snapshotVerification", "NotEvaluated"), HaveKeyWithValue("firstSeen", HaveKeyWithValue("manifestDigest", "sha256:"+strings.Repeat("1", 64)))))
+		g.Expect(trust.body["evidence"]).To(HaveLen(2))
+		g.Expect(fmt.Sprint(trust.body)).NotTo(ContainSubstring(".example/index.json"), "evidence carries no URL or document")
+		expectProblem(g, e.do(e.adminCookie, http.MethodGet, "/api/sourceregistries/trust/sources/"+publisher+"/kit/versions/1.0?manifestDigest=md5:x", ""), http.StatusUnprocessableEntity)
 	})
 }
 
@@ -306,6 +314,7 @@ func sourceRegistryRows(rows map[string]tableRow) {
 	rows["discover-sources"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries/discovery?take=5")}
 	rows["list-discovered-publishers"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries/discovery/publishers")}
 	rows["get-discovered-source"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/discovery/sources/table/none")}
+	rows["get-source-version-trust"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries/trust/sources/table/kit/versions/1?manifestDigest=sha256:" + strings.Repeat("0", 64))}
 	rows["delete-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), func(*tableFixture, role) tableRequest {
 		return tableRequest{method: http.MethodDelete, path: "/api/sourceregistries/table-none", headers: []string{"If-Match", `"1"`}}
 	}}

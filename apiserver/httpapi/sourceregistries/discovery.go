@@ -175,3 +175,55 @@ func observationFrom(e domain.Entry) Observation {
 		AssertedPublisherStatus: e.AssertedPublisherStatus, PublisherStatus: e.PublisherStatus, VerificationStatus: e.Verification, Conflict: e.Conflict,
 	}
 }
+
+func (r *routes) registerVersionTrust() {
+	huma.Register(r.API(), httpapi.Secured(huma.Operation{
+		OperationID: "get-source-version-trust", Method: http.MethodGet, Path: "/api/sourceregistries/trust/sources/{publisher}/{source}/versions/{version}", Tags: []string{tagSourceRegistries},
+		Summary: "Read the publisher and exact-version evidence of a Source version",
+		Description: "Evaluated at the read over every registration's cached observation: the accepted publisher status (a revocation dominates), " +
+			"SourceVersion verification of this exact manifest digest (differing digests are a conflict) and the first digest seen. " +
+			"Snapshot verification is not evaluated until a Channel is materialized. Never a credential or a cached document.",
+	}, httpapi.PolicyPlatformAdmin), func(ctx context.Context, in *VersionTrustInput) (*struct{ Body VersionTrust }, error) {
+		entries, err := r.entries(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := VersionTrust{Publisher: in.Publisher, SourceName: in.Source, Version: in.Version, ManifestDigest: in.ManifestDigest,
+			PublisherState: domain.PublisherNone, Verification: domain.VerificationUnverified, Snapshot: "NotEvaluated", Evidence: []Evidence{}, EvaluatedAt: time.Now().UTC()}
+		for _, e := range entries {
+			if e.Publisher == in.Publisher {
+				out.PublisherState = strongerStatus(out.PublisherState, e.PublisherStatus)
+			}
+			if e.Publisher != in.Publisher || e.SourceName != in.Source || e.Version != in.Version {
+				continue
+			}
+			reasons := []string{}
+			if e.AssertedPublisherStatus != e.PublisherStatus {
+				reasons = append(reasons, "publisherStatusLimitedByPolicy")
+			}
+			if e.ManifestDigest != in.ManifestDigest {
+				reasons = append(reasons, "manifestDigestDiffers")
+			}
+			if e.Conflict {
+				reasons = append(reasons, "digestConflict")
+				out.Verification = domain.VerificationConflict
+			} else if e.ManifestDigest == in.ManifestDigest && e.Verification == domain.VerificationVerified && out.Verification != domain.VerificationConflict {
+				out.Verification = domain.VerificationVerified
+			}
+			out.Evidence = append(out.Evidence, Evidence{RegistrationName: e.RegistrationName, RegistrationUID: e.RegistrationUID, ObservationID: e.ObservationID,
+				IndexDigest: e.IndexDigest, CatalogName: e.CatalogName, TrustPolicy: e.TrustPolicy, Origin: e.Origin, ManifestDigest: e.ManifestDigest,
+				AssertedPublisherStatus: e.AssertedPublisherStatus, AcceptedPublisherStatus: e.PublisherStatus, ReasonCodes: reasons})
+		}
+		if out.PublisherState == "Revoked" && out.Verification == domain.VerificationVerified {
+			out.Verification = domain.VerificationUnverified
+		}
+		if c := r.Registries(); c != nil {
+			if f, ok, err := c.FirstSeenOf(ctx, in.Publisher, in.Source, in.Version); err != nil {
+				return nil, httpapi.Problem(err)
+			} else if ok {
+				out.FirstSeen = &FirstSeen{ManifestDigest: f.ManifestDigest, RegistrationUID: f.RegistrationUID, ObservationID: f.ObservationID, FirstSeenAt: f.At}
+			}
+		}
+		return &struct{ Body VersionTrust }{Body: out}, nil
+	})
+}

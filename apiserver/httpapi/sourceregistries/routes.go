@@ -29,6 +29,7 @@ func Routes(s *httpapi.Server) {
 	r.registerHistoryAndTrust()
 	r.registerRefresh()
 	r.registerDiscovery()
+	r.registerVersionTrust()
 }
 
 type nameInput struct {

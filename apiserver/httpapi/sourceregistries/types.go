@@ -95,7 +95,7 @@ type VersionTrustInput struct {
 	Publisher      string `path:"publisher" maxLength:"128"`
 	Source         string `path:"source" maxLength:"128"`
 	Version        string `path:"version" maxLength:"128" doc:"Opaque Source version"`
-	ManifestDigest string `query:"manifestDigest" pattern:"^sha256:[0-9a-f]{64}$" doc:"Canonical manifest digest"`
+	ManifestDigest string `query:"manifestDigest" required:"true" pattern:"^sha256:[0-9a-f]{64}$" doc:"Canonical manifest digest"`
 }
 
 // VersionTrust is the publisher and exact-version evidence over every registration that lists
