@@ -34,6 +34,7 @@ import (
 	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
+	"platform.dev/platform/apiserver/sourceregistries"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/tools/aep"
@@ -47,6 +48,7 @@ import (
 	"platform.dev/platform/internal/demo"
 	"platform.dev/platform/internal/logging"
 	"platform.dev/platform/internal/readiness"
+	"platform.dev/platform/internal/registry"
 )
 
 // NewServeCommand runs the platform until SIGTERM or SIGINT.
@@ -261,6 +263,19 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err := secrets.EnsureScopeNamespace(ctx, kube, secrets.Place{Scope: ownerscope.Of(ownerscope.Instance, ""), Namespace: ownerscope.InstanceNamespace}); err != nil {
 		return fmt.Errorf("the instance's namespace: %w", err)
 	}
+	if err := sourceregistries.EnsureOfficial(ctx, kube, cfg); err != nil {
+		return err
+	}
+	// One pool of guarded registry connections serves every registration's requests.
+	registryTransport, err := registry.TransportFromConfig(cfg)
+	if err != nil {
+		return err
+	}
+	registryPool, err := registry.NewPool(registryTransport)
+	if err != nil {
+		return err
+	}
+	defer registryPool.Close()
 	ctrlOpts.Identity, ctrlOpts.LocalVault = ids, localVault
 	if managed, ok := agents.(*provider.ManagedProvider); ok {
 		managed.Client = resolve
@@ -323,6 +338,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Triggers:           occurrences,
 		PackProjects:       packprojects.NewStore(db),
 		Packs:              packStore,
+		Registries:         &sourceregistries.Store{DB: db},
+		RegistryFetchers:   sourceregistries.Fetchers(registryPool),
+		RegistryErrorCode:  sourceregistries.ErrorCode,
 	})
 	if err != nil {
 		return err

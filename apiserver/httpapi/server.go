@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/apiserver/identity"
 	connlimit "platform.dev/platform/apiserver/listener"
@@ -27,6 +28,7 @@ import (
 	"platform.dev/platform/apiserver/packprojects"
 	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/apiserver/secrets"
+	"platform.dev/platform/apiserver/sourceregistries"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
@@ -95,6 +97,14 @@ type Options struct {
 	// Packs stores Pack archives by digest and binding selections. Optional: without it the Pack
 	// routes that write answer 503.
 	Packs *packs.Store
+	// Registries is the Source registry cache and refresh history. Optional: without it the
+	// history and trust routes answer 503.
+	Registries *sourceregistries.Store
+	// RegistryFetchers makes a registration's guarded registry client (internal/registry).
+	// Optional: without it a refresh answers 503.
+	RegistryFetchers func(context.Context, *platformv1.SourceRegistry) (sourceregistries.Fetcher, error)
+	// RegistryErrorCode is the stable code of a registry client error (registry.CodeOf).
+	RegistryErrorCode func(error) string
 }
 
 // Server is the service API.
@@ -110,19 +120,22 @@ type Server struct {
 	// config holds, among others, model provider API keys (AI:Providers:<name>:ApiKey).
 	config *config.Config
 
-	mode      string
-	identity  *identity.Service
-	provision func(context.Context, identity.Workspace) error
-	seedFirst func(context.Context, identity.Workspace) error
-	work      *work.Store
-	workplace *workplace.Store
-	executor  Executor
-	tools     *tools.Manager
-	log       logr.Logger
-	secrets   *secrets.Service
-	triggers  *triggers.Service
-	projects  *packprojects.Store
-	packs     *packs.Store
+	mode       string
+	identity   *identity.Service
+	provision  func(context.Context, identity.Workspace) error
+	seedFirst  func(context.Context, identity.Workspace) error
+	work       *work.Store
+	workplace  *workplace.Store
+	executor   Executor
+	tools      *tools.Manager
+	log        logr.Logger
+	secrets    *secrets.Service
+	triggers   *triggers.Service
+	projects   *packprojects.Store
+	packs      *packs.Store
+	registries *sourceregistries.Store
+	refresher  *sourceregistries.Refresher
+	fetchers   func(context.Context, *platformv1.SourceRegistry) (sourceregistries.Fetcher, error)
 	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
 	// the shutdown up.
 	stopping     chan struct{}
@@ -187,7 +200,11 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
 		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets,
-		triggers: opts.Triggers, projects: opts.PackProjects, packs: opts.Packs}
+		triggers: opts.Triggers, projects: opts.PackProjects, packs: opts.Packs,
+		registries: opts.Registries, fetchers: opts.RegistryFetchers}
+	if opts.Registries != nil {
+		s.refresher = &sourceregistries.Refresher{Store: opts.Registries, ErrorCode: opts.RegistryErrorCode}
+	}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
 	}
@@ -325,6 +342,15 @@ func (s *Server) PackProjects() *packprojects.Store { return s.projects }
 
 // Packs is the store of Pack archives and binding selections; nil when the server has none.
 func (s *Server) Packs() *packs.Store { return s.packs }
+
+// Registries is the Source registry cache and history; nil when the server has none.
+func (s *Server) Registries() *sourceregistries.Store { return s.registries }
+
+// RegistryRefresher runs refreshes one at a time per registration, and the fetcher maker of a
+// registration; nil when the server has no cache or no registry client.
+func (s *Server) RegistryRefresher() (*sourceregistries.Refresher, func(context.Context, *platformv1.SourceRegistry) (sourceregistries.Fetcher, error)) {
+	return s.refresher, s.fetchers
+}
 
 // Log records what the service API does (ids, never input or prompt text).
 func (s *Server) Log() logr.Logger { return s.log }
