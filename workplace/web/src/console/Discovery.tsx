@@ -56,12 +56,18 @@ export function Discovery({ env }: { env: ConsoleEnv }) {
   const [error, setError] = useState<string>();
   const [missing, setMissing] = useState(false);
   const [registries, setRegistries] = useState<Registration[]>([]);
+  const [publishers, setPublishers] = useState<string[]>([]);
 
   useEffect(() => {
     if (!admin) return;
     get<Items<Registration>>("/api/sourceregistries").then(
       (l) => setRegistries(l.items ?? []),
       () => setRegistries([]),
+    );
+    // The publisher summaries only suggest names to the filter; without them it is a plain field.
+    get<Items<{ publisher?: string; name?: string }>>("/api/sourceregistries/discovery/publishers?take=100").then(
+      (l) => setPublishers([...new Set((l.items ?? []).map((p) => p.publisher ?? p.name ?? "").filter(Boolean))]),
+      () => setPublishers([]),
     );
   }, [admin]);
 
@@ -120,7 +126,7 @@ export function Discovery({ env }: { env: ConsoleEnv }) {
         Searches what the last refreshes cached; nothing is fetched from a registry until you import one exact version. Versions are shown in the registry's order and never compared; a registry may mark a
         version as its catalog's latest, no other “latest” exists.
       </p>
-      <FiltersForm key={query} initial={filters} registries={registries} onApply={apply} />
+      <FiltersForm key={query} initial={filters} registries={registries} publishers={publishers} onApply={apply} />
       <Problem error={error} />
       {result && result.items.length === 0 && (
         <p className="state-note info" data-state="empty">
@@ -161,7 +167,7 @@ export function Discovery({ env }: { env: ConsoleEnv }) {
   );
 }
 
-function FiltersForm({ initial, registries, onApply }: { initial: DiscoveryFilters; registries: Registration[]; onApply: (f: DiscoveryFilters) => void }) {
+function FiltersForm({ initial, registries, publishers, onApply }: { initial: DiscoveryFilters; registries: Registration[]; publishers: string[]; onApply: (f: DiscoveryFilters) => void }) {
   const [f, setF] = useState(initial);
   const uid = useId();
   const id = (k: string) => `${uid}-${k}`;
@@ -179,7 +185,12 @@ function FiltersForm({ initial, registries, onApply }: { initial: DiscoveryFilte
         </div>
         <div>
           <label htmlFor={id("publisher")}>Publisher</label>
-          <input id={id("publisher")} value={f.publisher} maxLength={128} onChange={(e) => set({ publisher: e.target.value })} />
+          <input id={id("publisher")} value={f.publisher} maxLength={128} list={id("publishers")} onChange={(e) => set({ publisher: e.target.value })} />
+          <datalist id={id("publishers")}>
+            {publishers.map((p) => (
+              <option key={p} value={p} />
+            ))}
+          </datalist>
         </div>
         <div>
           <label htmlFor={id("registry")}>Registry</label>
