@@ -18,7 +18,9 @@ import {
   publisherStatuses,
   shortDigest,
   trustPolicies,
+  verificationStatuses,
   type DiscoveryFilters,
+  type VersionTrust,
   type Observation,
   type Registration,
   type VersionGroup,
@@ -226,9 +228,9 @@ function FiltersForm({ initial, registries, publishers, onApply }: { initial: Di
           <label htmlFor={id("vstatus")}>Version verification</label>
           <select id={id("vstatus")} value={f.verificationStatus} onChange={(e) => set({ verificationStatus: e.target.value })}>
             <option value="">Any</option>
-            <option value="Verified">Verified</option>
-            <option value="Unverified">Unverified</option>
-            <option value="Conflict">Conflict</option>
+            {verificationStatuses.map((t) => (
+              <option key={t}>{t}</option>
+            ))}
           </select>
         </div>
         <div>
@@ -284,12 +286,14 @@ function ObservationItem({ o, reg, blocked, canInstall }: { o: Observation; reg?
   const [working, setWorking] = useState(false);
   const [imported, setImported] = useState<ImportedSourceVersion>();
   const [error, setError] = useState<string>();
-  const [evidence, setEvidence] = useState<Record<string, unknown>>();
+  const [evidence, setEvidence] = useState<VersionTrust>();
   const [evidenceError, setEvidenceError] = useState<string>();
   const compatible = observationCompatible(o);
   const stale = observationStale(o);
   const regName = o.registrationName ?? o.registration ?? reg?.properties.displayName ?? reg?.name ?? o.registrationUid;
   const publisherStatus = o.publisherStatus ?? o.assertedPublisherStatus;
+  // What the registry asserts and what this registration's policy accepts may differ (an untrusted one contributes declared evidence only).
+  const asserted = o.assertedPublisherStatus && o.assertedPublisherStatus !== publisherStatus ? o.assertedPublisherStatus : undefined;
 
   const doImport = async () => {
     setWorking(true);
@@ -304,7 +308,7 @@ function ObservationItem({ o, reg, blocked, canInstall }: { o: Observation; reg?
   };
   const readEvidence = async () => {
     try {
-      setEvidence(await get<Record<string, unknown>>(`/api/sourceregistries/trust/sources/${enc(o.publisher)}/${enc(o.sourceName)}/versions/${enc(o.version)}?manifestDigest=${enc(o.manifestDigest)}`));
+      setEvidence(await get<VersionTrust>(`/api/sourceregistries/trust/sources/${enc(o.publisher)}/${enc(o.sourceName)}/versions/${enc(o.version)}?manifestDigest=${enc(o.manifestDigest)}`));
       setEvidenceError(undefined);
     } catch (e) {
       setEvidenceError(problemSentence(e));
@@ -333,6 +337,7 @@ function ObservationItem({ o, reg, blocked, canInstall }: { o: Observation; reg?
         <dd data-trust>
           {o.trustPolicy ?? reg?.properties.trustPolicy ?? "?"} policy · origin {originLabel(o.origin ?? reg?.status?.origin).toLowerCase()}
           {publisherStatus && <> · publisher {publisherStatus}</>}
+          {asserted && <> (the registry asserts {asserted})</>}
           {o.verificationStatus && <> · version {o.verificationStatus}</>}
         </dd>
       </dl>
@@ -356,29 +361,57 @@ function ObservationItem({ o, reg, blocked, canInstall }: { o: Observation; reg?
   );
 }
 
-/** Evidence shows the trust answer's states and reason codes (it never carries credentials or documents). */
-function Evidence({ e }: { e: Record<string, unknown> }) {
-  const rows = Object.entries(e).filter(([, v]) => v !== null && v !== undefined && typeof v !== "object");
-  const nested = Object.entries(e).filter(([, v]) => v && typeof v === "object");
+/** Evidence shows the trust answer: accepted states, the first digest seen, and each registration's evidence with its reason codes (never credentials or documents). */
+function Evidence({ e }: { e: VersionTrust }) {
   return (
     <details className="evidence" open>
-      <summary>Trust evidence{typeof e.evaluatedAt === "string" ? `, evaluated ${when(e.evaluatedAt)}` : ""}</summary>
+      <summary>Trust evidence{e.evaluatedAt ? `, evaluated ${when(e.evaluatedAt)}` : ""}</summary>
       <dl className="facts small">
-        {rows.map(([k, v]) => (
-          <div key={k} className="fact-row">
-            <dt>{k}</dt>
-            <dd className="wrap">{String(v)}</dd>
-          </div>
-        ))}
-        {nested.map(([k, v]) => (
-          <div key={k} className="fact-row">
-            <dt>{k}</dt>
-            <dd className="wrap">
-              <code>{JSON.stringify(v)}</code>
+        <dt>Publisher</dt>
+        <dd>{e.publisherStatus}</dd>
+        <dt>This version and digest</dt>
+        <dd>{e.verificationStatus}</dd>
+        {e.firstSeen && (
+          <>
+            <dt>First digest seen</dt>
+            <dd>
+              <code title={e.firstSeen.manifestDigest}>{shortDigest(e.firstSeen.manifestDigest)}</code> {when(e.firstSeen.firstSeenAt)}
             </dd>
-          </div>
-        ))}
+          </>
+        )}
+        <dt>Snapshot</dt>
+        <dd>{e.snapshotVerification === "NotEvaluated" ? "Not evaluated (no Channel is materialized)" : (e.snapshotVerification ?? "")}</dd>
       </dl>
+      {(e.evidence?.length ?? 0) > 0 && (
+        <div className="scroll-x">
+          <table aria-label="Evidence by registration" className="small">
+            <thead>
+              <tr>
+                <th scope="col">Registration</th>
+                <th scope="col">Policy</th>
+                <th scope="col">Publisher asserted → accepted</th>
+                <th scope="col">Digest</th>
+                <th scope="col">Reasons</th>
+              </tr>
+            </thead>
+            <tbody>
+              {e.evidence!.map((x) => (
+                <tr key={`${x.registrationUid}/${x.observationId}/${x.catalogName}`}>
+                  <td>{x.registrationName}</td>
+                  <td>{x.trustPolicy}</td>
+                  <td>
+                    {x.assertedPublisherStatus} → {x.acceptedPublisherStatus}
+                  </td>
+                  <td>
+                    <code title={x.manifestDigest}>{shortDigest(x.manifestDigest)}</code>
+                  </td>
+                  <td>{(x.reasonCodes ?? []).join(", ")}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
     </details>
   );
 }

@@ -231,7 +231,7 @@ function RegistrationDetail({ name, onChanged }: { name: string; onChanged: () =
     );
   if (!data) return <Problem error={error} />;
   const r = data.r;
-  const official = r.name === OFFICIAL_REGISTRATION;
+  const official = r.status?.official === true || r.name === OFFICIAL_REGISTRATION;
 
   const refresh = async () => {
     setWorking("refresh");

@@ -145,6 +145,8 @@ describe("freshness of a registration", () => {
     expect(freshness(reg({ lastSuccessTime: "2026-01-01T00:00:00Z", stale: true }))).toBe("stale");
     expect(freshness(reg({ lastSuccessTime: "2026-01-01T00:00:00Z", freshness: "stale" }))).toBe("stale");
     expect(freshness(reg({ lastSuccessTime: "2026-01-01T00:00:00Z" }, false))).toBe("disabled");
+    expect(freshness(reg({ lastSuccessTime: "2026-01-01T00:00:00Z", freshness: "fresh", stale: false }))).toBe("fresh");
+    expect(freshness(reg({ freshness: "never" }))).toBe("never");
   });
   it("a digest reads in its short form", () => {
     expect(shortDigest(digest("a"))).toBe("sha256:aaaaaaaaaaaa");

@@ -51,6 +51,7 @@ export interface RefreshSummary {
 /** The observed state the server adds to a registration (names after the SourceRegistry kind). */
 export interface RegistrationStatus {
   origin?: string;
+  official?: boolean;
   lastRefresh?: RefreshSummary;
   lastSuccessTime?: string;
   consecutiveFailures?: number;
@@ -81,6 +82,36 @@ export interface RefreshRecord {
   correlationId?: string;
   digest?: string;
   errorCode?: string;
+}
+
+/** One registration's evidence for a version, and what its policy accepts of it. */
+export interface Evidence {
+  registrationName: string;
+  registrationUid: string;
+  observationId: string;
+  indexDigest?: string;
+  catalogName: string;
+  catalogDigest?: string;
+  trustPolicy: string;
+  origin: string;
+  manifestDigest: string;
+  assertedPublisherStatus: string;
+  acceptedPublisherStatus: string;
+  reasonCodes?: string[];
+}
+
+/** The trust answer for one exact version and digest, recomputed at every read. */
+export interface VersionTrust {
+  publisher: string;
+  sourceName: string;
+  version: string;
+  manifestDigest: string;
+  publisherStatus: string;
+  verificationStatus: string;
+  firstSeen?: { manifestDigest: string; registrationUid: string; observationId: string; firstSeenAt: string };
+  snapshotVerification?: string;
+  evidence?: Evidence[];
+  evaluatedAt?: string;
 }
 
 export interface Observation {
@@ -340,6 +371,8 @@ export type Freshness = "fresh" | "stale" | "never" | "disabled";
 export function freshness(r: Registration): Freshness {
   if (r.properties.enabled === false) return "disabled";
   const s = r.status ?? {};
+  // The server computes it at the read (staleAfter is its rule); the rest is for an older answer.
+  if (s.freshness && s.freshness in freshnessWords) return s.freshness as Freshness;
   if (s.freshness === "stale" || s.stale === true) return "stale";
   if (!s.lastSuccessTime && !s.currentObservationId) return "never";
   if (s.freshness === "fresh" || s.stale === false) return "fresh";
@@ -431,7 +464,8 @@ export const emptyFilters = (): DiscoveryFilters => ({
   take: DISCOVERY_DEFAULT_TAKE,
 });
 
-export const publisherStatuses = ["Declared", "Verified", "Official", "Revoked"];
+export const publisherStatuses = ["None", "Declared", "Verified", "Official", "Revoked"];
+export const verificationStatuses = ["Unverified", "Verified", "Conflict"];
 
 const clampTake = (n: number) => (Number.isFinite(n) ? Math.min(DISCOVERY_MAX_TAKE, Math.max(1, Math.floor(n))) : DISCOVERY_DEFAULT_TAKE);
 
