@@ -63,4 +63,97 @@ describe("Source registries in the Console", () => {
     await noViolations(page, "discovery, not permitted");
     await page.context().close();
   });
+
+  it("an administrator adds a registry through the form with the defaults shown and a warning for a relaxed endpoint policy, and the official registration has no delete control", async () => {
+    const page = await consolePage("/settings/source-registries");
+    const list = page.getByRole("table", { name: "Registrations" });
+    const official = list.locator('tr[data-registration="agentstration-official"]');
+    await official.waitFor();
+    await official.getByRole("link").click();
+    const detail = page.locator('[data-registration-detail="agentstration-official"]');
+    await detail.waitFor();
+    assert.equal(await detail.getByRole("button", { name: /Delete/ }).count(), 0, "the official registration cannot be deleted: no control");
+    await detail.getByRole("link", { name: "Close" }).click();
+
+    await page.getByRole("button", { name: "Add a registry" }).click();
+    const form = page.getByRole("form", { name: "Add a registry" });
+    await form.getByLabel("Display name").fill("Team registry");
+    assert.equal(await form.getByLabel(/^Name/).inputValue(), "team-registry", "the name follows the display name");
+    await form.getByLabel("Index URL").fill("https://127.0.0.1:9/index.json");
+    assert.equal(await form.getByLabel("Stale after").getAttribute("placeholder"), "1.00:00:00", "an empty duration shows its default");
+    assert.equal(await page.locator('[data-warning="endpoint-policy"]').count(), 0);
+    await form.getByLabel(/Allow private network addresses/).check();
+    assert.match(await page.locator('[data-warning="endpoint-policy"]').innerText(), /reach machines inside your network/);
+    await form.getByLabel("Timeout of one attempt").fill("5 minutes");
+    await form.getByRole("button", { name: "Add registry" }).click();
+    assert.match(await form.getByText(/Write a duration as \[days\.\]hh:mm:ss/).innerText(), /00:30:00/, "a malformed duration is named on its field");
+    await form.getByLabel("Timeout of one attempt").fill("00:00:05");
+    await form.getByRole("button", { name: "Add registry" }).click();
+
+    await page.waitForURL(/registration=team-registry/);
+    const row = list.locator('tr[data-registration="team-registry"]');
+    await row.waitFor();
+    assert.match(await row.innerText(), /untrusted/);
+    assert.equal(await row.locator("[data-freshness]").getAttribute("data-freshness"), "never");
+    const saved = await call("GET", "/api/sourceregistries/team-registry");
+    assert.equal(saved.status, 200);
+    assert.equal(saved.body.properties.refreshPolicy.timeout, "00:00:05");
+    assert.equal(saved.body.properties.endpointPolicy.allowPrivateNetwork, true);
+    await h.screenshot(page, "registries-added-1280");
+    await noViolations(page, "the registrations with one open");
+    await page.context().close();
+  });
+
+  it("an edit after someone else's change is refused in words and shows the current values; delete keeps nothing on the page", async () => {
+    const page = await consolePage("/settings/source-registries?registration=team-registry");
+    const detail = page.locator('[data-registration-detail="team-registry"]');
+    await detail.waitFor();
+    // Someone else changes the trust policy meanwhile.
+    const current = await call("GET", "/api/sourceregistries/team-registry");
+    const changed = await call("PUT", "/api/sourceregistries/team-registry", { name: "team-registry", properties: { ...current.body.properties, trustPolicy: "trusted" } }, { "If-Match": current.headers.get("etag") });
+    assert.equal(changed.status, 200, JSON.stringify(changed.body));
+
+    await detail.getByLabel(/Authoritative/).check();
+    await detail.getByRole("button", { name: "Save changes" }).click();
+    const alert = detail.getByRole("alert").filter({ hasText: /someone changed this registration/ });
+    await alert.waitFor();
+    await h.waitFor(async () => detail.getByLabel(/^Trusted/).isChecked(), { message: "the current trust policy to be shown again" });
+    assert.equal((await call("GET", "/api/sourceregistries/team-registry")).body.properties.trustPolicy, "trusted", "nothing was overwritten");
+
+    await detail.getByLabel(/Authoritative/).check();
+    await detail.getByRole("button", { name: "Save changes" }).click();
+    await detail.getByText("Saved.").waitFor();
+    assert.equal((await call("GET", "/api/sourceregistries/team-registry")).body.properties.trustPolicy, "authoritative");
+
+    await detail.getByRole("button", { name: "Delete…" }).click();
+    await page.getByRole("region", { name: "Delete the registration" }).getByRole("button", { name: "Delete team-registry" }).click();
+    await page.waitForURL(/\/settings\/source-registries$/);
+    await h.waitFor(async () => (await page.locator('tr[data-registration="team-registry"]').count()) === 0, { message: "the row to go" });
+    assert.equal((await call("GET", "/api/sourceregistries/team-registry")).status, 404);
+    await page.context().close();
+  });
+
+  it("at 375 px the registrations, a refresh's result and its history fit the page", async () => {
+    const created = await call("POST", "/api/sourceregistries", { name: "unreachable", properties: { displayName: "Unreachable", indexUrl: "https://127.0.0.1:9/index.json", refreshPolicy: { timeout: "00:00:02" } } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const page = await consolePage("/settings/source-registries?registration=unreachable", { width: 375, height: 800 });
+    const detail = page.locator('[data-registration-detail="unreachable"]');
+    await detail.waitFor();
+    await detail.getByRole("button", { name: "Refresh now" }).click();
+    // A loopback address without allowPrivateNetwork is refused before any connection.
+    const note = detail.locator('[data-note="refresh"]');
+    await note.waitFor({ timeout: 20_000 });
+    assert.match(await note.innerText(), /The refresh failed \(\w+/);
+    const history = detail.getByRole("table", { name: "Refresh history" });
+    await history.locator('tr[data-outcome="failed"]').first().waitFor();
+    assert.match(await history.innerText(), /Manual/);
+    await fits(page, "the registration with its history");
+    await h.screenshot(page, "registries-refresh-375");
+    await noViolations(page, "the refresh at 375 px");
+    await page.goto(`${platform.apiUrl}/settings/source-registries/discovery`);
+    await page.getByRole("search", { name: "Discovery filters" }).waitFor();
+    await fits(page, "discovery");
+    await h.screenshot(page, "registries-discovery-375");
+    await page.context().close();
+  });
 });
