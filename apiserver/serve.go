@@ -33,6 +33,7 @@ import (
 	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
+	"platform.dev/platform/apiserver/sourceregistries"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/tools/aep"
@@ -256,6 +257,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err := secrets.EnsureScopeNamespace(ctx, kube, secrets.Place{Scope: ownerscope.Of(ownerscope.Instance, ""), Namespace: ownerscope.InstanceNamespace}); err != nil {
 		return fmt.Errorf("the instance's namespace: %w", err)
 	}
+	if err := sourceregistries.EnsureOfficial(ctx, kube, cfg); err != nil {
+		return err
+	}
 	ctrlOpts.Identity, ctrlOpts.LocalVault = ids, localVault
 	if managed, ok := agents.(*provider.ManagedProvider); ok {
 		managed.Client = resolve
@@ -317,6 +321,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Triggers:           occurrences,
 		PackProjects:       packprojects.NewStore(db),
 		Packs:              packStore,
+		Registries:         &sourceregistries.Store{DB: db},
 	})
 	if err != nil {
 		return err

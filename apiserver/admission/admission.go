@@ -55,6 +55,10 @@ func IsPlatform(u user.Info) bool {
 	return u != nil && u.GetName() == user.APIServerUser && slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup)
 }
 
+// OfficialSourceRegistry is the built-in registration, which is never deleted (the name is
+// apiserver/sourceregistries.OfficialName; repeated to keep this package free of it).
+const OfficialSourceRegistry = "agentstration-official"
+
 // Validate implements admission.ValidationInterface.
 func (r *Rules) Validate(ctx context.Context, a apiadmission.Attributes, _ apiadmission.ObjectInterfaces) error {
 	if a.GetResource().Group != platformv1.GroupVersion.Group || IsPlatform(a.GetUserInfo()) {
@@ -75,6 +79,10 @@ func (r *Rules) Validate(ctx context.Context, a apiadmission.Attributes, _ apiad
 	case "agents":
 		if a.GetOperation() == apiadmission.Delete && a.GetSubresource() == "" {
 			return r.refuseIfReferenced(ctx, a, "Agent", agentReferrer)
+		}
+	case "sourceregistries":
+		if a.GetOperation() == apiadmission.Delete && a.GetSubresource() == "" && a.GetName() == OfficialSourceRegistry {
+			return refuse(a, fmt.Sprintf("the official Source registry registration %q cannot be deleted; disable it instead (definition.enabled: false)", a.GetName()))
 		}
 	case "modelproviders":
 		if a.GetOperation() == apiadmission.Delete && a.GetSubresource() == "" {

@@ -119,3 +119,29 @@ func expectRefusal(g Gomega, err error, reason string) {
 	g.ExpectWithOffset(1, status.Details.Causes).To(ContainElement(And(
 		HaveField("Type", platformv1.RuleRefusedCause), HaveField("Message", ContainSubstring(reason)))))
 }
+
+func TestTheOfficialSourceRegistryCannotBeDeletedWithKubectl(t *testing.T) {
+	registry := func(name string, op apiadmission.Operation) apiadmission.Attributes {
+		gvr := platformv1.GroupVersion.WithResource("sourceregistries")
+		return apiadmission.NewAttributesRecord(nil, nil, platformv1.GroupVersion.WithKind("SourceRegistry"), "", name, gvr, "", op, nil, false, administrator)
+	}
+	for name, tc := range map[string]struct {
+		name    string
+		op      apiadmission.Operation
+		refused bool
+	}{
+		"deleting the official registration": {OfficialSourceRegistry, apiadmission.Delete, true},
+		"reconfiguring the official one":     {OfficialSourceRegistry, apiadmission.Update, false},
+		"deleting another registration":      {"mirror", apiadmission.Delete, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := New().Validate(context.Background(), registry(tc.name, tc.op), nil)
+			if tc.refused {
+				expectRefusal(g, err, "cannot be deleted")
+			} else {
+				g.Expect(err).To(Succeed())
+			}
+		})
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"platform.dev/platform/apiserver/packprojects"
 	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/apiserver/secrets"
+	"platform.dev/platform/apiserver/sourceregistries"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/triggers"
 	"platform.dev/platform/apiserver/work"
@@ -95,6 +96,9 @@ type Options struct {
 	// Packs stores Pack archives by digest and binding selections. Optional: without it the Pack
 	// routes that write answer 503.
 	Packs *packs.Store
+	// Registries is the Source registry cache and refresh history. Optional: without it the
+	// history and trust routes answer 503.
+	Registries *sourceregistries.Store
 }
 
 // Server is the service API.
@@ -110,19 +114,20 @@ type Server struct {
 	// config holds, among others, model provider API keys (AI:Providers:<name>:ApiKey).
 	config *config.Config
 
-	mode      string
-	identity  *identity.Service
-	provision func(context.Context, identity.Workspace) error
-	seedFirst func(context.Context, identity.Workspace) error
-	work      *work.Store
-	workplace *workplace.Store
-	executor  Executor
-	tools     *tools.Manager
-	log       logr.Logger
-	secrets   *secrets.Service
-	triggers  *triggers.Service
-	projects  *packprojects.Store
-	packs     *packs.Store
+	mode       string
+	identity   *identity.Service
+	provision  func(context.Context, identity.Workspace) error
+	seedFirst  func(context.Context, identity.Workspace) error
+	work       *work.Store
+	workplace  *workplace.Store
+	executor   Executor
+	tools      *tools.Manager
+	log        logr.Logger
+	secrets    *secrets.Service
+	triggers   *triggers.Service
+	projects   *packprojects.Store
+	packs      *packs.Store
+	registries *sourceregistries.Store
 	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
 	// the shutdown up.
 	stopping     chan struct{}
@@ -187,7 +192,8 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
 		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets,
-		triggers: opts.Triggers, projects: opts.PackProjects, packs: opts.Packs}
+		triggers: opts.Triggers, projects: opts.PackProjects, packs: opts.Packs,
+		registries: opts.Registries}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
 	}
@@ -325,6 +331,9 @@ func (s *Server) PackProjects() *packprojects.Store { return s.projects }
 
 // Packs is the store of Pack archives and binding selections; nil when the server has none.
 func (s *Server) Packs() *packs.Store { return s.packs }
+
+// Registries is the Source registry cache and history; nil when the server has none.
+func (s *Server) Registries() *sourceregistries.Store { return s.registries }
 
 // Log records what the service API does (ids, never input or prompt text).
 func (s *Server) Log() logr.Logger { return s.log }

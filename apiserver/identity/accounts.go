@@ -136,6 +136,11 @@ func (s *Service) now() time.Time {
 	return time.Now().UTC().Truncate(time.Microsecond)
 }
 
+// RecordAudit appends e, in a transaction of its own, to the security audit records.
+func (s *Service) RecordAudit(ctx context.Context, e Event) error {
+	return s.audit().RecordAlone(ctx, e)
+}
+
 // audit returns the Audit of the Service, defaulting its store and clock to the Service's
 // without modifying the Service (it is used concurrently).
 func (s *Service) audit() *Audit {

@@ -32,6 +32,9 @@ const (
 	// ActionResumeTokenReissued records that a person was given a fresh resume token for an open
 	// pending action (its target): who, which, when; never the token.
 	ActionResumeTokenReissued = "pending-action.resume-token-reissued"
+	// ActionSourceRegistryTrustPolicyChanged records that a Source registry registration's trust
+	// policy changed (target: the registration's UID; reason: the new policy).
+	ActionSourceRegistryTrustPolicyChanged = "source-registry.trust-policy-changed"
 )
 
 var knownActions = map[string]bool{
@@ -41,6 +44,7 @@ var knownActions = map[string]bool{
 	ActionLocalAccountSessionsRevoked: true, ActionExternalIdentityLinked: true, ActionExternalIdentityUnlinked: true,
 	ActionWorkspaceMembershipSet: true, ActionWorkspaceMembershipRemoved: true, ActionPersonalAccessTokenCreated: true,
 	ActionPersonalAccessTokenRevoked: true, ActionPersonalAccessTokenRevokedAll: true, ActionResumeTokenReissued: true,
+	ActionSourceRegistryTrustPolicyChanged: true,
 }
 
 // Audit outcomes.
@@ -132,6 +136,12 @@ func (a *Audit) Record(ctx context.Context, tx *sql.Tx, e Event) error {
 		return fmt.Errorf("audit: record %s: %w", e.Action, err)
 	}
 	return nil
+}
+
+// RecordAlone appends e in a transaction of its own, for a change whose state lives outside the
+// store (a kube object) and is recorded once it is made.
+func (a *Audit) RecordAlone(ctx context.Context, e Event) error {
+	return a.Store.InTx(ctx, func(tx *sql.Tx) error { return a.Record(ctx, tx, e) })
 }
 
 // Latest returns the newest events first, at most limit of them; a limit outside 1..200 reads

@@ -383,6 +383,7 @@ func routeRoleTable() map[string]tableRow {
 	triggerRows(rows)
 	packProjectRows(rows)
 	packRows(rows)
+	sourceRegistryRows(rows)
 	return rows
 }
 

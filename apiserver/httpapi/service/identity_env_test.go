@@ -21,6 +21,7 @@ import (
 	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/secrets"
+	"platform.dev/platform/apiserver/sourceregistries"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/tools"
 	"platform.dev/platform/apiserver/tools/aep"
@@ -100,6 +101,7 @@ func newIdentityEnv(t testing.TB, db *store.Store) *identityEnv {
 		Triggers:           &triggers.Service{DB: db, Work: workStore, Kube: platformKube, Access: access},
 		PackProjects:       packprojects.NewStore(db),
 		Packs:              &packs.Store{DB: db},
+		Registries:         &sourceregistries.Store{DB: db},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewUnstartedServer(api.Handler())

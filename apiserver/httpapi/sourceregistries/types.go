@@ -8,6 +8,7 @@ import (
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/httpapi"
+	domain "platform.dev/platform/apiserver/sourceregistries"
 )
 
 // The request and response bodies of the twelve Source registry routes. The Console builds on
@@ -15,7 +16,7 @@ import (
 
 // OfficialRegistration is the name of the built-in registration: created only when absent,
 // never deleted.
-const OfficialRegistration = "agentstration-official"
+const OfficialRegistration = domain.OfficialName
 
 // Registration is one Source registry registration: GET, POST and PUT /api/sourceregistries.
 // The ETag of a read is in the ETag header and repeated as etag.

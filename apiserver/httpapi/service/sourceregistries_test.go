@@ -1,0 +1,174 @@
+package service_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/sourceregistries"
+	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/store/storetest"
+	"platform.dev/platform/internal/config"
+)
+
+// registrationBody is a registration of a private registry; the kube API is shared by the
+// tests, so names are unique.
+func registrationBody(name, trustPolicy string) string {
+	return `{"name":"` + name + `","properties":{"displayName":"Registry ` + name + `","indexUrl":"https://registry.example/index.json",` +
+		`"trustPolicy":"` + trustPolicy + `","endpointPolicy":{"allowPrivateNetwork":true}}}`
+}
+
+func TestSourceRegistryRegistrationsAreWrittenWithETagsAndTheirTrustPolicyChangesAreAudited(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		e := newIdentityEnv(t, db)
+		as := func(method, path, body string, headers ...string) response {
+			return e.do(e.adminCookie, method, path, body, headers...)
+		}
+		name := strings.ToLower(uniqueWorkspace("reg"))
+		created := as(http.MethodPost, "/api/sourceregistries", registrationBody(name, "untrusted"))
+		g.Expect(created.status).To(Equal(http.StatusCreated), "%v", created.body)
+		etag := created.header.Get("ETag")
+		g.Expect(etag).NotTo(BeEmpty())
+		g.Expect(created.body).To(HaveKeyWithValue("uid", Not(BeEmpty())))
+		g.Expect(created.body["status"]).To(HaveKeyWithValue("freshness", "never"), "a registration is not fetched before its first refresh")
+
+		read := as(http.MethodGet, "/api/sourceregistries/"+name, "")
+		g.Expect(read.status).To(Equal(http.StatusOK))
+		g.Expect(read.body["properties"]).To(HaveKeyWithValue("indexUrl", "https://registry.example/index.json"))
+		list := as(http.MethodGet, "/api/sourceregistries", "")
+		g.Expect(list.body["items"]).To(ContainElement(HaveKeyWithValue("name", name)))
+
+		expectProblem(g, as(http.MethodPut, "/api/sourceregistries/"+name, registrationBody(name, "trusted")), http.StatusPreconditionRequired)
+		expectProblem(g, as(http.MethodPut, "/api/sourceregistries/"+name, registrationBody(name, "trusted"), "If-Match", `"1"`), http.StatusPreconditionFailed)
+		replaced := as(http.MethodPut, "/api/sourceregistries/"+name, registrationBody(name, "trusted"), "If-Match", etag)
+		g.Expect(replaced.status).To(Equal(http.StatusOK), "%v", replaced.body)
+		g.Expect(replaced.body["properties"]).To(HaveKeyWithValue("trustPolicy", "trusted"))
+
+		audit := as(http.MethodGet, "/api/identity/audit-events?limit=5", "")
+		g.Expect(audit.body["items"]).To(ContainElement(And(
+			HaveKeyWithValue("action", "source-registry.trust-policy-changed"),
+			HaveKeyWithValue("targetId", created.body["uid"]),
+			HaveKeyWithValue("reasonCode", "trusted"),
+			HaveKeyWithValue("actorId", e.admin.ID),
+		)), "the trust policy change is audited, by whom and for which registration")
+
+		expectProblem(g, as(http.MethodPut, "/api/sourceregistries/"+name, registrationBody("other", "trusted"), "If-Match", replaced.header.Get("ETag")), http.StatusUnprocessableEntity)
+		expectProblem(g, as(http.MethodDelete, "/api/sourceregistries/"+name, ""), http.StatusPreconditionRequired)
+		g.Expect(as(http.MethodDelete, "/api/sourceregistries/"+name, "", "If-Match", replaced.header.Get("ETag")).status).To(Equal(http.StatusNoContent))
+		expectProblem(g, as(http.MethodGet, "/api/sourceregistries/"+name, ""), http.StatusNotFound)
+	})
+}
+
+func TestABadSourceRegistryRegistrationIsRefusedWithProblemDetails(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		e := newIdentityEnv(t, db)
+		for name, tc := range map[string]struct{ body string }{
+			"an http index without allowHttp": {`{"name":"bad-http","properties":{"indexUrl":"http://registry.example/index.json"}}`},
+			"an index URL with credentials":   {`{"name":"bad-creds","properties":{"indexUrl":"https://user:pw@registry.example/index.json"}}`},
+			"an index URL with a query":       {`{"name":"bad-query","properties":{"indexUrl":"https://registry.example/index.json?x=1"}}`},
+			"an unknown trust policy":         {`{"name":"bad-policy","properties":{"indexUrl":"https://registry.example/i.json","trustPolicy":"blind"}}`},
+			"staticBearer without credential": {`{"name":"bad-bearer","properties":{"indexUrl":"https://registry.example/i.json","authenticationMode":"staticBearer"}}`},
+			"a name that is no DNS label":     {`{"name":"Bad_Name","properties":{"indexUrl":"https://registry.example/i.json"}}`},
+		} {
+			t.Run(name, func(t *testing.T) {
+				r := e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries", tc.body)
+				expectProblem(NewWithT(t), r, http.StatusUnprocessableEntity)
+			})
+		}
+	})
+}
+
+func TestTheOfficialSourceRegistryIsCreatedOnlyWhenAbsentAndCannotBeDeleted(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		e := newIdentityEnv(t, db)
+		ctx := context.Background()
+		cfg := config.FromMap(config.Production, nil)
+		g.Expect(sourceregistries.EnsureOfficial(ctx, kube, cfg)).To(Succeed())
+		as := func(method, path, body string, headers ...string) response {
+			return e.do(e.adminCookie, method, path, body, headers...)
+		}
+		official := as(http.MethodGet, "/api/sourceregistries/"+sourceregistries.OfficialName, "")
+		g.Expect(official.status).To(Equal(http.StatusOK), "%v", official.body)
+		g.Expect(official.body["status"]).To(HaveKeyWithValue("official", true))
+
+		// An administrator reconfigures it; starting again keeps what they wrote.
+		body := `{"name":"` + sourceregistries.OfficialName + `","properties":{"indexUrl":"https://mirror.example/index.json","enabled":false,"trustPolicy":"authoritative"}}`
+		reconfigured := as(http.MethodPut, "/api/sourceregistries/"+sourceregistries.OfficialName, body, "If-Match", official.header.Get("ETag"))
+		g.Expect(reconfigured.status).To(Equal(http.StatusOK), "%v", reconfigured.body)
+		g.Expect(sourceregistries.EnsureOfficial(ctx, kube, cfg)).To(Succeed())
+		again := as(http.MethodGet, "/api/sourceregistries/"+sourceregistries.OfficialName, "")
+		g.Expect(again.body["properties"]).To(HaveKeyWithValue("indexUrl", "https://mirror.example/index.json"))
+
+		refused := as(http.MethodDelete, "/api/sourceregistries/"+sourceregistries.OfficialName, "", "If-Match", again.header.Get("ETag"))
+		expectProblem(g, refused, http.StatusConflict)
+		g.Expect(refused.body["detail"]).To(ContainSubstring("cannot be deleted"))
+		g.Expect(as(http.MethodGet, "/api/sourceregistries/"+sourceregistries.OfficialName, "").status).To(Equal(http.StatusOK))
+	})
+}
+
+func TestARegistrationsRefreshHistoryIsListedNewestFirstAndItsTrustIsComputedAtTheRead(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		e := newIdentityEnv(t, db)
+		as := func(method, path string) response { return e.do(e.adminCookie, method, path, "") }
+		name := strings.ToLower(uniqueWorkspace("hist"))
+		created := e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries", registrationBody(name, "trusted"))
+		g.Expect(created.status).To(Equal(http.StatusCreated), "%v", created.body)
+		uid := created.body["uid"].(string)
+
+		history := &sourceregistries.Store{DB: db}
+		start := time.Now().UTC()
+		for i, outcome := range []string{sourceregistries.OutcomeFailed, sourceregistries.OutcomeRecovered} {
+			_, err := history.AppendRefresh(context.Background(), sourceregistries.RefreshRecord{
+				RegistrationUID: uid, Trigger: sourceregistries.TriggerManual, Outcome: outcome, StartedAt: start.Add(time.Duration(i) * time.Minute),
+				FinishedAt: start.Add(time.Duration(i)*time.Minute + 1500*time.Millisecond), RetryCount: i, CorrelationID: "corr-" + outcome, ErrorCode: map[bool]string{true: "RegistryTimeout"}[i == 0],
+			})
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		page := as(http.MethodGet, "/api/sourceregistries/"+name+"/refreshes?take=10")
+		g.Expect(page.status).To(Equal(http.StatusOK), "%v", page.body)
+		g.Expect(page.body["items"]).To(HaveExactElements(
+			And(HaveKeyWithValue("outcome", "recovered"), HaveKeyWithValue("durationMs", BeNumerically("==", 1500)), HaveKeyWithValue("registrationName", name)),
+			And(HaveKeyWithValue("outcome", "failed"), HaveKeyWithValue("errorCode", "RegistryTimeout")),
+		))
+		expectProblem(g, as(http.MethodGet, "/api/sourceregistries/"+name+"/refreshes?take=101"), http.StatusUnprocessableEntity)
+		expectProblem(g, as(http.MethodGet, "/api/sourceregistries/no-such-registry/refreshes"), http.StatusNotFound)
+
+		trust := as(http.MethodGet, "/api/sourceregistries/"+name+"/trust")
+		g.Expect(trust.status).To(Equal(http.StatusOK), "%v", trust.body)
+		g.Expect(trust.body).To(And(HaveKeyWithValue("origin", "internal"), HaveKeyWithValue("trustPolicy", "trusted"), HaveKeyWithValue("registrationUid", uid)))
+		g.Expect(trust.body).NotTo(HaveKey("indexUrl"), "evidence carries no URL, credential or document")
+	})
+}
+
+func TestARegistrationCannotTakeTheNameOfAnotherRoute(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		e := newIdentityEnv(t, db)
+		for _, name := range []string{"discovery", "trust"} {
+			expectProblem(NewWithT(t), e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries", registrationBody(name, "untrusted")), http.StatusUnprocessableEntity)
+		}
+	})
+}
+
+func sourceRegistryRows(rows map[string]tableRow) {
+	rows["list-source-registries"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries")}
+	rows["get-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/table-none")}
+	rows["create-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(422), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodPost, path: "/api/sourceregistries", body: `{"name":"table-bad","properties":{"indexUrl":"http://registry.example/i.json"}}`}
+	}}
+	rows["replace-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodPut, path: "/api/sourceregistries/table-none", body: registrationBody("table-none", "untrusted"), headers: []string{"If-Match", `"1"`}}
+	}}
+	rows["list-source-registry-refreshes"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/table-none/refreshes")}
+	rows["get-source-registry-trust"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/table-none/trust")}
+	rows["delete-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodDelete, path: "/api/sourceregistries/table-none", headers: []string{"If-Match", `"1"`}}
+	}}
+}
