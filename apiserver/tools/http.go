@@ -3,18 +3,17 @@ package tools
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/internal/netguard"
 )
 
 // httpTransport reaches p over Streamable HTTP: a Bearer credential resolved on every request
@@ -65,15 +64,15 @@ func (m *Manager) httpClient(p *platformv1.ToolProvider, faults *peerFaults) (*h
 
 var errRedirect = errors.New("the tool provider answered with a redirect, which is not followed")
 
-// baseTransport dials with a guard against link-local and multicast addresses (cloud metadata
-// endpoints among them); loopback and private addresses stay reachable, where local MCP servers
-// run, unless refusePrivate also refuses private ones.
+// baseTransport dials with the project's address guard: link-local and multicast addresses
+// (cloud metadata endpoints among them) are refused; loopback and private addresses stay
+// reachable, where local MCP servers run, unless refusePrivate also refuses private ones.
 func baseTransport(responseTimeout time.Duration, refusePrivate bool) *http.Transport {
-	control := refuseSpecialAddresses
+	guard := netguard.Policy{AllowPrivate: true, AllowLoopback: true, Who: "tool providers"}
 	if refusePrivate {
-		control = refusePrivateAddresses
+		guard = netguard.Policy{AllowLoopback: true, Who: "extensions", Setting: "Platform:Extensions:AllowPrivateNetwork"}
 	}
-	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: control}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: guard.Control}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
 	t.DialContext = dialer.DialContext
@@ -81,34 +80,6 @@ func baseTransport(responseTimeout time.Duration, refusePrivate bool) *http.Tran
 	t.MaxIdleConnsPerHost = 4
 	return t
 }
-
-func refuseSpecialAddresses(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
-		return fmt.Errorf("tool providers may not be reached at link-local, multicast or unspecified addresses")
-	}
-	return nil
-}
-
-// refusePrivateAddresses refuses what refuseSpecialAddresses refuses and private networks
-// (RFC 1918, unique local, shared address space); loopback stays reachable.
-func refusePrivateAddresses(network, address string, c syscall.RawConn) error {
-	if err := refuseSpecialAddresses(network, address, c); err != nil {
-		return err
-	}
-	host, _, _ := net.SplitHostPort(address)
-	ip := net.ParseIP(host)
-	if ip.IsPrivate() || sharedAddressSpace.Contains(ip) {
-		return fmt.Errorf("extensions may not be reached at private addresses (Platform:Extensions:AllowPrivateNetwork)")
-	}
-	return nil
-}
-
-var sharedAddressSpace = &net.IPNet{IP: net.IPv4(100, 64, 0, 0), Mask: net.CIDRMask(10, 32)}
 
 // boundedTransport sets the Bearer credential of each request and bounds each response body.
 type boundedTransport struct {
