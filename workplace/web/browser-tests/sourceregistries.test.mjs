@@ -113,14 +113,14 @@ describe("Source registries in the Console", () => {
     const changed = await call("PUT", "/api/sourceregistries/team-registry", { name: "team-registry", properties: { ...current.body.properties, trustPolicy: "trusted" } }, { "If-Match": current.headers.get("etag") });
     assert.equal(changed.status, 200, JSON.stringify(changed.body));
 
-    await detail.getByLabel(/Authoritative/).check();
+    await detail.getByRole("radio", { name: /^Authoritative:/ }).check();
     await detail.getByRole("button", { name: "Save changes" }).click();
     const alert = detail.getByRole("alert").filter({ hasText: /someone changed this registration/ });
     await alert.waitFor();
-    await h.waitFor(async () => detail.getByLabel(/^Trusted/).isChecked(), { message: "the current trust policy to be shown again" });
+    await h.waitFor(async () => detail.getByRole("radio", { name: /^Trusted:/ }).isChecked(), { message: "the current trust policy to be shown again" });
     assert.equal((await call("GET", "/api/sourceregistries/team-registry")).body.properties.trustPolicy, "trusted", "nothing was overwritten");
 
-    await detail.getByLabel(/Authoritative/).check();
+    await detail.getByRole("radio", { name: /^Authoritative:/ }).check();
     await detail.getByRole("button", { name: "Save changes" }).click();
     await detail.getByText("Saved.").waitFor();
     assert.equal((await call("GET", "/api/sourceregistries/team-registry")).body.properties.trustPolicy, "authoritative");
