@@ -95,6 +95,9 @@ describe("Source registries in the Console", () => {
     await row.waitFor();
     assert.match(await row.innerText(), /untrusted/);
     assert.equal(await row.locator("[data-freshness]").getAttribute("data-freshness"), "never");
+    // The origin is classified at the read, before any refresh: a loopback index is not public.
+    const origin = page.locator('[data-registration-detail="team-registry"] [data-origin]');
+    await h.waitFor(async () => ["private", "internal"].includes(await origin.getAttribute("data-origin")), { message: "the origin classification" });
     const saved = await call("GET", "/api/sourceregistries/team-registry");
     assert.equal(saved.status, 200);
     assert.equal(saved.body.properties.refreshPolicy.timeout, "00:00:05");

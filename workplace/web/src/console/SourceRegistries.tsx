@@ -211,7 +211,10 @@ function RegistrationDetail({ name, onChanged }: { name: string; onChanged: () =
   const [historyTick, setHistoryTick] = useState(0);
   const [confirmDelete, setConfirmDelete] = useState(false);
 
+  // The origin is classified at every read of the trust route (the status holds the last refresh's).
+  const [trust, setTrust] = useState<{ origin: string; originReasons?: string[]; evaluatedAt?: string }>();
   const load = useCallback(async () => {
+    get<{ origin: string; originReasons?: string[] }>(`${itemPath(name)}/trust`).then(setTrust, () => setTrust(undefined));
     try {
       const r = await requestWithETag<Registration>(itemPath(name));
       setData({ r: r.body, etag: r.etag || r.body.etag || "" });
@@ -293,7 +296,10 @@ function RegistrationDetail({ name, onChanged }: { name: string; onChanged: () =
         <dt>Index URL</dt>
         <dd className="wrap">{r.properties.indexUrl}</dd>
         <dt>Origin</dt>
-        <dd>{originLabel(r.status?.origin)}</dd>
+        <dd data-origin={trust?.origin ?? r.status?.origin ?? ""}>
+          {originLabel(trust?.origin ?? r.status?.origin)}
+          {(trust?.originReasons?.length ?? 0) > 0 && <span className="muted"> ({trust!.originReasons!.join(", ")})</span>}
+        </dd>
         <dt>Last success</dt>
         <dd>{r.status?.lastSuccessTime ? when(r.status.lastSuccessTime) : "never"}</dd>
         <dt>Failures in a row</dt>

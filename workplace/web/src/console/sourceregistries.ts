@@ -210,7 +210,7 @@ export function elapsed(r: Pick<RefreshRecord, "durationMs" | "duration" | "star
 // ---------------------------------------------------------------------------------------------
 // The registration form
 
-/** The service's defaults, shown as placeholders so an empty field says what it means. */
+/** The service's defaults (apiserver/sourceregistries schedule.go and store.go), shown as placeholders so an empty field says what it means. */
 export const refreshDefaults = {
   interval: "01:00:00",
   timeout: "00:00:30",
