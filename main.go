@@ -1,7 +1,8 @@
 // Command platform is the whole product in one binary: `serve` runs the control plane and the
 // controllers, `controllers` runs only the controllers against an existing cluster, `kubeconfig`
 // prints the administrator's kubeconfig, `workplace` serves the Workplace UI, `openapi` prints the
-// service API's contract, `version` prints the version.
+// service API's contract, `registry serve` serves a folder of Pack archives as a Source registry for
+// local try-outs, `version` prints the version.
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"platform.dev/platform/internal/apply"
 	"platform.dev/platform/internal/version"
 	"platform.dev/platform/test/extension"
+	registryserver "platform.dev/platform/test/registry"
 	"platform.dev/platform/workplace"
 )
 
@@ -26,7 +28,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(apiserver.NewServeCommand(), controllers.NewCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), workplace.NewCommand(), apiserver.NewOpenAPICommand(), packs.NewCommand(), extension.NewCommand(), &cobra.Command{
+	root.AddCommand(apiserver.NewServeCommand(), controllers.NewCommand(), apiserver.NewKubeconfigCommand(), apply.NewCommand(), workplace.NewCommand(), apiserver.NewOpenAPICommand(), packs.NewCommand(), extension.NewCommand(), registryserver.NewCommand(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,

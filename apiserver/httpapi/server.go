@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/httpapi/swaggerui"
 	"platform.dev/platform/apiserver/identity"
 	connlimit "platform.dev/platform/apiserver/listener"
@@ -99,6 +100,11 @@ type Options struct {
 	// Registries is the Source registry cache and refresh history. Optional: without it the
 	// history and trust routes answer 503.
 	Registries *sourceregistries.Store
+	// RegistryFetchers makes a registration's guarded registry client (internal/registry).
+	// Optional: without it a refresh answers 503.
+	RegistryFetchers func(context.Context, *platformv1.SourceRegistry) (sourceregistries.Fetcher, error)
+	// RegistryErrorCode is the stable code of a registry client error (registry.CodeOf).
+	RegistryErrorCode func(error) string
 }
 
 // Server is the service API.
@@ -128,6 +134,8 @@ type Server struct {
 	projects   *packprojects.Store
 	packs      *packs.Store
 	registries *sourceregistries.Store
+	refresher  *sourceregistries.Refresher
+	fetchers   func(context.Context, *platformv1.SourceRegistry) (sourceregistries.Fetcher, error)
 	// stopping is closed when Serve begins its shutdown, so that streams end instead of holding
 	// the shutdown up.
 	stopping     chan struct{}
@@ -193,7 +201,10 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
 		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets,
 		triggers: opts.Triggers, projects: opts.PackProjects, packs: opts.Packs,
-		registries: opts.Registries}
+		registries: opts.Registries, fetchers: opts.RegistryFetchers}
+	if opts.Registries != nil {
+		s.refresher = &sourceregistries.Refresher{Store: opts.Registries, ErrorCode: opts.RegistryErrorCode}
+	}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {
 		s.platformKube = opts.Kube
 	}
@@ -334,6 +345,12 @@ func (s *Server) Packs() *packs.Store { return s.packs }
 
 // Registries is the Source registry cache and history; nil when the server has none.
 func (s *Server) Registries() *sourceregistries.Store { return s.registries }
+
+// RegistryRefresher runs refreshes one at a time per registration, and the fetcher maker of a
+// registration; nil when the server has no cache or no registry client.
+func (s *Server) RegistryRefresher() (*sourceregistries.Refresher, func(context.Context, *platformv1.SourceRegistry) (sourceregistries.Fetcher, error)) {
+	return s.refresher, s.fetchers
+}
 
 // Log records what the service API does (ids, never input or prompt text).
 func (s *Server) Log() logr.Logger { return s.log }

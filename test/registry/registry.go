@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -72,6 +73,13 @@ type Server struct {
 	bodyBytes  map[string]int64
 	auth       map[string][]string
 	token      string
+	pinned     map[string]bool // publishers whose status was set explicitly
+
+	dir            string
+	dirLog         io.Writer
+	dirChecked     time.Time
+	dirInterval    time.Duration
+	dirFingerprint string
 
 	pki      pki.Files
 	listener net.Listener
@@ -89,7 +97,7 @@ func New(pkiDir string) (*Server, error) {
 	}
 	return &Server{versions: map[string]*version{}, statuses: map[string]contract.PublisherStatus{},
 		docs: map[string][]byte{}, overrides: map[string][]byte{}, behaviours: map[string]behaviour{},
-		requests: map[string]int{}, bodyBytes: map[string]int64{}, auth: map[string][]string{},
+		requests: map[string]int{}, bodyBytes: map[string]int64{}, auth: map[string][]string{}, pinned: map[string]bool{},
 		pki: files, done: make(chan struct{})}, nil
 }
 
@@ -169,6 +177,7 @@ func (s *Server) SetPublisherStatus(publisher string, status contract.PublisherS
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.statuses[publisher] = status
+	s.pinned[publisher] = true
 	return s.publishLocked()
 }
 
@@ -315,6 +324,11 @@ func (s *Server) Authorizations(path string) []string {
 // publishLocked rebuilds every document with the next serial.
 func (s *Server) publishLocked() error {
 	s.serial++
+	if s.dir != "" {
+		// A folder registry outlives its process: a serial from the clock keeps growing across
+		// restarts, so a platform that saw an earlier run never takes a restart for a rollback.
+		s.serial = max(s.serial, time.Now().Unix())
+	}
 	s.published = time.Now().UTC().Truncate(time.Second)
 	docs := map[string][]byte{}
 	byPublisher := map[string][]*version{}
@@ -393,6 +407,12 @@ func (s *Server) indexLocked(serial int64) ([]byte, error) {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
+	if path == IndexPath {
+		if err := s.reloadDir(false); err != nil {
+			http.Error(w, "the registry folder cannot be read", http.StatusInternalServerError)
+			return
+		}
+	}
 	s.mu.Lock()
 	s.requests[path]++
 	s.auth[path] = append(s.auth[path], r.Header.Get("Authorization"))

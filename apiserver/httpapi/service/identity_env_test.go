@@ -102,6 +102,7 @@ func newIdentityEnv(t testing.TB, db *store.Store) *identityEnv {
 		PackProjects:       packprojects.NewStore(db),
 		Packs:              &packs.Store{DB: db},
 		Registries:         &sourceregistries.Store{DB: db},
+		RegistryFetchers:   fakeRegistryFetchers,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewUnstartedServer(api.Handler())

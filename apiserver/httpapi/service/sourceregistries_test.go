@@ -2,13 +2,17 @@ package service_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/sourceregistries"
 	"platform.dev/platform/apiserver/store"
@@ -157,6 +161,74 @@ func TestARegistrationCannotTakeTheNameOfAnotherRoute(t *testing.T) {
 	})
 }
 
+// fakeRegistry is an in-process registry index for the service tests: the refresh logic itself
+// is tested in apiserver/sourceregistries; these check the route and the kind's status.
+type fakeRegistry struct {
+	serial int64
+	fail   error
+}
+
+var fakeRegistries sync.Map // index URL -> *fakeRegistry
+
+func fakeRegistryFetchers(_ context.Context, reg *platformv1.SourceRegistry) (sourceregistries.Fetcher, error) {
+	f, ok := fakeRegistries.Load(reg.Definition.IndexURL)
+	if !ok {
+		return nil, errors.New("no fake registry at " + reg.Definition.IndexURL)
+	}
+	return f.(*fakeRegistry), nil
+}
+
+func (f *fakeRegistry) FetchIndex(_ context.Context, etag, _ string) (*sourceregistries.IndexFetch, error) {
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	tag := fmt.Sprintf(`"%d"`, f.serial)
+	if etag == tag {
+		return &sourceregistries.IndexFetch{NotModified: true}, nil
+	}
+	return &sourceregistries.IndexFetch{ETag: tag, Serial: f.serial, Digest: fmt.Sprintf("sha256:%064d", f.serial), Document: []byte(`{}`),
+		Shards: []sourceregistries.ShardRef{{Name: "main", Digest: "sha256:shard"}}}, nil
+}
+
+func (f *fakeRegistry) FetchShard(context.Context, sourceregistries.ShardRef) (*sourceregistries.FetchedShard, error) {
+	return &sourceregistries.FetchedShard{Document: []byte(`{"sources":[]}`)}, nil
+}
+
+func TestAManualRefreshIsRecordedInTheHistoryAndOnTheRegistrationsStatus(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		e := newIdentityEnv(t, db)
+		name := strings.ToLower(uniqueWorkspace("refr"))
+		url := "https://" + name + ".example/index.json"
+		body := strings.Replace(registrationBody(name, "untrusted"), "https://registry.example/index.json", url, 1)
+		g.Expect(e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries", body).status).To(Equal(http.StatusCreated))
+		reg := &fakeRegistry{serial: 3}
+		fakeRegistries.Store(url, reg)
+		refresh := func() response {
+			return e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries/"+name+"/refresh", "")
+		}
+
+		first := refresh()
+		g.Expect(first.status).To(Equal(http.StatusOK), "%v", first.body)
+		g.Expect(first.body).To(And(HaveKeyWithValue("outcome", "succeeded"), HaveKeyWithValue("trigger", "manual"), HaveKeyWithValue("correlationId", Not(BeEmpty()))))
+		g.Expect(refresh().body).To(HaveKeyWithValue("outcome", "notModified"))
+		reg.fail = errors.New("unreachable")
+		g.Expect(refresh().body).To(And(HaveKeyWithValue("outcome", "failed"), HaveKeyWithValue("errorCode", "RegistryUnavailable")))
+
+		read := e.do(e.adminCookie, http.MethodGet, "/api/sourceregistries/"+name, "")
+		status := read.body["status"].(map[string]any)
+		g.Expect(status).To(And(
+			HaveKeyWithValue("consecutiveFailures", BeNumerically("==", 1)),
+			HaveKeyWithValue("currentObservationId", first.body["observationId"]),
+			HaveKeyWithValue("freshness", "fresh"),
+			HaveKeyWithValue("lastRefresh", HaveKeyWithValue("outcome", "failed")),
+		), "the last-known-good observation stays current after a failure")
+		reg.fail = nil
+		g.Expect(refresh().body).To(HaveKeyWithValue("outcome", "recovered"))
+		g.Expect(e.do(e.adminCookie, http.MethodGet, "/api/sourceregistries/"+name+"/refreshes", "").body["items"]).To(HaveLen(4))
+	})
+}
+
 func sourceRegistryRows(rows map[string]tableRow) {
 	rows["list-source-registries"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries")}
 	rows["get-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/table-none")}
@@ -168,6 +240,9 @@ func sourceRegistryRows(rows map[string]tableRow) {
 	}}
 	rows["list-source-registry-refreshes"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/table-none/refreshes")}
 	rows["get-source-registry-trust"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/table-none/trust")}
+	rows["refresh-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodPost, path: "/api/sourceregistries/table-none/refresh"}
+	}}
 	rows["delete-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), func(*tableFixture, role) tableRequest {
 		return tableRequest{method: http.MethodDelete, path: "/api/sourceregistries/table-none", headers: []string{"If-Match", `"1"`}}
 	}}

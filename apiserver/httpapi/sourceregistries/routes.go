@@ -27,6 +27,7 @@ func Routes(s *httpapi.Server) {
 	s.AddTags(&huma.Tag{Name: tagSourceRegistries, Description: "Source registries: instance-owned discovery endpoints for Sources, with trust evaluation and exact import. Platform administrators only."})
 	r.registerRegistrations()
 	r.registerHistoryAndTrust()
+	r.registerRefresh()
 }
 
 type nameInput struct {
