@@ -299,6 +299,9 @@ func (c *Client) Get(parent context.Context, u *url.URL, document string, limit 
 	if !SameOrigin(c.origin, u) {
 		return nil, &Error{Code: CodeLocationRefused, Detail: "a location leaves the index's origin " + Origin(c.origin)}
 	}
+	if u.User != nil {
+		return nil, &Error{Code: CodeLocationRefused, Detail: "a location must not carry credentials"}
+	}
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, tokenKey{}, slot))
 	defer cancel(nil)
 	ctx, cancelTimeout := context.WithTimeoutCause(ctx, t.Timeout, errTimeout)

@@ -398,3 +398,14 @@ func TestTransportSettingsAreRead(t *testing.T) {
 		g.Expect(err).To(MatchError(ContainSubstring(key)), key)
 	}
 }
+
+func TestARegistryWithAPrivateCAIsTrustedOnlyThroughTheCABundle(t *testing.T) {
+	g := NewWithT(t)
+	srv := startRegistry(t)
+	_, err := client(t, registry.DefaultTransport(), srv.IndexURL(), private, nil).FetchIndex(context.Background(), registry.Validators{})
+	g.Expect(registry.CodeOf(err)).To(Equal(registry.CodeUnavailable), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("certificate"))
+
+	_, err = client(t, srv.Transport(), srv.IndexURL(), private, nil).FetchIndex(context.Background(), registry.Validators{})
+	g.Expect(err).NotTo(HaveOccurred())
+}
