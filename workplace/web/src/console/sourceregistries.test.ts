@@ -205,6 +205,10 @@ describe("refusals read as sentences", () => {
   it("a refusal for others says only Platform administrators", () => {
     expect(problemSentence(new ApiError(403, "Forbidden", "no"))).toMatch(/Only Platform administrators/);
   });
+  it("a 503 the server explains is its explanation, not an unreachable API", () => {
+    expect(problemSentence(new ApiError(503, "Service Unavailable", "this server runs without a registry client", [], { detail: "this server runs without a registry client" }))).toBe("this server runs without a registry client");
+    expect(problemSentence(new ApiError(502, "Bad Gateway", ""))).toMatch(/cannot be reached/);
+  });
   it("the server's own refusal is kept (deleting the official registration)", () => {
     expect(problemSentence(new ApiError(409, "Conflict", "the official registration cannot be deleted"))).toBe("the official registration cannot be deleted");
   });

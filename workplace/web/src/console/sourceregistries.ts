@@ -560,7 +560,8 @@ export function importBody(o: Observation) {
 /** problemSentence turns a failed registry call into what a person reads. */
 export function problemSentence(e: unknown, what = "registration"): string {
   if (!(e instanceof ApiError)) return e instanceof Error ? e.message : String(e);
-  if (e.unavailable) return "The platform API cannot be reached; try again when it answers.";
+  // A 503 with a Problem body is the server saying why (no registry client), not an absent API.
+  if (e.unavailable && !(e.status === 503 && typeof e.problem.detail === "string")) return "The platform API cannot be reached; try again when it answers.";
   if (e.status === 403) return "Only Platform administrators manage Source registries.";
   if (e.status === 412 || (e.status === 409 && /etag|changed|precondition|modified/i.test(e.detail)))
     return `Not saved: someone changed this ${what} since you opened it. Its current values are shown again; make your change once more.`;
