@@ -5,17 +5,60 @@
 // the official registration has no delete control, and an edit against a stale ETag says so in
 // words. Screenshots at 1280 and 375 px.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as h from "./harness.mjs";
 
 let platform;
 let browser;
 let session;
+let registry; // `platform registry serve` of an empty folder: { dir, indexUrl, stop }
+
+/** startRegistry serves a folder of Pack archives as a registry v1 over HTTPS with its own CA. */
+async function startRegistry() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "platform-registry-"));
+  const packs = path.join(dir, "packs");
+  fs.mkdirSync(packs);
+  const caFile = path.join(dir, "ca.pem");
+  const port = await h.freePort();
+  const child = spawn(h.binary, ["registry", "serve", "--dir", packs, "--addr", `127.0.0.1:${port}`, "--ca-file", caFile], { stdio: ["ignore", "pipe", "pipe"] });
+  const log = fs.createWriteStream(path.join(h.outputDir, "registries-registry.log"));
+  let output = "";
+  const indexUrl = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the registry did not start:\n${output}`)), 20_000);
+    const onData = (chunk) => {
+      log.write(chunk);
+      output += chunk.toString();
+      const m = output.match(/ at (https:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.on("exit", (code) => reject(new Error(`the registry exited (${code}):\n${output}`)));
+  });
+  return {
+    dir: packs,
+    caFile,
+    indexUrl,
+    stop: async () => {
+      if (child.exitCode === null) child.kill("SIGTERM");
+      log.end();
+    },
+  };
+}
 
 const call = (method, p, body, headers) => h.api(platform.apiUrl, session, method, p, body, headers);
 
 before(async () => {
-  platform = await h.startPlatform({ name: "registries-suite", workplace: false });
+  registry = await startRegistry();
+  // The platform trusts the registry's own CA; its loopback address needs allowPrivateNetwork.
+  platform = await h.startPlatform({ name: "registries-suite", workplace: false, env: { Platform__Sources__Registries__Transport__CaBundleFile: registry.caFile } });
   session = await h.bootstrap(platform.apiUrl);
   browser = await h.launchBrowser();
 });
@@ -23,6 +66,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await platform?.stop();
+  await registry?.stop();
 });
 
 async function consolePage(p, opts, cookie = session) {
@@ -157,6 +201,30 @@ describe("Source registries in the Console", () => {
     await page.getByRole("search", { name: "Discovery filters" }).waitFor();
     await fits(page, "discovery");
     await h.screenshot(page, "registries-discovery-375");
+    await page.context().close();
+  });
+
+  it("registers a registry served from a folder, refreshes it and reads the result, the freshness and the history", async () => {
+    const page = await consolePage("/settings/source-registries?new=1");
+    const form = page.getByRole("form", { name: "Add a registry" });
+    await form.getByLabel("Display name").fill("Folder registry");
+    await form.getByLabel("Index URL").fill(registry.indexUrl);
+    await form.getByLabel(/Allow private network addresses/).check();
+    await form.getByRole("button", { name: "Add registry" }).click();
+    await page.waitForURL(/registration=folder-registry/);
+    const detail = page.locator('[data-registration-detail="folder-registry"]');
+    await detail.getByRole("button", { name: "Refresh now" }).click();
+    const note = detail.locator('[data-note="refresh"]');
+    await note.waitFor({ timeout: 20_000 });
+    assert.match(await note.innerText(), /^Refreshed: index sha256:[0-9a-f]{12}/);
+    await h.waitFor(async () => (await detail.locator("[data-freshness]").first().getAttribute("data-freshness")) === "fresh", { message: "the registration to be fresh" });
+    const history = detail.getByRole("table", { name: "Refresh history" });
+    const row = history.locator('tr[data-outcome="succeeded"]').first();
+    await row.waitFor();
+    assert.match(await row.innerText(), /Manual/);
+    assert.match(await row.innerText(), /sha256:[0-9a-f]{12}/);
+    await h.screenshot(page, "registries-refreshed-1280");
+    await noViolations(page, "a refreshed registration");
     await page.context().close();
   });
 });
