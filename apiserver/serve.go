@@ -47,6 +47,7 @@ import (
 	"platform.dev/platform/internal/demo"
 	"platform.dev/platform/internal/logging"
 	"platform.dev/platform/internal/readiness"
+	"platform.dev/platform/internal/registry"
 )
 
 // NewServeCommand runs the platform until SIGTERM or SIGINT.
@@ -260,6 +261,16 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err := sourceregistries.EnsureOfficial(ctx, kube, cfg); err != nil {
 		return err
 	}
+	// One pool of guarded registry connections serves every registration's requests.
+	registryTransport, err := registry.TransportFromConfig(cfg)
+	if err != nil {
+		return err
+	}
+	registryPool, err := registry.NewPool(registryTransport)
+	if err != nil {
+		return err
+	}
+	defer registryPool.Close()
 	ctrlOpts.Identity, ctrlOpts.LocalVault = ids, localVault
 	if managed, ok := agents.(*provider.ManagedProvider); ok {
 		managed.Client = resolve
@@ -322,6 +333,8 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		PackProjects:       packprojects.NewStore(db),
 		Packs:              packStore,
 		Registries:         &sourceregistries.Store{DB: db},
+		RegistryFetchers:   sourceregistries.Fetchers(registryPool),
+		RegistryErrorCode:  sourceregistries.ErrorCode,
 	})
 	if err != nil {
 		return err

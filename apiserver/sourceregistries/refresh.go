@@ -23,7 +23,7 @@ type IndexFetch struct {
 }
 
 // ShardRef is a shard the index names, with its digest.
-type ShardRef struct{ Name, Digest string }
+type ShardRef struct{ Name, Location, Digest string }
 
 // FetchedShard is a shard document, checked against its digest, with what it lists.
 type FetchedShard struct {
