@@ -134,7 +134,7 @@ describe("Source registries in the Console", () => {
     await form.getByLabel("Timeout of one attempt").fill("00:00:05");
     await form.getByRole("button", { name: "Add registry" }).click();
 
-    await page.waitForURL(/registration=team-registry/);
+    await page.waitForURL(/registration=team-registry/, { waitUntil: "commit" });
     const row = list.locator('tr[data-registration="team-registry"]');
     await row.waitFor();
     assert.match(await row.innerText(), /untrusted/);
@@ -174,7 +174,7 @@ describe("Source registries in the Console", () => {
 
     await detail.getByRole("button", { name: "Delete…" }).click();
     await page.getByRole("region", { name: "Delete the registration" }).getByRole("button", { name: "Delete team-registry" }).click();
-    await page.waitForURL(/\/settings\/source-registries$/);
+    await page.waitForURL(/\/settings\/source-registries$/, { waitUntil: "commit" });
     await h.waitFor(async () => (await page.locator('tr[data-registration="team-registry"]').count()) === 0, { message: "the row to go" });
     assert.equal((await call("GET", "/api/sourceregistries/team-registry")).status, 404);
     await page.context().close();
@@ -198,7 +198,8 @@ describe("Source registries in the Console", () => {
     await h.screenshot(page, "registries-refresh-375");
     await noViolations(page, "the refresh at 375 px");
     await page.goto(`${platform.apiUrl}/settings/source-registries/discovery`);
-    await page.getByRole("search", { name: "Discovery filters" }).waitFor();
+    await page.getByRole("heading", { name: "Discover Sources" }).waitFor();
+    await page.waitForLoadState("networkidle");
     await fits(page, "discovery");
     await h.screenshot(page, "registries-discovery-375");
     await page.context().close();
@@ -211,7 +212,7 @@ describe("Source registries in the Console", () => {
     await form.getByLabel("Index URL").fill(registry.indexUrl);
     await form.getByLabel(/Allow private network addresses/).check();
     await form.getByRole("button", { name: "Add registry" }).click();
-    await page.waitForURL(/registration=folder-registry/);
+    await page.waitForURL(/registration=folder-registry/, { waitUntil: "commit" });
     const detail = page.locator('[data-registration-detail="folder-registry"]');
     await detail.getByRole("button", { name: "Refresh now" }).click();
     const note = detail.locator('[data-note="refresh"]');

@@ -384,7 +384,7 @@ function Evidence({ e }: { e: VersionTrust }) {
       </dl>
       {(e.evidence?.length ?? 0) > 0 && (
         <div className="scroll-x">
-          <table aria-label="Evidence by registration" className="small">
+          <table aria-label="Evidence by registration" className="small" tabIndex={0}>
             <thead>
               <tr>
                 <th scope="col">Registration</th>

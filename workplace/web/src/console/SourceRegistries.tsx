@@ -128,7 +128,7 @@ export function SourceRegistries({ env }: { env: ConsoleEnv }) {
       )}
       {items && items.length > 0 && (
         <div className="scroll-x">
-          <table aria-label="Registrations" className="registries">
+          <table aria-label="Registrations" className="registries" tabIndex={0}>
             <thead>
               <tr>
                 <th scope="col">Registry</th>
@@ -398,7 +398,7 @@ function RefreshHistory({ name, tick }: { name: string; tick: number }) {
       {items && items.length === 0 && <p className="muted" data-state="no-history">No refresh has run yet.</p>}
       {items && items.length > 0 && (
         <div className="scroll-x">
-          <table aria-label="Refresh history">
+          <table aria-label="Refresh history" tabIndex={0}>
             <thead>
               <tr>
                 <th scope="col">When</th>
