@@ -164,8 +164,8 @@ export function SourceRegistries({ env }: { env: ConsoleEnv }) {
                       <>
                         <span className={`pill tone-${outcomeTone(r.status.lastRefresh.outcome)}`}>{outcomeLabel(r.status.lastRefresh.outcome)}</span>
                         {r.status.lastRefresh.errorCode && (
-                          <div className="small wrap">
-                            <code>{r.status.lastRefresh.errorCode}</code>
+                          <div className="small error-code">
+                            <code title={errorSentence(r.status.lastRefresh.errorCode)}>{r.status.lastRefresh.errorCode}</code>
                           </div>
                         )}
                       </>

@@ -5,6 +5,7 @@ import {
   elapsed,
   emptyFilters,
   emptyRegistrationForm,
+  errorSentence,
   filtersFromQuery,
   filtersToQuery,
   formErrors,
@@ -147,6 +148,10 @@ describe("freshness of a registration", () => {
     expect(freshness(reg({ lastSuccessTime: "2026-01-01T00:00:00Z" }, false))).toBe("disabled");
     expect(freshness(reg({ lastSuccessTime: "2026-01-01T00:00:00Z", freshness: "fresh", stale: false }))).toBe("fresh");
     expect(freshness(reg({ freshness: "never" }))).toBe("never");
+  });
+  it("a refresh's error code reads with its meaning, and an unknown code as it is", () => {
+    expect(errorSentence("RegistryRollback")).toBe("RegistryRollback: the registry served an older index than one already seen");
+    expect(errorSentence("SomethingNew")).toBe("SomethingNew");
   });
   it("a digest reads in its short form", () => {
     expect(shortDigest(digest("a"))).toBe("sha256:aaaaaaaaaaaa");

@@ -417,19 +417,24 @@ export const trustWords: Record<string, string> = {
   authoritative: "Authoritative: may also make publishers official",
 };
 
-/** The sentences a person reads for the registry error codes a refresh or import records. */
+/** The sentences a person reads for the registry error codes (docs/registry-v1.md) a refresh or import records. */
 const errorWords: Record<string, string> = {
-  Rollback: "the registry served an older index than one already seen",
-  IndexRollback: "the registry served an older index than one already seen",
-  DigestConflict: "a version's digest differs from the one first seen",
-  PrivateAddress: "the address is private and the registration does not allow private networks",
-  PrivateNetworkDenied: "the address is private and the registration does not allow private networks",
-  HttpNotAllowed: "plain HTTP is not allowed for this registration",
-  Timeout: "the registry did not answer in time",
-  TooLarge: "a document was larger than the registry contract allows",
-  TooSlow: "the registry sent too slowly",
-  RedirectRefused: "a redirect left the registry's origin or went too far",
-  Unauthorized: "the registry refused the credential",
+  RegistryAddressRefused: "the address is not allowed by the endpoint policy (private network, or always denied)",
+  RegistryCredentialUnavailable: "the bearer token's Secret could not be resolved",
+  RegistryDigestConflict: "a version's digest differs from the one first seen",
+  RegistryDigestMismatch: "a document differs from the digest that names it",
+  RegistryDocumentInvalid: "a document is not a valid registry v1 document",
+  RegistryDocumentTooLarge: "a document was larger than the registry contract allows",
+  RegistryHttpStatus: "the registry answered with an error status",
+  RegistryLocationRefused: "a location leaves the index's origin",
+  RegistryRedirectRefused: "a redirect left the registry's origin",
+  RegistryRollback: "the registry served an older index than one already seen",
+  RegistryTimeout: "the registry did not answer in time",
+  RegistryTooManyRedirects: "the registry redirected too many times",
+  RegistryTooSlow: "the registry sent too slowly",
+  RegistryUnavailable: "the registry could not be reached",
+  RegistryUnsupportedVersion: "the registry speaks another contract version",
+  RegistryUrlRefused: "the index URL carries credentials, a query, a fragment or percent-encoding, or plain HTTP is not allowed",
 };
 export const errorSentence = (code: string | undefined) => (code ? (errorWords[code] ? `${code}: ${errorWords[code]}` : code) : "");
 
