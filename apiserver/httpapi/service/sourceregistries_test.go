@@ -166,6 +166,8 @@ func TestARegistrationCannotTakeTheNameOfAnotherRoute(t *testing.T) {
 type fakeRegistry struct {
 	serial int64
 	fail   error
+	// shard is the one shard's document; no Sources when empty.
+	shard string
 }
 
 var fakeRegistries sync.Map // index URL -> *fakeRegistry
@@ -191,7 +193,12 @@ func (f *fakeRegistry) FetchIndex(_ context.Context, etag, _ string) (*sourcereg
 }
 
 func (f *fakeRegistry) FetchShard(context.Context, sourceregistries.ShardRef) (*sourceregistries.FetchedShard, error) {
-	return &sourceregistries.FetchedShard{Document: []byte(`{"sources":[]}`)}, nil
+	doc := f.shard
+	if doc == "" {
+		doc = `{"sources":[]}`
+	}
+	l, err := sourceregistries.ListingsOf([]byte(doc))
+	return &sourceregistries.FetchedShard{Document: []byte(doc), Listings: l}, err
 }
 
 func TestAManualRefreshIsRecordedInTheHistoryAndOnTheRegistrationsStatus(t *testing.T) {
@@ -229,6 +236,59 @@ func TestAManualRefreshIsRecordedInTheHistoryAndOnTheRegistrationsStatus(t *test
 	})
 }
 
+// shardOf lists one Source version of publisher, asserting status, with manifest digest digit.
+func shardOf(publisher, status, source, version, digit string) string {
+	return `{"name":"main","publishers":[{"name":"` + publisher + `","status":"` + status + `"}],"sources":[{"publisher":"` + publisher +
+		`","name":"` + source + `","displayName":"Kit of ` + publisher + `","versions":[{"version":"` + version + `","manifest":"m.json","manifestDigest":"sha256:` +
+		strings.Repeat(digit, 64) + `","compatibility":{"packApiVersions":["platform/v1"]},"isCatalogLatest":true}]}]}`
+}
+
+func TestDiscoveryReadsOnlyTheCacheFiltersAndShowsDifferingDigestsAsAConflict(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		e := newIdentityEnv(t, db)
+		publisher := strings.ToLower(uniqueWorkspace("pub"))
+		var names []string
+		for i, tc := range []struct{ policy, status, digit string }{{"untrusted", "Verified", "1"}, {"trusted", "Verified", "2"}} {
+			name := fmt.Sprintf("%s-r%d", publisher, i)
+			names = append(names, name)
+			url := "https://" + name + ".example/index.json"
+			fakeRegistries.Store(url, &fakeRegistry{serial: 1, shard: shardOf(publisher, tc.status, "kit", "1.0", tc.digit)})
+			body := strings.Replace(registrationBody(name, tc.policy), "https://registry.example/index.json", url, 1)
+			g.Expect(e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries", body).status).To(Equal(http.StatusCreated))
+			g.Expect(e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries/"+name+"/refresh", "").body).To(HaveKeyWithValue("outcome", "succeeded"))
+		}
+		discover := func(query string) response {
+			return e.do(e.adminCookie, http.MethodGet, "/api/sourceregistries/discovery?publisher="+publisher+query, "")
+		}
+		all := discover("")
+		g.Expect(all.status).To(Equal(http.StatusOK), "%v", all.body)
+		g.Expect(all.body["total"]).To(BeNumerically("==", 2))
+		g.Expect(all.body["items"]).To(HaveExactElements(
+			And(HaveKeyWithValue("registrationName", names[0]), HaveKeyWithValue("publisherStatus", "Declared"), HaveKeyWithValue("assertedPublisherStatus", "Verified"),
+				HaveKeyWithValue("conflict", true), HaveKeyWithValue("verificationStatus", "Conflict"), HaveKeyWithValue("isCatalogLatest", true)),
+			And(HaveKeyWithValue("registrationName", names[1]), HaveKeyWithValue("publisherStatus", "Verified"), HaveKeyWithValue("conflict", true)),
+		), "an untrusted registration contributes declared evidence only; both observations of differing digests stay visible")
+		for query, want := range map[string]int{
+			"&registry=" + names[1]: 1, "&trustPolicy=trusted": 1, "&publisherStatus=Declared": 1, "&conflictsOnly=true": 2,
+			"&compatibleOnly=true": 2, "&freshOnly=true": 2, "&search=KIT+OF": 2, "&search=nothing-like-it": 0, "&take=1": 2, "&skip=1": 2,
+		} {
+			r := discover(query)
+			g.Expect(r.status).To(Equal(http.StatusOK), "%s: %v", query, r.body)
+			g.Expect(r.body["total"]).To(BeNumerically("==", want), query)
+		}
+		g.Expect(discover("&take=1").body["items"]).To(HaveLen(1))
+		expectProblem(g, discover("&take=101"), http.StatusUnprocessableEntity)
+
+		publishers := e.do(e.adminCookie, http.MethodGet, "/api/sourceregistries/discovery/publishers?take=100", "")
+		g.Expect(publishers.body["items"]).To(ContainElement(And(HaveKeyWithValue("publisher", publisher), HaveKeyWithValue("publisherStatus", "Verified"))))
+		detail := e.do(e.adminCookie, http.MethodGet, "/api/sourceregistries/discovery/sources/"+publisher+"/kit", "")
+		g.Expect(detail.status).To(Equal(http.StatusOK), "%v", detail.body)
+		g.Expect(detail.body["observations"]).To(HaveLen(2))
+		expectProblem(g, e.do(e.adminCookie, http.MethodGet, "/api/sourceregistries/discovery/sources/"+publisher+"/none", ""), http.StatusNotFound)
+	})
+}
+
 func sourceRegistryRows(rows map[string]tableRow) {
 	rows["list-source-registries"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries")}
 	rows["get-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/table-none")}
@@ -243,6 +303,9 @@ func sourceRegistryRows(rows map[string]tableRow) {
 	rows["refresh-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), func(*tableFixture, role) tableRequest {
 		return tableRequest{method: http.MethodPost, path: "/api/sourceregistries/table-none/refresh"}
 	}}
+	rows["discover-sources"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries/discovery?take=5")}
+	rows["list-discovered-publishers"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries/discovery/publishers")}
+	rows["get-discovered-source"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/discovery/sources/table/none")}
 	rows["delete-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), func(*tableFixture, role) tableRequest {
 		return tableRequest{method: http.MethodDelete, path: "/api/sourceregistries/table-none", headers: []string{"If-Match", `"1"`}}
 	}}

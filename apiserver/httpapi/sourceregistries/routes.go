@@ -28,6 +28,7 @@ func Routes(s *httpapi.Server) {
 	r.registerRegistrations()
 	r.registerHistoryAndTrust()
 	r.registerRefresh()
+	r.registerDiscovery()
 }
 
 type nameInput struct {
