@@ -228,4 +228,36 @@ describe("Source registries in the Console", () => {
     await noViolations(page, "a refreshed registration");
     await page.context().close();
   });
+
+  it("finds a Pack published to the folder in discovery after a refresh, grouped by Source and version with its trust", async () => {
+    // A Pack composed from the workspace's own Agent goes into the registry's folder.
+    await h.waitFor(async () => (await call("GET", "/api/modelprofiles/deterministic-builtin")).status === 200, { timeout: 60_000, message: "the demo ModelProfile" });
+    const agent = await call("POST", "/api/agents", { apiVersion: "platform/v1", kind: "Agent", metadata: { name: "greeter" }, definition: { displayName: "Greeter", instructions: "@respond Hello", modelProfile: { name: "deterministic-builtin" } } });
+    assert.equal(agent.status, 201, JSON.stringify(agent.body));
+    const project = await call("POST", "/api/pack-projects", { publisher: "acme", name: "greetings", version: "1.0.0", displayName: "Greetings", description: "Says hello", selection: ["Agent/greeter"] });
+    assert.equal(project.status, 201, JSON.stringify(project.body));
+    const zip = await fetch(`${platform.apiUrl}${project.body.archiveUrl}`, { headers: { Cookie: `platform-session=${session}` } });
+    fs.writeFileSync(path.join(registry.dir, "greetings-1.0.0.zip"), Buffer.from(await zip.arrayBuffer()));
+
+    const page = await consolePage("/settings/source-registries?registration=folder-registry");
+    const detail = page.locator('[data-registration-detail="folder-registry"]');
+    await detail.getByRole("button", { name: "Refresh now" }).click();
+    await detail.locator('[data-note="refresh"]').getByText(/^Refreshed/).waitFor({ timeout: 20_000 });
+
+    await page.getByRole("link", { name: "Discover Sources" }).first().click();
+    const filters = page.getByRole("search", { name: "Discovery filters" });
+    await filters.getByLabel("Search").fill("greetings");
+    await filters.getByRole("button", { name: "Search" }).click();
+    const group = page.locator('[data-source="acme/greetings"]');
+    await group.waitFor();
+    const version = group.locator('[data-version="1.0.0"]');
+    assert.equal(await version.getAttribute("data-conflict"), "false");
+    const observation = version.locator("[data-observation]");
+    assert.equal(await observation.count(), 1);
+    assert.match(await observation.locator("[data-trust]").innerText(), /untrusted policy/);
+    assert.match(page.url(), /search=greetings/, "the search is in the address, to link and reload");
+    await h.screenshot(page, "registries-discovery-1280");
+    await noViolations(page, "discovery with a result");
+    await page.context().close();
+  });
 });
