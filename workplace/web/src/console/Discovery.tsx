@@ -290,7 +290,7 @@ function ObservationItem({ o, reg, blocked, canInstall }: { o: Observation; reg?
   const [evidenceError, setEvidenceError] = useState<string>();
   const compatible = observationCompatible(o);
   const stale = observationStale(o);
-  const regName = o.registrationName ?? o.registration ?? reg?.properties.displayName ?? reg?.name ?? o.registrationUid;
+  const regName = reg?.properties.displayName || o.registrationName || o.registration || reg?.name || o.registrationUid;
   const publisherStatus = o.publisherStatus ?? o.assertedPublisherStatus;
   // What the registry asserts and what this registration's policy accepts may differ (an untrusted one contributes declared evidence only).
   const asserted = o.assertedPublisherStatus && o.assertedPublisherStatus !== publisherStatus ? o.assertedPublisherStatus : undefined;
