@@ -46,6 +46,8 @@ var Pages = []string{
 	"/settings/organization/members/{principalId}",
 	"/settings/organization/access",
 	"/settings/organization/security-audit",
+	"/settings/source-registries",
+	"/settings/source-registries/discovery",
 }
 
 type console struct {

@@ -49,7 +49,7 @@ func TestConsolePagesNeedASignInAndComeBackToThePageAskedFor(t *testing.T) {
 	// Signed in, every Console page is the Console app; its assets are served under /console/.
 	for _, path := range []string{"/", "/tasks", "/cleanup", "/triggers", "/triggers/-/new", "/triggers/nightly", "/triggers/nightly/edit", "/runs/abc", "/entries/quick-answer", "/settings/profile",
 		"/settings/organization/workspaces", "/settings/organization/members", "/settings/organization/members/p1",
-		"/settings/organization/access", "/settings/organization/security-audit"} {
+		"/settings/organization/access", "/settings/organization/security-audit", "/settings/source-registries", "/settings/source-registries/discovery"} {
 		p := b.get(path)
 		g.Expect(p.status).To(Equal(http.StatusOK), path)
 		g.Expect(p.html).To(MatchRegexp(consoleAsset.String()), path)

@@ -10,6 +10,8 @@ import { Home } from "./Home";
 import { PackDetail, Packs } from "./Packs";
 import { RunDetail } from "./RunDetail";
 import { Access, AuditLog, MemberDetail, Members, Profile, Workspaces } from "./Settings";
+import { Discovery } from "./Discovery";
+import { SourceRegistries } from "./SourceRegistries";
 import { Tasks } from "./Tasks";
 import { TriggerDetail, TriggerEditor, Triggers } from "./Triggers";
 import favicon from "../shared/favicon.svg";
@@ -39,6 +41,13 @@ const nav: { group: string; links: { href: string; label: string; server?: boole
       { href: "/settings/organization/members", label: "Members" },
       { href: "/settings/organization/access", label: "Access" },
       { href: "/settings/organization/security-audit", label: "Security audit" },
+    ],
+  },
+  {
+    group: "Instance",
+    links: [
+      { href: "/settings/source-registries", label: "Source registries" },
+      { href: "/settings/source-registries/discovery", label: "Discover Sources" },
     ],
   },
   {
@@ -151,6 +160,8 @@ export function App() {
   else if ((m = match("/settings/organization/members/:principalId", p))) page = <MemberDetail env={env} principalId={m.principalId} />;
   else if (p === "/settings/organization/access") page = <Access env={env} />;
   else if (p === "/settings/organization/security-audit") page = <AuditLog env={env} />;
+  else if (p === "/settings/source-registries") page = <SourceRegistries env={env} />;
+  else if (p === "/settings/source-registries/discovery") page = <Discovery env={env} />;
   else page = <NotFound path={loc.path} />;
 
   // The most specific link is the current one (/packs/compose is the composer's, not the Packs').

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useId, useRef, useState } from "react";
 import { ApiError, get, post, put, request } from "../shared/api";
 import { when } from "../shared/format";
 import { Markdown } from "../shared/markdown";
-import { Link, navigate } from "../shared/router";
+import { Link, navigate, useLocation } from "../shared/router";
 import type { Items } from "../shared/types";
 import type { ConsoleEnv } from "./App";
 import {
@@ -13,6 +13,8 @@ import {
   conflicts,
   consolePackPath,
   headerFileName,
+  importedSourceRequest,
+  type ImportedSourceRef,
   needsDashboardAuthorization,
   packPath,
   parseSelection,
@@ -54,6 +56,8 @@ const busy = (p?: InstalledPack) => !!p && (p.state === "installing" || p.state 
 
 /** The Packs page: installed Packs with state and readiness, and installing one from a file. */
 export function Packs({ env }: { env: ConsoleEnv }) {
+  const loc = useLocation();
+  const imported = importedRefFrom(loc.query);
   const [items, setItems] = useState<InstalledPack[]>();
   const [error, setError] = useState<string>();
   const load = useCallback(() => {
@@ -115,6 +119,17 @@ export function Packs({ env }: { env: ConsoleEnv }) {
             ))}
           </tbody>
         </table>
+      )}
+      {imported && env.can("resources/write") && (
+        <InstallFromImport
+          key={JSON.stringify(imported)}
+          source={imported}
+          onDone={(p) => {
+            load();
+            navigate(consolePackPath(p.publisher, p.name));
+          }}
+          onCancel={() => navigate("/packs")}
+        />
       )}
       {env.can("resources/write") ? (
         <InstallFromFile
@@ -435,6 +450,95 @@ function InstallFromFile({ title, onDone, canWrite, expect }: { title: string; o
               {mode === "install" ? `Install ${preview.pack.displayName || preview.pack.name}` : preview.changeSet.fromVersion === preview.changeSet.version ? `Reinstall ${preview.changeSet.version}` : `Update to ${preview.changeSet.version}`}
             </button>
             <button type="button" onClick={reset} disabled={!!working}>
+              Cancel
+            </button>
+            {working === "installing" && <span role="status">{mode === "update" ? "Updating…" : "Installing…"}</span>}
+          </p>
+        </>
+      )}
+    </section>
+  );
+}
+
+/** importedRefFrom reads the imported Source version the discovery page links here with. */
+function importedRefFrom(q: URLSearchParams): ImportedSourceRef | undefined {
+  const sourceVersion = q.get("sourceVersion") ?? "";
+  const publisher = q.get("publisher") ?? "";
+  const source = q.get("source") ?? "";
+  const version = q.get("version") ?? "";
+  if (!sourceVersion && !(publisher && source && version)) return undefined;
+  return { sourceVersion, publisher, source, version };
+}
+
+/**
+ * InstallFromImport previews the Pack of a Source version imported from a registry (the server
+ * fetches its archive under the registry's outbound rules and checks it against the manifest's
+ * digest), then installs it: the same preview, bindings and refusals as a file.
+ */
+function InstallFromImport({ source, onDone, onCancel }: { source: ImportedSourceRef; onDone: (p: InstalledPack) => void; onCancel: () => void }) {
+  const [preview, setPreview] = useState<Preview>();
+  const [error, setError] = useState<string>();
+  const [working, setWorking] = useState<"reading" | "installing">();
+  const [conflictChanges, setConflictChanges] = useState<Change[]>();
+  const [dashboards, setDashboards] = useState(false);
+  const uid = useId();
+
+  const read = useCallback(async () => {
+    setWorking("reading");
+    setError(undefined);
+    try {
+      const r = importedSourceRequest(source, "preview");
+      setPreview(await request<Preview>(r.path, r.options));
+    } catch (e) {
+      setPreview(undefined);
+      setError(problemSentence(e));
+    } finally {
+      setWorking(undefined);
+    }
+  }, [source]);
+  useEffect(() => void read(), [read]);
+
+  const install = async (removeDashboardReferences = false) => {
+    if (!preview) return;
+    setWorking("installing");
+    setDashboards(false);
+    try {
+      const r = importedSourceRequest(source, "install", removeDashboardReferences);
+      const p = await request<InstalledPack>(r.path, r.options);
+      onDone(p ?? { publisher: preview.pack.publisher, name: preview.pack.name });
+    } catch (e) {
+      setError(problemSentence(e));
+      setDashboards(needsDashboardAuthorization(e));
+      if (e instanceof ApiError && Array.isArray(e.problem.changes)) setConflictChanges(conflicts(e.problem.changes as Change[]));
+    } finally {
+      setWorking(undefined);
+    }
+  };
+
+  const mode: Mode = preview?.changeSet.fromVersion ? "update" : "install";
+  const what = source.publisher ? `${source.publisher}/${source.source} ${source.version}` : source.sourceVersion;
+  return (
+    <section className="card install" aria-labelledby={`${uid}-h`} data-install="imported">
+      <h2 id={`${uid}-h`}>Install from an imported Source</h2>
+      <p className="muted">
+        The Pack of {what}, imported from a Source registry. Its archive is fetched from the registry and must match the manifest's digest.
+      </p>
+      {working === "reading" && <p role="status">Reading the Pack…</p>}
+      <Problem error={error} />
+      {conflictChanges && conflictChanges.length > 0 && <ChangesTable changes={conflictChanges} label="Conflicts" />}
+      {preview && (
+        <>
+          <PreviewPanel preview={preview} mode={mode} canWrite onBindingsSaved={() => void read()} />
+          <p className="toolbar">
+            {dashboards && (
+              <button type="button" className="danger" disabled={!!working} onClick={() => void install(true)}>
+                Take the Entries off the Dashboards and go on
+              </button>
+            )}
+            <button type="button" className="primary" disabled={preview.changeSet.blocked || !!working} onClick={() => void install()}>
+              {mode === "install" ? `Install ${preview.pack.displayName || preview.pack.name}` : preview.changeSet.fromVersion === preview.changeSet.version ? `Reinstall ${preview.changeSet.version}` : `Update to ${preview.changeSet.version}`}
+            </button>
+            <button type="button" onClick={onCancel} disabled={!!working}>
               Cancel
             </button>
             {working === "installing" && <span role="status">{mode === "update" ? "Updating…" : "Installing…"}</span>}

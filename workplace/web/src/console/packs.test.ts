@@ -6,6 +6,7 @@ import {
   coordinateErrors,
   groupByKind,
   headerFileName,
+  importedSourceRequest,
   itemStatus,
   parseSelection,
   problemSentence,
@@ -173,5 +174,13 @@ describe("the Composer's selection", () => {
     expect(coordinateErrors({ publisher: "acme", name: "reports", version: "1.0.0" })).toEqual({});
     const bad = coordinateErrors({ publisher: "Acme", name: "-x", version: "1.0" });
     expect(Object.keys(bad).sort()).toEqual(["name", "publisher", "version"]);
+  });
+});
+
+describe("an imported Source version's Pack is previewed and installed by naming it", () => {
+  it("sends the Source version as JSON to the same routes as a file, with the Dashboard authorization when given", () => {
+    const ref = { sourceVersion: "acme-tools-1-0", publisher: "acme", source: "tools", version: "1.0" };
+    expect(importedSourceRequest(ref, "preview")).toEqual({ path: "/api/packs/preview", options: { method: "POST", body: { source: { sourceVersion: "acme-tools-1-0", publisher: "acme", sourceName: "tools", version: "1.0" } } } });
+    expect(importedSourceRequest(ref, "install", true).path).toBe("/api/packs?removeDashboardReferences=true");
   });
 });

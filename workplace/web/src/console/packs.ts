@@ -409,3 +409,26 @@ export function coordinateErrors(f: CoordinateForm): Partial<Record<keyof Coordi
   if (!SEMVER.test(f.version)) out.version = "Use a semantic version such as 1.0.0.";
   return out;
 }
+
+/** ImportedSourceRef names a Source version imported from a registry (what discovery links /packs with). */
+export interface ImportedSourceRef {
+  sourceVersion: string;
+  publisher: string;
+  source: string;
+  version: string;
+}
+
+/**
+ * importedSourceRequest is the preview or install call for the Pack of an imported Source
+ * version: the same routes as a file, with a JSON body naming the Source version instead of a
+ * ZIP body (the server fetches and checks the archive).
+ */
+export function importedSourceRequest(ref: ImportedSourceRef, what: "preview" | "install", removeDashboardReferences = false) {
+  const body: Record<string, string> = {};
+  if (ref.sourceVersion) body.sourceVersion = ref.sourceVersion;
+  if (ref.publisher) body.publisher = ref.publisher;
+  if (ref.source) body.sourceName = ref.source;
+  if (ref.version) body.version = ref.version;
+  const path = what === "preview" ? "/api/packs/preview" : `/api/packs${removeDashboardReferences ? "?removeDashboardReferences=true" : ""}`;
+  return { path, options: { method: "POST", body: { source: body } } };
+}

@@ -1,0 +1,263 @@
+// Source registries in the Console, in a real browser against the real binary: a member who is
+// not a Platform administrator sees a clear "not permitted" state; an administrator registers a
+// registry served from a folder on loopback (`platform registry serve`), refreshes it, reads the
+// history, finds a Pack's Source in discovery, imports one observation and previews its install;
+// the official registration has no delete control, and an edit against a stale ETag says so in
+// words. Screenshots at 1280 and 375 px.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import * as h from "./harness.mjs";
+
+let platform;
+let browser;
+let session;
+let registry; // `platform registry serve` of an empty folder: { dir, indexUrl, stop }
+
+/** startRegistry serves a folder of Pack archives as a registry v1 over HTTPS with its own CA. */
+async function startRegistry() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "platform-registry-"));
+  const packs = path.join(dir, "packs");
+  fs.mkdirSync(packs);
+  const caFile = path.join(dir, "ca.pem");
+  const port = await h.freePort();
+  const child = spawn(h.binary, ["registry", "serve", "--dir", packs, "--addr", `127.0.0.1:${port}`, "--ca-file", caFile], { stdio: ["ignore", "pipe", "pipe"] });
+  const log = fs.createWriteStream(path.join(h.outputDir, "registries-registry.log"));
+  let output = "";
+  const indexUrl = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the registry did not start:\n${output}`)), 20_000);
+    const onData = (chunk) => {
+      log.write(chunk);
+      output += chunk.toString();
+      const m = output.match(/ at (https:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.on("exit", (code) => reject(new Error(`the registry exited (${code}):\n${output}`)));
+  });
+  return {
+    dir: packs,
+    caFile,
+    indexUrl,
+    stop: async () => {
+      if (child.exitCode === null) child.kill("SIGTERM");
+      log.end();
+    },
+  };
+}
+
+const call = (method, p, body, headers) => h.api(platform.apiUrl, session, method, p, body, headers);
+
+before(async () => {
+  registry = await startRegistry();
+  // The platform trusts the registry's own CA; its loopback address needs allowPrivateNetwork.
+  platform = await h.startPlatform({ name: "registries-suite", workplace: false, env: { Platform__Sources__Registries__Transport__CaBundleFile: registry.caFile } });
+  session = await h.bootstrap(platform.apiUrl);
+  browser = await h.launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await platform?.stop();
+  await registry?.stop();
+});
+
+async function consolePage(p, opts, cookie = session) {
+  const page = await h.newPage(browser, opts);
+  await h.signIn(page, cookie);
+  await page.goto(`${platform.apiUrl}${p}`);
+  return page;
+}
+
+async function noViolations(page, what) {
+  assert.deepEqual(await h.axeViolations(page), [], `${what}: no serious accessibility violations`);
+  assert.deepEqual(page.errors, [], `${what}: no page errors`);
+}
+
+const fits = async (page, what) => {
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 375, `${what}: no horizontal scrolling of the page at 375 px (${width})`);
+};
+
+describe("Source registries in the Console", () => {
+  it("a member who is not a Platform administrator sees that only administrators manage registries, on both pages, not a broken page", async () => {
+    const account = { username: "mia", password: "Correct-horse-battery-2", displayName: "Mia Member", role: "Member" };
+    const ws = await call("GET", "/api/identity/context");
+    const created = await call("POST", "/api/identity/accounts/", { ...account, workspace: ws.body.workspace.id });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const login = await fetch(`${platform.apiUrl}/api/auth/local/login`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ username: account.username, password: account.password }) });
+    assert.ok(login.ok, `login: ${login.status}`);
+    const cookie = login.headers.getSetCookie().find((c) => c.startsWith("platform-session=")).split(";")[0].split("=")[1];
+
+    const page = await consolePage("/settings/source-registries", {}, cookie);
+    await page.getByRole("heading", { name: "Source registries" }).waitFor();
+    assert.match(await page.locator('[data-state="not-permitted"]').innerText(), /Only Platform administrators manage Source registries/);
+    assert.equal(await page.getByRole("button", { name: "Add a registry" }).count(), 0, "no control a member cannot use");
+    await h.screenshot(page, "registries-not-permitted-1280");
+    await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Discover Sources" }).click();
+    await page.getByRole("heading", { name: "Discover Sources" }).waitFor();
+    await page.locator('[data-state="not-permitted"]').waitFor();
+    await noViolations(page, "discovery, not permitted");
+    await page.context().close();
+  });
+
+  it("an administrator adds a registry through the form with the defaults shown and a warning for a relaxed endpoint policy, and the official registration has no delete control", async () => {
+    const page = await consolePage("/settings/source-registries");
+    const list = page.getByRole("table", { name: "Registrations" });
+    const official = list.locator('tr[data-registration="agentstration-official"]');
+    await official.waitFor();
+    await official.getByRole("link").click();
+    const detail = page.locator('[data-registration-detail="agentstration-official"]');
+    await detail.waitFor();
+    assert.equal(await detail.getByRole("button", { name: /Delete/ }).count(), 0, "the official registration cannot be deleted: no control");
+    await detail.getByRole("link", { name: "Close" }).click();
+
+    await page.getByRole("button", { name: "Add a registry" }).click();
+    const form = page.getByRole("form", { name: "Add a registry" });
+    await form.getByLabel("Display name").fill("Team registry");
+    assert.equal(await form.getByLabel(/^Name/).inputValue(), "team-registry", "the name follows the display name");
+    await form.getByLabel("Index URL").fill("https://127.0.0.1:9/index.json");
+    assert.equal(await form.getByLabel("Stale after").getAttribute("placeholder"), "1.00:00:00", "an empty duration shows its default");
+    assert.equal(await page.locator('[data-warning="endpoint-policy"]').count(), 0);
+    await form.getByLabel(/Allow private network addresses/).check();
+    assert.match(await page.locator('[data-warning="endpoint-policy"]').innerText(), /reach machines inside your network/);
+    await form.getByLabel("Timeout of one attempt").fill("5 minutes");
+    await form.getByRole("button", { name: "Add registry" }).click();
+    assert.match(await form.getByText(/Write a duration as \[days\.\]hh:mm:ss/).innerText(), /00:30:00/, "a malformed duration is named on its field");
+    await form.getByLabel("Timeout of one attempt").fill("00:00:05");
+    await form.getByRole("button", { name: "Add registry" }).click();
+
+    await page.waitForURL(/registration=team-registry/, { waitUntil: "commit" });
+    const row = list.locator('tr[data-registration="team-registry"]');
+    await row.waitFor();
+    assert.match(await row.innerText(), /untrusted/);
+    assert.equal(await row.locator("[data-freshness]").getAttribute("data-freshness"), "never");
+    // The origin is classified at the read, before any refresh: a loopback index is not public.
+    const origin = page.locator('[data-registration-detail="team-registry"] [data-origin]');
+    await h.waitFor(async () => ["private", "internal"].includes(await origin.getAttribute("data-origin")), { message: "the origin classification" });
+    const saved = await call("GET", "/api/sourceregistries/team-registry");
+    assert.equal(saved.status, 200);
+    assert.equal(saved.body.properties.refreshPolicy.timeout, "00:00:05");
+    assert.equal(saved.body.properties.endpointPolicy.allowPrivateNetwork, true);
+    await h.screenshot(page, "registries-added-1280");
+    await noViolations(page, "the registrations with one open");
+    await page.context().close();
+  });
+
+  it("an edit after someone else's change is refused in words and shows the current values; delete keeps nothing on the page", async () => {
+    const page = await consolePage("/settings/source-registries?registration=team-registry");
+    const detail = page.locator('[data-registration-detail="team-registry"]');
+    await detail.waitFor();
+    // Someone else changes the trust policy meanwhile.
+    const current = await call("GET", "/api/sourceregistries/team-registry");
+    const changed = await call("PUT", "/api/sourceregistries/team-registry", { name: "team-registry", properties: { ...current.body.properties, trustPolicy: "trusted" } }, { "If-Match": current.headers.get("etag") });
+    assert.equal(changed.status, 200, JSON.stringify(changed.body));
+
+    await detail.getByRole("radio", { name: /^Authoritative:/ }).check();
+    await detail.getByRole("button", { name: "Save changes" }).click();
+    const alert = detail.getByRole("alert").filter({ hasText: /someone changed this registration/ });
+    await alert.waitFor();
+    await h.waitFor(async () => detail.getByRole("radio", { name: /^Trusted:/ }).isChecked(), { message: "the current trust policy to be shown again" });
+    assert.equal((await call("GET", "/api/sourceregistries/team-registry")).body.properties.trustPolicy, "trusted", "nothing was overwritten");
+
+    await detail.getByRole("radio", { name: /^Authoritative:/ }).check();
+    await detail.getByRole("button", { name: "Save changes" }).click();
+    await detail.getByText("Saved.").waitFor();
+    assert.equal((await call("GET", "/api/sourceregistries/team-registry")).body.properties.trustPolicy, "authoritative");
+
+    await detail.getByRole("button", { name: "Delete…" }).click();
+    await page.getByRole("region", { name: "Delete the registration" }).getByRole("button", { name: "Delete team-registry" }).click();
+    await page.waitForURL(/\/settings\/source-registries$/, { waitUntil: "commit" });
+    await h.waitFor(async () => (await page.locator('tr[data-registration="team-registry"]').count()) === 0, { message: "the row to go" });
+    assert.equal((await call("GET", "/api/sourceregistries/team-registry")).status, 404);
+    await page.context().close();
+  });
+
+  it("at 375 px the registrations, a refresh's result and its history fit the page", async () => {
+    const created = await call("POST", "/api/sourceregistries", { name: "unreachable", properties: { displayName: "Unreachable", indexUrl: "https://127.0.0.1:9/index.json", refreshPolicy: { timeout: "00:00:02" } } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const page = await consolePage("/settings/source-registries?registration=unreachable", { width: 375, height: 800 });
+    const detail = page.locator('[data-registration-detail="unreachable"]');
+    await detail.waitFor();
+    await detail.getByRole("button", { name: "Refresh now" }).click();
+    // A loopback address without allowPrivateNetwork is refused before any connection.
+    const note = detail.locator('[data-note="refresh"]');
+    await note.waitFor({ timeout: 20_000 });
+    assert.match(await note.innerText(), /The refresh failed \(\w+/);
+    const history = detail.getByRole("table", { name: "Refresh history" });
+    await history.locator('tr[data-outcome="failed"]').first().waitFor();
+    assert.match(await history.innerText(), /Manual/);
+    await fits(page, "the registration with its history");
+    await h.screenshot(page, "registries-refresh-375");
+    await noViolations(page, "the refresh at 375 px");
+    await page.goto(`${platform.apiUrl}/settings/source-registries/discovery`);
+    await page.getByRole("heading", { name: "Discover Sources" }).waitFor();
+    await page.waitForLoadState("networkidle");
+    await fits(page, "discovery");
+    await h.screenshot(page, "registries-discovery-375");
+    await page.context().close();
+  });
+
+  it("registers a registry served from a folder, refreshes it and reads the result, the freshness and the history", async () => {
+    const page = await consolePage("/settings/source-registries?new=1");
+    const form = page.getByRole("form", { name: "Add a registry" });
+    await form.getByLabel("Display name").fill("Folder registry");
+    await form.getByLabel("Index URL").fill(registry.indexUrl);
+    await form.getByLabel(/Allow private network addresses/).check();
+    await form.getByRole("button", { name: "Add registry" }).click();
+    await page.waitForURL(/registration=folder-registry/, { waitUntil: "commit" });
+    const detail = page.locator('[data-registration-detail="folder-registry"]');
+    await detail.getByRole("button", { name: "Refresh now" }).click();
+    const note = detail.locator('[data-note="refresh"]');
+    await note.waitFor({ timeout: 20_000 });
+    assert.match(await note.innerText(), /^Refreshed: index sha256:[0-9a-f]{12}/);
+    await h.waitFor(async () => (await detail.locator("[data-freshness]").first().getAttribute("data-freshness")) === "fresh", { message: "the registration to be fresh" });
+    const history = detail.getByRole("table", { name: "Refresh history" });
+    const row = history.locator('tr[data-outcome="succeeded"]').first();
+    await row.waitFor();
+    assert.match(await row.innerText(), /Manual/);
+    assert.match(await row.innerText(), /sha256:[0-9a-f]{12}/);
+    await h.screenshot(page, "registries-refreshed-1280");
+    await noViolations(page, "a refreshed registration");
+    await page.context().close();
+  });
+
+  it("finds a Pack published to the folder in discovery after a refresh, grouped by Source and version with its trust", async () => {
+    // A Pack composed from the workspace's own Agent goes into the registry's folder.
+    await h.waitFor(async () => (await call("GET", "/api/modelprofiles/deterministic-builtin")).status === 200, { timeout: 60_000, message: "the demo ModelProfile" });
+    const agent = await call("POST", "/api/agents", { apiVersion: "platform/v1", kind: "Agent", metadata: { name: "greeter" }, definition: { displayName: "Greeter", instructions: "@respond Hello", modelProfile: { name: "deterministic-builtin" } } });
+    assert.equal(agent.status, 201, JSON.stringify(agent.body));
+    const project = await call("POST", "/api/pack-projects", { publisher: "acme", name: "greetings", version: "1.0.0", displayName: "Greetings", description: "Says hello", selection: ["Agent/greeter"] });
+    assert.equal(project.status, 201, JSON.stringify(project.body));
+    const zip = await fetch(`${platform.apiUrl}${project.body.archiveUrl}`, { headers: { Cookie: `platform-session=${session}` } });
+    fs.writeFileSync(path.join(registry.dir, "greetings-1.0.0.zip"), Buffer.from(await zip.arrayBuffer()));
+
+    const page = await consolePage("/settings/source-registries?registration=folder-registry");
+    const detail = page.locator('[data-registration-detail="folder-registry"]');
+    await detail.getByRole("button", { name: "Refresh now" }).click();
+    await detail.locator('[data-note="refresh"]').getByText(/^Refreshed/).waitFor({ timeout: 20_000 });
+
+    await page.getByRole("link", { name: "Discover Sources" }).first().click();
+    const filters = page.getByRole("search", { name: "Discovery filters" });
+    await filters.getByLabel("Search").fill("greetings");
+    await filters.getByRole("button", { name: "Search" }).click();
+    const group = page.locator('[data-source="acme/greetings"]');
+    await group.waitFor();
+    const version = group.locator('[data-version="1.0.0"]');
+    assert.equal(await version.getAttribute("data-conflict"), "false");
+    const observation = version.locator("[data-observation]");
+    assert.equal(await observation.count(), 1);
+    assert.match(await observation.locator("[data-trust]").innerText(), /untrusted policy/);
+    assert.match(page.url(), /search=greetings/, "the search is in the address, to link and reload");
+    await h.screenshot(page, "registries-discovery-1280");
+    await noViolations(page, "discovery with a result");
+    await page.context().close();
+  });
+});
