@@ -2,34 +2,22 @@ package bench
 
 import (
 	"flag"
-	"io"
 	"os"
 	"testing"
 
-	"k8s.io/klog/v2"
+	"platform.dev/platform/internal/logging"
 )
 
 // ServerLogsEnv, when set to a non-empty value, keeps the control plane's informational logs.
-// By default only errors are logged: the informational lines of every start would otherwise
-// split benchmark result lines and break benchstat.
+// By default only errors are logged: the informational and warning lines of every start (klog's,
+// controller-runtime's and etcd's "apply request took too long" on a loaded machine) would
+// otherwise split benchmark result lines and break benchstat.
 const ServerLogsEnv = "BENCH_SERVER_LOGS"
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if os.Getenv(ServerLogsEnv) == "" {
-		quietKlog()
+		logging.Setup(logging.Error, os.Stderr)
 	}
 	os.Exit(m.Run())
-}
-
-// quietKlog drops klog's info and warning lines and keeps errors on stderr.
-func quietKlog() {
-	flags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(flags)
-	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "ERROR"} {
-		if err := flags.Set(name, value); err != nil {
-			panic(err)
-		}
-	}
-	klog.SetOutput(io.Discard)
 }
