@@ -387,17 +387,8 @@ func (s *Store) Cleanup(ctx context.Context, registrationUID string, retain int)
 		if err != nil {
 			return err
 		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		ids, err := store.Strings(rows)
+		if err != nil {
 			return err
 		}
 		for _, id := range ids {

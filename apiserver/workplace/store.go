@@ -694,17 +694,8 @@ func (s *Store) MarkAllRead(ctx context.Context, workspaceID, principalID string
 		if err != nil {
 			return err
 		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		ids, err := store.Strings(rows)
+		if err != nil {
 			return err
 		}
 		if marked = int64(len(ids)); marked == 0 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
 )
 
@@ -217,16 +218,10 @@ func (s *Store) CloseInteractions(ctx context.Context, workspaceID, entryNamespa
 		if err != nil {
 			return err
 		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
+		ids, err := store.Strings(rows)
+		if err != nil {
+			return err
 		}
-		rows.Close()
 		for _, id := range ids {
 			if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET state = ?, version = version + 1, updated_at = ? WHERE id = ?`),
 				InteractionClosed, ms(s.now()), id); err != nil {
