@@ -65,16 +65,7 @@ func (s *Service) Workspaces(ctx context.Context, limit int) ([]Workspace, error
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []Workspace
-	for rows.Next() {
-		var w Workspace
-		if err := rows.Scan(&w.ID, &w.TenantID, &w.RouteName, &w.DisplayName, &w.Status, &w.CreatedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return scanWorkspaces(rows)
 }
 
 // ReadableWorkspaces lists the workspaces the Principal may read, oldest first, of the Tenant
@@ -103,6 +94,11 @@ func (s *Service) ReadableWorkspaces(ctx context.Context, principalID, tenantID 
 	if err != nil {
 		return nil, err
 	}
+	return scanWorkspaces(rows)
+}
+
+// scanWorkspaces reads rows of workspaceColumns and closes them.
+func scanWorkspaces(rows *sql.Rows) ([]Workspace, error) {
 	defer rows.Close()
 	var out []Workspace
 	for rows.Next() {
