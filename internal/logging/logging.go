@@ -210,7 +210,7 @@ func (f *klogFilter) Write(p []byte) (int, error) {
 	default:
 		sev = Info
 	}
-	if sev < f.level || (f.level == Warn && sev == Warn && expected(p)) {
+	if sev < f.level || (f.level == Warn && sev == Warn && expected(p)) || cancelledByStop(p) {
 		return len(p), nil
 	}
 	f.mu.Lock()
@@ -226,6 +226,15 @@ func (f *klogFilter) Write(p []byte) (int, error) {
 var expectedWarnings = [][]byte{
 	// The apiextensions group lists v1beta1 among its versions, which has no resources left.
 	[]byte("Skipping API apiextensions.k8s.io/v1beta1 because it has no resources."),
+}
+
+// cancelledByStop says that an entry reports a request that a stop cancelled: the leader elector
+// reads its Lease once more as its term or the process ends and calls the cancellation an error.
+// The signal cancels that read before the serve loop can mark the stop (see Stopping), so the
+// elector's cancelled reads are dropped whenever they come.
+func cancelledByStop(entry []byte) bool {
+	return bytes.Contains(entry, []byte(`err="context canceled"`)) &&
+		(stopping.Load() || bytes.Contains(entry, []byte("leaderelection.go")))
 }
 
 func expected(entry []byte) bool {

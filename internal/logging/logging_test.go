@@ -90,3 +90,22 @@ func TestOnlyMessagesAtOrAboveTheLevelAreWritten(t *testing.T) {
 	}
 	Setup(Warn, &bytes.Buffer{})
 }
+
+func TestTheLeaderElectorsCancelledLeaseReadIsNotAnErrorButOtherErrorsAre(t *testing.T) {
+	var out bytes.Buffer
+	f := &klogFilter{level: Warn, w: &out}
+	cancelled := `E1126 22:57:50.557214   26213 leaderelection.go:473] "Error retrieving lease lock" err="context canceled" lock="kube-system/platform-controller-manager"` + "\n"
+	refused := `E1126 22:57:50.557214   26213 leaderelection.go:473] "Error retrieving lease lock" err="connection refused" lock="kube-system/platform-controller-manager"` + "\n"
+	if _, err := f.Write([]byte(cancelled)); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("the elector's read cancelled by a stop was written: %s", out.String())
+	}
+	if _, err := f.Write([]byte(refused)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "connection refused") {
+		t.Errorf("a failed Lease read that no stop caused was dropped; output: %q", out.String())
+	}
+}
