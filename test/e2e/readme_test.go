@@ -76,7 +76,12 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "bash", "-c", readmeScript(t, string(readme), serviceAddr))
 	cmd.Dir = clone
 	cmd.Env = append(withoutKubeconfig(os.Environ()), "KUBECACHEDIR="+kubeCacheDir)
+	// The walkthroughs start servers in the background (an extension, a registry, a second
+	// platform) and stop them at their end; a failure or the timeout in between stops them here.
+	cmd.SysProcAttr = scriptProcAttr()
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	out, err := cmd.CombinedOutput()
+	g.Expect(killGroup(cmd.Process.Pid)).To(Succeed())
 	g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out, s.output())
 	g.Expect(string(out)).To(And(ContainSubstring(`"state": "Completed"`), ContainSubstring(`"answer": "detailed"`),
 		ContainSubstring("RunCompleted"), MatchRegexp(`(?m)^TaskStatusChanged \{.*"taskId"`),
@@ -94,6 +99,10 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 		ContainSubstring(`["Agent","support-triage","update","definition.instructions"]`), ContainSubstring(`["installed","1.1.0","1.0.0"]`),
 		ContainSubstring(`["installed","1.0.0","1.1.0"]`), ContainSubstring(`[409,"Conflict",["Agent","support-triage","changed since installed"]]`),
 		ContainSubstring(`{"state":"degraded","preserved":[{"kind":"Agent","name":"support-triage","reason":"modified since installed"}]}`)), "%s", out)
+	// The registry walkthrough: a folder served over HTTPS with its own CA, refreshed twice (the
+	// second a 304), found in discovery with the publisher status the trusted registry asserts.
+	g.Expect(string(out)).To(And(MatchRegexp(`(?m)^succeeded$`), MatchRegexp(`(?m)^notModified$`),
+		ContainSubstring(`["samples","hello-pack","1.0.0","Verified","Verified","fresh"]`)), "%s", out)
 }
 
 func withoutKubeconfig(env []string) []string {
