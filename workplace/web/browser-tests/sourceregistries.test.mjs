@@ -255,6 +255,9 @@ describe("Source registries in the Console", () => {
     const observation = version.locator("[data-observation]");
     assert.equal(await observation.count(), 1);
     assert.match(await observation.locator("[data-trust]").innerText(), /untrusted policy/);
+    // Nothing is imported from an untrusted registration: the page says so before anyone tries.
+    assert.ok(await observation.getByRole("button", { name: "Import greetings 1.0.0" }).isDisabled(), "no import from an untrusted registration");
+    assert.match(await observation.locator('[data-state="import-refused"]').innerText(), /Folder registry is untrusted: nothing is imported/);
     assert.match(page.url(), /search=greetings/, "the search is in the address, to link and reload");
     await h.screenshot(page, "registries-discovery-1280");
     await noViolations(page, "discovery with a result");

@@ -10,6 +10,7 @@ import {
   filtersFromQuery,
   filtersToQuery,
   groupObservations,
+  importBlocked,
   importBody,
   observationCompatible,
   observationStale,
@@ -294,6 +295,8 @@ function ObservationItem({ o, reg, blocked, canInstall }: { o: Observation; reg?
   const publisherStatus = o.publisherStatus ?? o.assertedPublisherStatus;
   // What the registry asserts and what this registration's policy accepts may differ (an untrusted one contributes declared evidence only).
   const asserted = o.assertedPublisherStatus && o.assertedPublisherStatus !== publisherStatus ? o.assertedPublisherStatus : undefined;
+  const refused = importBlocked(o, reg, blocked);
+  const refusedId = useId();
 
   const doImport = async () => {
     setWorking(true);
@@ -344,7 +347,7 @@ function ObservationItem({ o, reg, blocked, canInstall }: { o: Observation; reg?
       {(o.displayName || o.description) && <p className="small">{o.displayName ?? ""}{o.displayName && o.description ? ": " : ""}{o.description ?? ""}</p>}
       <p className="toolbar">
         {!imported && (
-          <button type="button" className="primary" disabled={working || blocked} onClick={() => void doImport()}>
+          <button type="button" className="primary" disabled={working || !!refused} aria-describedby={refused && !blocked ? refusedId : undefined} onClick={() => void doImport()}>
             Import {o.sourceName} {o.version}
           </button>
         )}
@@ -353,6 +356,17 @@ function ObservationItem({ o, reg, blocked, canInstall }: { o: Observation; reg?
         </button>
         {working && <span role="status">Importing…</span>}
       </p>
+      {refused && !blocked && (
+        <p className="state-note warn small" id={refusedId} data-state="import-refused">
+          {refused.sentence}
+          {refused.fixAt && (
+            <>
+              {" "}
+              <Link href={`${REGISTRIES_PATH}?registration=${enc(refused.fixAt)}`}>Open its settings</Link>
+            </>
+          )}
+        </p>
+      )}
       <Problem error={error} />
       {evidenceError && <p className="state-note warn">{evidenceError}</p>}
       {evidence && <Evidence e={evidence} />}

@@ -13,6 +13,7 @@ import {
   formFromRegistration,
   freshness,
   groupObservations,
+  importBlocked,
   importBody,
   nameFromDisplayName,
   parseDuration,
@@ -201,6 +202,29 @@ describe("observations group by publisher/Source, then opaque version", () => {
       selection: { registrationUid: "11111111-1111-1111-1111-111111111111", observationId: "acme-tools-1.0-a", catalogName: "main", publisher: "acme", sourceName: "tools", version: "1.0" },
     });
   });
+});
+
+describe("import is offered only where the server would import", () => {
+  const registration = (trustPolicy: string, enabled = true): Registration => ({ name: "team", properties: { indexUrl: "https://r.example/i", displayName: "Team registry", trustPolicy, enabled } });
+  const cases: Record<string, { o: Partial<Observation>; reg?: Registration; conflict?: boolean; refused?: RegExp }> = {
+    "a trusted registration's version imports": { o: { trustPolicy: "trusted", publisherStatus: "Verified" }, reg: registration("trusted") },
+    "an authoritative registration's version imports": { o: { trustPolicy: "authoritative" }, reg: registration("authoritative") },
+    "an untrusted registration imports nothing": { o: { trustPolicy: "untrusted" }, reg: registration("untrusted"), refused: /Team registry is untrusted: nothing is imported/ },
+    "a policy the observation omits is the registration's": { o: {}, reg: registration("untrusted"), refused: /untrusted/ },
+    "a disabled registration imports nothing": { o: { trustPolicy: "trusted" }, reg: registration("trusted", false), refused: /Team registry is disabled/ },
+    "a revoked publisher's versions are not imported": { o: { trustPolicy: "trusted", publisherStatus: "Revoked" }, reg: registration("trusted"), refused: /publisher acme is revoked/ },
+    "a digest conflict blocks the import": { o: { trustPolicy: "trusted" }, reg: registration("trusted"), conflict: true, refused: /disagree.*blocks its import/ },
+  };
+  it("an untrusted or disabled registration names where to change it", () => {
+    expect(importBlocked(obs("acme", "tools", "1.0", "a"), registration("untrusted"), false)?.fixAt).toBe("team");
+    expect(importBlocked(obs("acme", "tools", "1.0", "a", { trustPolicy: "trusted", publisherStatus: "Revoked" }), registration("trusted"), false)?.fixAt).toBeUndefined();
+  });
+  for (const [name, c] of Object.entries(cases))
+    it(name, () => {
+      const refused = importBlocked(obs("acme", "tools", "1.0", "a", c.o), c.reg, c.conflict ?? false);
+      if (c.refused) expect(refused?.sentence).toMatch(c.refused);
+      else expect(refused).toBeUndefined();
+    });
 });
 
 describe("refusals read as sentences", () => {

@@ -559,6 +559,23 @@ export function importBody(o: Observation) {
   };
 }
 
+/**
+ * importBlocked says why the server would refuse to import an observation, before anyone tries:
+ * a digest conflict, a disabled or untrusted registration, or an accepted revocation of the
+ * publisher (the spec's import refusals that the page can know). fixAt names the registration
+ * whose settings would change the answer. Undefined when nothing blocks it.
+ */
+export function importBlocked(o: Observation, reg: Registration | undefined, conflict: boolean): { sentence: string; fixAt?: string } | undefined {
+  const name = reg?.properties.displayName || o.registrationName || reg?.name || "this registration";
+  const fixAt = reg?.name ?? o.registrationName;
+  if (conflict) return { sentence: "Registries disagree on this version's manifest digest: the conflict blocks its import." };
+  if (reg?.properties.enabled === false) return { sentence: `${name} is disabled: enable it to import from it.`, fixAt };
+  if ((o.trustPolicy ?? reg?.properties.trustPolicy ?? "untrusted") === "untrusted")
+    return { sentence: `${name} is untrusted: nothing is imported from an untrusted registration until a Platform administrator makes it trusted.`, fixAt };
+  if (o.publisherStatus === "Revoked") return { sentence: `The publisher ${o.publisher} is revoked: none of its versions can be imported.` };
+  return undefined;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Refusals in words
 
