@@ -69,22 +69,39 @@ func TestSourceRegistryRegistrationsAreWrittenWithETagsAndTheirTrustPolicyChange
 	})
 }
 
-func TestABadSourceRegistryRegistrationIsRefusedWithProblemDetails(t *testing.T) {
+func TestABadSourceRegistryRegistrationIsRefusedWithProblemDetailsNamingTheRequestsField(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
 		e := newIdentityEnv(t, db)
-		for name, tc := range map[string]struct{ body string }{
-			"an http index without allowHttp": {`{"name":"bad-http","properties":{"indexUrl":"http://registry.example/index.json"}}`},
-			"an index URL with credentials":   {`{"name":"bad-creds","properties":{"indexUrl":"https://user:pw@registry.example/index.json"}}`},
-			"an index URL with a query":       {`{"name":"bad-query","properties":{"indexUrl":"https://registry.example/index.json?x=1"}}`},
-			"an unknown trust policy":         {`{"name":"bad-policy","properties":{"indexUrl":"https://registry.example/i.json","trustPolicy":"blind"}}`},
-			"staticBearer without credential": {`{"name":"bad-bearer","properties":{"indexUrl":"https://registry.example/i.json","authenticationMode":"staticBearer"}}`},
-			"a name that is no DNS label":     {`{"name":"Bad_Name","properties":{"indexUrl":"https://registry.example/i.json"}}`},
+		for name, tc := range map[string]struct{ body, location string }{
+			"an http index without allowHttp": {`{"name":"bad-http","properties":{"indexUrl":"http://registry.example/index.json"}}`, "body.properties.indexUrl"},
+			"an index URL with credentials":   {`{"name":"bad-creds","properties":{"indexUrl":"https://user:pw@registry.example/index.json"}}`, "body.properties.indexUrl"},
+			"an index URL with a query":       {`{"name":"bad-query","properties":{"indexUrl":"https://registry.example/index.json?x=1"}}`, "body.properties.indexUrl"},
+			"an unknown trust policy":         {`{"name":"bad-policy","properties":{"indexUrl":"https://registry.example/i.json","trustPolicy":"blind"}}`, "body.properties.trustPolicy"},
+			"staticBearer without credential": {`{"name":"bad-bearer","properties":{"indexUrl":"https://registry.example/i.json","authenticationMode":"staticBearer"}}`, "body.properties.credential"},
+			"a name that is no DNS label":     {`{"name":"Bad_Name","properties":{"indexUrl":"https://registry.example/i.json"}}`, "body.name"},
 		} {
 			t.Run(name, func(t *testing.T) {
+				g := NewWithT(t)
 				r := e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries", tc.body)
-				expectProblem(NewWithT(t), r, http.StatusUnprocessableEntity)
+				expectProblem(g, r, http.StatusUnprocessableEntity)
+				// The request has name and properties; the kind's definition is not a field of it.
+				g.Expect(r.body["errors"]).To(ContainElement(HaveKeyWithValue("location", tc.location)), "%v", r.body)
+				g.Expect(r.body["errors"]).To(HaveEach(HaveKeyWithValue("location", Or(Equal("body.name"), HavePrefix("body.properties")))), "%v", r.body)
+				g.Expect(r.body["detail"]).NotTo(ContainSubstring("SourceRegistry "), "%v", r.body)
 			})
 		}
+	})
+}
+
+func TestARegistrationNameThatIsTakenIsRefusedInWords(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		e := newIdentityEnv(t, db)
+		name := strings.ToLower(uniqueWorkspace("taken"))
+		g.Expect(e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries", registrationBody(name, "untrusted")).status).To(Equal(http.StatusCreated))
+		again := e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries", registrationBody(name, "trusted"))
+		expectProblem(g, again, http.StatusConflict)
+		g.Expect(again.body["detail"]).To(Equal(`a Source registry registration named "` + name + `" already exists`))
 	})
 }
 

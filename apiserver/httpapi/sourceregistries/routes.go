@@ -2,7 +2,9 @@ package sourceregistries
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -97,7 +99,7 @@ func (r *routes) registerRegistrations() {
 		reg := &platformv1.SourceRegistry{Definition: in.Body.Properties}
 		reg.Name = in.Body.Name
 		if err := r.Kube().Create(ctx, reg, client.FieldOwner(httpapi.FieldManager)); err != nil {
-			return nil, httpapi.Problem(err)
+			return nil, writeProblem(reg.Name, err)
 		}
 		if policy := trustPolicyOf(reg); policy != platformv1.UntrustedPolicy {
 			if err := r.auditTrustPolicy(ctx, reg); err != nil {
@@ -123,7 +125,7 @@ func (r *routes) registerRegistrations() {
 		reg.Definition = in.Body.Properties
 		// The kube update carries the resourceVersion, so a change in between is refused there too.
 		if err := r.Kube().Update(ctx, reg, client.FieldOwner(httpapi.FieldManager)); err != nil {
-			return nil, httpapi.Problem(err)
+			return nil, writeProblem(reg.Name, err)
 		}
 		if trustPolicyOf(reg) != before {
 			if err := r.auditTrustPolicy(ctx, reg); err != nil {
@@ -156,6 +158,41 @@ func (r *routes) registerRegistrations() {
 
 // reservedNames are the path segments of /api/sourceregistries/... that are other routes.
 var reservedNames = map[string]bool{"discovery": true, "trust": true}
+
+// writeProblem is Problem Details of a refused create or replace in the request's own terms: the
+// kind's definition is the body's properties, and the registration is named as one (the kube
+// messages say "SourceRegistry" and "body.definition").
+func writeProblem(name string, err error) error {
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return huma.Error409Conflict("a Source registry registration named " + httpapi.Quote(name) + " already exists")
+	case apierrors.IsConflict(err):
+		return httpapi.StaleETag("Source registry registration", name)
+	case !apierrors.IsInvalid(err):
+		return httpapi.Problem(err)
+	}
+	problem := httpapi.Problem(err)
+	var model *huma.ErrorModel
+	if !errors.As(problem, &model) {
+		return problem
+	}
+	model.Detail = "the Source registry registration " + httpapi.Quote(name) + " is invalid"
+	for _, detail := range model.Errors {
+		if detail == nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(detail.Location, "body.definition"):
+			detail.Location = "body.properties" + strings.TrimPrefix(detail.Location, "body.definition")
+		case strings.HasPrefix(detail.Location, "body.metadata.name"):
+			detail.Location = "body.name"
+		default:
+			// A cause of the whole object (kube writes its field as "<nil>").
+			detail.Location = "body.properties"
+		}
+	}
+	return problem
+}
 
 // get reads the named registration; 404 when there is none.
 func (r *routes) get(ctx context.Context, name string) (*platformv1.SourceRegistry, error) {
