@@ -34,7 +34,7 @@ func validateDefinition(def *platformv1.SourceRegistryDefinition, path *field.Pa
 }
 
 // setReadyCondition reports whether the registration is valid (InvalidDefinition). Ready says
-// only that: the index is never fetched here, so RefreshFailed and Stale are not reported yet,
+// only that: the index is fetched by the refresh service, whose outcome is status.lastRefresh,
 // and a registry's credential Secret (instance-scoped) is not resolved because the instance scope
 // has no namespace yet. A valid, disabled registration is Ready with reason Disabled.
 func setReadyCondition(s *scope) {
@@ -46,6 +46,11 @@ func setReadyCondition(s *scope) {
 	case s.registry.Definition.Enabled != nil && !*s.registry.Definition.Enabled:
 		reconcileutil.SetReady(status, gen, true, platformv1.DisabledReason, "the registration is valid; the registry is disabled and neither refreshed nor imported from")
 	default:
-		reconcileutil.SetReady(status, gen, true, platformv1.ResolvedReason, "the registration of "+s.registry.Definition.IndexURL+" is valid; the index has not been fetched")
+		message := "the registration of " + s.registry.Definition.IndexURL + " is valid"
+		if s.registry.Status.LastSuccessTime == nil && s.registry.Status.CurrentObservationID == "" {
+			// Only until a refresh succeeded: afterwards this would contradict status.lastRefresh.
+			message += "; the index has not been fetched yet"
+		}
+		reconcileutil.SetReady(status, gen, true, platformv1.ResolvedReason, message)
 	}
 }

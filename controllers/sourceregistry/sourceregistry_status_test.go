@@ -2,6 +2,7 @@ package sourceregistry
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -49,12 +50,16 @@ func TestValidateDefinition(t *testing.T) {
 func TestSetReadyCondition(t *testing.T) {
 	disabled := false
 	tests := map[string]struct {
-		enabled    *bool
-		invalid    field.ErrorList
-		wantStatus metav1.ConditionStatus
-		wantReason string
+		enabled     *bool
+		invalid     field.ErrorList
+		fetched     bool
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantMessage string
 	}{
-		"a valid registration is Resolved":           {wantStatus: metav1.ConditionTrue, wantReason: platformv1.ResolvedReason},
+		"a valid registration is Resolved": {wantStatus: metav1.ConditionTrue, wantReason: platformv1.ResolvedReason, wantMessage: "the registration of https://registry.example.com/index.json is valid; the index has not been fetched yet"},
+		"a fetched registration does not say it was never fetched": {fetched: true, wantStatus: metav1.ConditionTrue, wantReason: platformv1.ResolvedReason,
+			wantMessage: "the registration of https://registry.example.com/index.json is valid"},
 		"a valid, disabled registration is Disabled": {enabled: &disabled, wantStatus: metav1.ConditionTrue, wantReason: platformv1.DisabledReason},
 		"an invalid registration is InvalidDefinition": {
 			invalid: field.ErrorList{field.Required(field.NewPath("definition", "credential"), "needed")}, wantStatus: metav1.ConditionFalse, wantReason: platformv1.InvalidDefinitionReason,
@@ -65,11 +70,18 @@ func TestSetReadyCondition(t *testing.T) {
 			g := NewWithT(t)
 			registry := &platformv1.SourceRegistry{ObjectMeta: metav1.ObjectMeta{Generation: 1},
 				Definition: platformv1.SourceRegistryDefinition{IndexURL: "https://registry.example.com/index.json", Enabled: tt.enabled}}
+			if tt.fetched {
+				registry.Status.LastSuccessTime = &metav1.Time{Time: time.Now()}
+				registry.Status.CurrentObservationID = "01a21a28-fdc8-70e9-b744-2ed4efaa685d"
+			}
 			setReadyCondition(&scope{registry: registry, invalid: tt.invalid})
 			c := meta.FindStatusCondition(registry.Status.Conditions, platformv1.ReadyCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(tt.wantStatus))
 			g.Expect(c.Reason).To(Equal(tt.wantReason))
+			if tt.wantMessage != "" {
+				g.Expect(c.Message).To(Equal(tt.wantMessage))
+			}
 		})
 	}
 }
