@@ -332,6 +332,12 @@ func sourceRegistryRows(rows map[string]tableRow) {
 	rows["list-discovered-publishers"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries/discovery/publishers")}
 	rows["get-discovered-source"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/discovery/sources/table/none")}
 	rows["get-source-version-trust"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries/trust/sources/table/kit/versions/1?manifestDigest=sha256:" + strings.Repeat("0", 64))}
+	rows["import-source-version"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), func(*tableFixture, role) tableRequest {
+		return tableRequest{method: http.MethodPost, path: "/api/sourceregistries/discovery/imports", body: `{"selection":{"registrationUid":"0190a5b4-0000-7000-8000-000000000009",` +
+			`"observationId":"0190a5b4-0000-7000-8000-000000000009","catalogName":"table","publisher":"table","sourceName":"kit","version":"1"}}`}
+	}}
+	rows["list-imported-source-versions"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries/discovery/imports")}
+	rows["get-imported-source-version"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/discovery/imports/0190a5b4-0000-7000-8000-000000000009")}
 	rows["delete-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), func(*tableFixture, role) tableRequest {
 		return tableRequest{method: http.MethodDelete, path: "/api/sourceregistries/table-none", headers: []string{"If-Match", `"1"`}}
 	}}

@@ -188,42 +188,52 @@ func (r *routes) registerVersionTrust() {
 		if err != nil {
 			return nil, err
 		}
-		out := VersionTrust{Publisher: in.Publisher, SourceName: in.Source, Version: in.Version, ManifestDigest: in.ManifestDigest,
-			PublisherState: domain.PublisherNone, Verification: domain.VerificationUnverified, Snapshot: "NotEvaluated", Evidence: []Evidence{}, EvaluatedAt: time.Now().UTC()}
-		for _, e := range entries {
-			if e.Publisher == in.Publisher {
-				out.PublisherState = strongerStatus(out.PublisherState, e.PublisherStatus)
-			}
-			if e.Publisher != in.Publisher || e.SourceName != in.Source || e.Version != in.Version {
-				continue
-			}
-			reasons := []string{}
-			if e.AssertedPublisherStatus != e.PublisherStatus {
-				reasons = append(reasons, "publisherStatusLimitedByPolicy")
-			}
-			if e.ManifestDigest != in.ManifestDigest {
-				reasons = append(reasons, "manifestDigestDiffers")
-			}
-			if e.Conflict {
-				reasons = append(reasons, "digestConflict")
-				out.Verification = domain.VerificationConflict
-			} else if e.ManifestDigest == in.ManifestDigest && e.Verification == domain.VerificationVerified && out.Verification != domain.VerificationConflict {
-				out.Verification = domain.VerificationVerified
-			}
-			out.Evidence = append(out.Evidence, Evidence{RegistrationName: e.RegistrationName, RegistrationUID: e.RegistrationUID, ObservationID: e.ObservationID,
-				IndexDigest: e.IndexDigest, CatalogName: e.CatalogName, TrustPolicy: e.TrustPolicy, Origin: e.Origin, ManifestDigest: e.ManifestDigest,
-				AssertedPublisherStatus: e.AssertedPublisherStatus, AcceptedPublisherStatus: e.PublisherStatus, ReasonCodes: reasons})
-		}
-		if out.PublisherState == "Revoked" && out.Verification == domain.VerificationVerified {
-			out.Verification = domain.VerificationUnverified
-		}
-		if c := r.Registries(); c != nil {
-			if f, ok, err := c.FirstSeenOf(ctx, in.Publisher, in.Source, in.Version); err != nil {
-				return nil, httpapi.Problem(err)
-			} else if ok {
-				out.FirstSeen = &FirstSeen{ManifestDigest: f.ManifestDigest, RegistrationUID: f.RegistrationUID, ObservationID: f.ObservationID, FirstSeenAt: f.At}
-			}
+		out, err := r.versionTrust(ctx, entries, in.Publisher, in.Source, in.Version, in.ManifestDigest)
+		if err != nil {
+			return nil, err
 		}
 		return &struct{ Body VersionTrust }{Body: out}, nil
 	})
+}
+
+// versionTrust is the publisher and exact-version evidence of publisher/source/version with
+// manifestDigest over entries, evaluated now: the route's answer and an import's trust snapshot.
+func (r *routes) versionTrust(ctx context.Context, entries []domain.Entry, publisher, source, version, manifestDigest string) (VersionTrust, error) {
+	out := VersionTrust{Publisher: publisher, SourceName: source, Version: version, ManifestDigest: manifestDigest,
+		PublisherState: domain.PublisherNone, Verification: domain.VerificationUnverified, Snapshot: "NotEvaluated", Evidence: []Evidence{}, EvaluatedAt: time.Now().UTC()}
+	for _, e := range entries {
+		if e.Publisher == publisher {
+			out.PublisherState = strongerStatus(out.PublisherState, e.PublisherStatus)
+		}
+		if e.Publisher != publisher || e.SourceName != source || e.Version != version {
+			continue
+		}
+		reasons := []string{}
+		if e.AssertedPublisherStatus != e.PublisherStatus {
+			reasons = append(reasons, "publisherStatusLimitedByPolicy")
+		}
+		if e.ManifestDigest != manifestDigest {
+			reasons = append(reasons, "manifestDigestDiffers")
+		}
+		if e.Conflict {
+			reasons = append(reasons, "digestConflict")
+			out.Verification = domain.VerificationConflict
+		} else if e.ManifestDigest == manifestDigest && e.Verification == domain.VerificationVerified && out.Verification != domain.VerificationConflict {
+			out.Verification = domain.VerificationVerified
+		}
+		out.Evidence = append(out.Evidence, Evidence{RegistrationName: e.RegistrationName, RegistrationUID: e.RegistrationUID, ObservationID: e.ObservationID,
+			IndexDigest: e.IndexDigest, CatalogName: e.CatalogName, TrustPolicy: e.TrustPolicy, Origin: e.Origin, ManifestDigest: e.ManifestDigest,
+			AssertedPublisherStatus: e.AssertedPublisherStatus, AcceptedPublisherStatus: e.PublisherStatus, ReasonCodes: reasons})
+	}
+	if out.PublisherState == "Revoked" && out.Verification == domain.VerificationVerified {
+		out.Verification = domain.VerificationUnverified
+	}
+	if c := r.Registries(); c != nil {
+		if f, ok, err := c.FirstSeenOf(ctx, publisher, source, version); err != nil {
+			return out, httpapi.Problem(err)
+		} else if ok {
+			out.FirstSeen = &FirstSeen{ManifestDigest: f.ManifestDigest, RegistrationUID: f.RegistrationUID, ObservationID: f.ObservationID, FirstSeenAt: f.At}
+		}
+	}
+	return out, nil
 }

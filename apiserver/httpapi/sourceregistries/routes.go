@@ -32,6 +32,7 @@ func Routes(s *httpapi.Server) {
 	r.registerRefresh()
 	r.registerDiscovery()
 	r.registerVersionTrust()
+	r.registerImports()
 }
 
 type nameInput struct {

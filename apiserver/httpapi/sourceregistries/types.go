@@ -11,7 +11,7 @@ import (
 	domain "platform.dev/platform/apiserver/sourceregistries"
 )
 
-// The request and response bodies of the twelve Source registry routes. The Console builds on
+// The request and response bodies of the Source registry routes. The Console builds on
 // them (workplace/web/src/console/sourceregistries.ts), so they change only by addition.
 
 // OfficialRegistration is the name of the built-in registration: created only when absent,
@@ -229,19 +229,46 @@ type ImportRequest struct {
 }
 
 // ImportedSourceVersion is an immutable Source version imported from a registry. created is
-// false when the same selection was already imported (the import is idempotent).
+// false when the same selection was already imported (the import is idempotent). It keeps the
+// observation it came from and the trust snapshot taken at the import; never a URL, credential
+// or cached document.
 type ImportedSourceVersion struct {
-	Name             string       `json:"name" doc:"Reference of the imported Source version, for the Packs preview and install"`
+	Name             string       `json:"name" doc:"Id of the imported Source version: the sourceVersion the Packs preview and install name"`
+	ScopeRef         string       `json:"scopeRef" doc:"Where the Source version is kept: /instance, /tenants/<id> or /workspaces/<id>"`
 	Publisher        string       `json:"publisher"`
 	SourceName       string       `json:"sourceName"`
-	Version          string       `json:"version"`
+	Version          string       `json:"version" doc:"Opaque; never ordered"`
 	ManifestDigest   string       `json:"manifestDigest"`
-	ArchiveDigest    string       `json:"archiveDigest,omitempty"`
+	ArchiveDigest    string       `json:"archiveDigest,omitempty" doc:"The Pack archive's digest the manifest names"`
+	ArchiveSize      int64        `json:"archiveSize,omitempty" doc:"The Pack archive's size in bytes the manifest names"`
 	RegistrationUID  string       `json:"registrationUid"`
 	RegistrationName string       `json:"registrationName"`
 	ObservationID    string       `json:"observationId"`
+	IndexDigest      string       `json:"indexDigest" doc:"Canonical digest of the observation's index"`
+	IndexSerial      int64        `json:"indexSerial" doc:"Serial of the observation's index"`
 	CatalogName      string       `json:"catalogName"`
+	CatalogDigest    string       `json:"catalogDigest" doc:"Digest of the catalog (shard) that lists the version"`
+	IsCatalogLatest  bool         `json:"isCatalogLatest" doc:"The registry's own flag at the observation; nothing else is implied"`
+	Compatible       bool         `json:"compatible"`
+	TrustPolicy      string       `json:"trustPolicy" doc:"The registration's trust policy at the import"`
+	Origin           string       `json:"origin" doc:"The registration's origin classification at the import"`
 	Trust            VersionTrust `json:"trust" doc:"The trust snapshot taken at the import"`
 	ImportedAt       time.Time    `json:"importedAt"`
-	Created          bool         `json:"created"`
+	Created          bool         `json:"created" doc:"Whether this request imported it (201) rather than found it imported (200)"`
+}
+
+// ImportsInput pages the imported Source versions.
+type ImportsInput struct {
+	Publisher       string `query:"publisher" maxLength:"128"`
+	SourceName      string `query:"sourceName" maxLength:"128"`
+	Version         string `query:"version" maxLength:"128"`
+	RegistrationUID string `query:"registrationUid" maxLength:"64"`
+	Skip            int    `query:"skip" minimum:"0" default:"0"`
+	Take            int    `query:"take" minimum:"1" maximum:"100" default:"25"`
+}
+
+// ImportsPage is a page of imported Source versions, newest first; total counts every match.
+type ImportsPage struct {
+	Items []ImportedSourceVersion `json:"items"`
+	Total int                     `json:"total"`
 }
