@@ -22,6 +22,7 @@ const (
 // with its trust evaluated now.
 type Entry struct {
 	RegistrationName, RegistrationUID, ObservationID, IndexDigest, CatalogName  string
+	CatalogDigest                                                               string
 	Publisher, SourceName, Version, ManifestDigest                              string
 	DisplayName, Description                                                    string
 	IsCatalogLatest, Compatible, Stale, Conflict                                bool
@@ -86,7 +87,7 @@ func (s *Store) Entries(ctx context.Context, regs []platformv1.SourceRegistry, c
 				for _, v := range src.Versions {
 					asserted := statuses[src.Publisher]
 					e := Entry{RegistrationName: reg.Name, RegistrationUID: string(reg.UID), ObservationID: obs.ID, IndexDigest: obs.IndexDigest,
-						CatalogName: sh.Name, Publisher: src.Publisher, SourceName: src.Name, Version: v.Version, ManifestDigest: v.ManifestDigest,
+						CatalogName: sh.Name, CatalogDigest: sh.Digest, Publisher: src.Publisher, SourceName: src.Name, Version: v.Version, ManifestDigest: v.ManifestDigest,
 						DisplayName: src.DisplayName, Description: src.Description, IsCatalogLatest: v.IsCatalogLatest, Compatible: v.Compatibility.Compatible(),
 						Stale: stale, TrustPolicy: string(policy), Origin: origin, AssertedPublisherStatus: string(asserted),
 						PublisherStatus: AcceptedPublisherStatus(policy, asserted)}

@@ -314,6 +314,27 @@ func TestDiscoveryReadsOnlyTheCacheFiltersAndShowsDifferingDigestsAsAConflict(t 
 	})
 }
 
+func TestTrustEvidenceHoldsTheCanonicalIndexAndCatalogDigests(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		e := newIdentityEnv(t, db)
+		name := strings.ToLower(uniqueWorkspace("evid"))
+		url := "https://" + name + ".example/index.json"
+		fakeRegistries.Store(url, &fakeRegistry{serial: 1, shard: shardOf(name, "Verified", "kit", "1.0", "3")})
+		g.Expect(e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries", strings.Replace(registrationBody(name, "trusted"), "https://registry.example/index.json", url, 1)).status).To(Equal(http.StatusCreated))
+		refreshed := e.do(e.adminCookie, http.MethodPost, "/api/sourceregistries/"+name+"/refresh", "")
+		g.Expect(refreshed.body).To(HaveKeyWithValue("outcome", "succeeded"))
+		trust := e.do(e.adminCookie, http.MethodGet, "/api/sourceregistries/trust/sources/"+name+"/kit/versions/1.0?manifestDigest=sha256:"+strings.Repeat("3", 64), "")
+		g.Expect(trust.status).To(Equal(http.StatusOK), "%v", trust.body)
+		g.Expect(trust.body["evidence"]).To(HaveExactElements(And(
+			HaveKeyWithValue("observationId", refreshed.body["observationId"]),
+			HaveKeyWithValue("indexDigest", HavePrefix("sha256:")),
+			HaveKeyWithValue("catalogName", "main"),
+			HaveKeyWithValue("catalogDigest", HavePrefix("sha256:")), // the fake client names it sha256:shard
+		)), "the spec's evidence: registration and observation ids, canonical index and catalog digests")
+	})
+}
+
 func sourceRegistryRows(rows map[string]tableRow) {
 	rows["list-source-registries"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(200), get("/api/sourceregistries")}
 	rows["get-source-registry"] = tableRow{httpapi.PolicyPlatformAdmin, platformAdminOnly(404), get("/api/sourceregistries/table-none")}

@@ -222,7 +222,7 @@ func (r *routes) versionTrust(ctx context.Context, entries []domain.Entry, publi
 			out.Verification = domain.VerificationVerified
 		}
 		out.Evidence = append(out.Evidence, Evidence{RegistrationName: e.RegistrationName, RegistrationUID: e.RegistrationUID, ObservationID: e.ObservationID,
-			IndexDigest: e.IndexDigest, CatalogName: e.CatalogName, TrustPolicy: e.TrustPolicy, Origin: e.Origin, ManifestDigest: e.ManifestDigest,
+			IndexDigest: e.IndexDigest, CatalogName: e.CatalogName, CatalogDigest: e.CatalogDigest, TrustPolicy: e.TrustPolicy, Origin: e.Origin, ManifestDigest: e.ManifestDigest,
 			AssertedPublisherStatus: e.AssertedPublisherStatus, AcceptedPublisherStatus: e.PublisherStatus, ReasonCodes: reasons})
 	}
 	if out.PublisherState == "Revoked" && out.Verification == domain.VerificationVerified {
