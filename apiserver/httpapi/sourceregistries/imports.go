@@ -46,7 +46,6 @@ var importStatus = map[string]int{
 	domain.CodeManifestMismatch:         http.StatusConflict,
 	domain.CodeArchiveMismatch:          http.StatusConflict,
 	domain.CodeImportAmbiguous:          http.StatusConflict,
-	domain.CodeImportOutOfScope:         http.StatusForbidden,
 }
 
 // RefusalProblem is Problem Details of an import's refusal (a domain.Refusal) or of a registry
