@@ -52,8 +52,6 @@ const (
 	CodeImportNotFound = "RegistryImportNotFound"
 	// CodeImportAmbiguous: several imported Source versions match; name one by its id.
 	CodeImportAmbiguous = "RegistryImportAmbiguous"
-	// CodeImportOutOfScope: the imported Source version is kept in a scope the workspace is not in.
-	CodeImportOutOfScope = "RegistryImportOutOfScope"
 )
 
 // Refusal is an import (or an install from an import) refused for a reason its Code names; its

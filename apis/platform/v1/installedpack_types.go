@@ -120,10 +120,22 @@ type PackSource struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Registry string `json:"registry,omitempty"`
+	// registrationUid is the UID of the SourceRegistry a Registry source was imported from; it
+	// outlives a deletion of the registration (whose cache and history are kept by UID).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	RegistrationUID string `json:"registrationUid,omitempty"`
 	// observationId is the registry observation the Source version was imported from.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	ObservationID string `json:"observationId,omitempty"`
+	// sourceVersion is the id of the imported Source version a Registry source was installed from.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SourceVersion string `json:"sourceVersion,omitempty"`
+	// manifestDigest is the digest of the registry manifest that named the archive.
+	// +optional
+	ManifestDigest Digest `json:"manifestDigest,omitempty"`
 	// digest is the digest of the installed archive.
 	// +optional
 	Digest Digest `json:"digest,omitempty"`

@@ -1,7 +1,9 @@
 package packs
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -21,7 +23,9 @@ import (
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/httpapi"
+	srhttp "platform.dev/platform/apiserver/httpapi/sourceregistries"
 	packstore "platform.dev/platform/apiserver/packs"
+	srdomain "platform.dev/platform/apiserver/sourceregistries"
 	"platform.dev/platform/controllers/installedpack"
 	"platform.dev/platform/internal/pack"
 	"platform.dev/platform/internal/resourcenamespace"
@@ -89,17 +93,78 @@ func displayName(name string) string {
 	return name
 }
 
-// read checks the media type and reads the archive.
-func (r *routes) read(in *archiveInput) (*pack.Archive, error) {
-	media, _, err := mime.ParseMediaType(in.ContentType)
-	if err != nil || (media != "application/zip" && media != "application/octet-stream") {
-		return nil, huma.Error415UnsupportedMediaType("a Pack archive is sent as application/zip or application/octet-stream")
+// upload is the archive a preview or install takes, as the request gave it: a ZIP body, or the
+// archive of an imported Source version the JSON body names. From here both take one path.
+type upload struct {
+	archive  *pack.Archive
+	bytes    []byte
+	fileName string
+	source   platformv1.PackSource
+}
+
+// maxSourceBody bounds the JSON body naming an imported Source version.
+const maxSourceBody = 16 << 10
+
+// read checks the media type and reads the archive: the body itself (application/zip or
+// application/octet-stream), or the archive of the imported Source version an application/json
+// body names, fetched from its registry under the registry's outbound rules and checked against
+// its manifest's digest.
+func (r *routes) read(ctx context.Context, contentType, fileName string, body []byte) (*upload, error) {
+	media, _, err := mime.ParseMediaType(contentType)
+	if err == nil && media == "application/json" {
+		return r.readImported(ctx, body)
 	}
-	a, err := pack.Read(in.RawBody, displayName(in.FileName))
+	if err != nil || (media != "application/zip" && media != "application/octet-stream") {
+		return nil, huma.Error415UnsupportedMediaType("a Pack archive is sent as application/zip or application/octet-stream; an imported Source version is named by application/json {\"source\":{\"sourceVersion\":\"<id>\"}}")
+	}
+	a, err := pack.Read(body, displayName(fileName))
 	if err != nil {
 		return nil, archiveProblem(err)
 	}
-	return a, nil
+	name := displayName(fileName)
+	return &upload{archive: a, bytes: body, fileName: name, source: platformv1.PackSource{Kind: platformv1.UploadPackSource, FileName: name, Digest: a.Digest}}, nil
+}
+
+// sourceBody is the JSON body of a preview or install from an imported Source version.
+type sourceBody struct {
+	Source *srhttp.SourceRef `json:"source"`
+}
+
+func (r *routes) readImported(ctx context.Context, body []byte) (*upload, error) {
+	if len(body) > maxSourceBody {
+		return nil, huma.Error413RequestEntityTooLarge(fmt.Sprintf("a body naming an imported Source version is at most %d bytes", maxSourceBody))
+	}
+	var in sourceBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil || dec.More() {
+		return nil, huma.Error400BadRequest(`the body is not {"source":{"sourceVersion":"<id>"}} (publisher, sourceName and version may name it too)`)
+	}
+	if in.Source == nil {
+		return nil, httpapi.BodyInvalid("source", "the imported Source version to install: sourceVersion, or publisher, sourceName and version")
+	}
+	got, err := srhttp.FetchImportedArchive(ctx, r.Server, *in.Source)
+	if err != nil {
+		return nil, err
+	}
+	a, err := pack.Read(got.Bytes, "")
+	if err != nil {
+		return nil, archiveProblem(err)
+	}
+	if m := a.Manifest.Metadata; m.Publisher != got.Publisher || m.Name != got.SourceName {
+		p := newProblem(http.StatusConflict, fmt.Sprintf("the archive of the imported Source version %s/%s is the Pack %s/%s; nothing was changed",
+			got.Publisher, got.SourceName, m.Publisher, m.Name))
+		p.Reason = srdomain.CodeArchiveMismatch
+		return nil, p
+	}
+	got.Source.Digest = a.Digest
+	return &upload{archive: a, bytes: got.Bytes, source: got.Source}, nil
+}
+
+// sourceView is where an archive came from, with a registry's provenance.
+func sourceView(s platformv1.PackSource) Source {
+	return Source{Kind: string(s.Kind), FileName: s.FileName, Digest: string(s.Digest), Registry: s.Registry, RegistrationUID: s.RegistrationUID,
+		ObservationID: s.ObservationID, SourceVersion: s.SourceVersion, ManifestDigest: string(s.ManifestDigest)}
 }
 
 func info(a *pack.Archive, fileName string) PackInfo {
@@ -281,10 +346,11 @@ func (r *routes) preview(ctx context.Context, in *archiveInput) (*previewOutput,
 	if err != nil {
 		return nil, err
 	}
-	a, err := r.read(in)
+	up, err := r.read(ctx, in.ContentType, in.FileName, in.RawBody)
 	if err != nil {
 		return nil, err
 	}
+	a := up.archive
 	ip, err := r.installed(ctx, sc.ws, a.Manifest.Namespace())
 	if err != nil {
 		return nil, err
@@ -297,7 +363,7 @@ func (r *routes) preview(ctx context.Context, in *archiveInput) (*previewOutput,
 	if err != nil {
 		return nil, err
 	}
-	return &previewOutput{Body: PackPreview{Pack: info(a, in.FileName), ChangeSet: cs}}, nil
+	return &previewOutput{Body: PackPreview{Pack: info(a, up.fileName), Source: sourceView(up.source), ChangeSet: cs}}, nil
 }
 
 func (r *routes) install(ctx context.Context, in *installInput) (*viewOutput, error) {
@@ -305,10 +371,11 @@ func (r *routes) install(ctx context.Context, in *installInput) (*viewOutput, er
 	if err != nil {
 		return nil, err
 	}
-	a, err := r.read(&archiveInput{ContentType: in.ContentType, FileName: in.FileName, RawBody: in.RawBody})
+	up, err := r.read(ctx, in.ContentType, in.FileName, in.RawBody)
 	if err != nil {
 		return nil, err
 	}
+	a := up.archive
 	id := a.Manifest.Namespace()
 	ip, err := r.installed(ctx, sc.ws, id)
 	if err != nil {
@@ -335,7 +402,7 @@ func (r *routes) install(ctx context.Context, in *installInput) (*viewOutput, er
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.PutArchive(ctx, in.RawBody); err != nil {
+	if _, err := s.PutArchive(ctx, up.bytes); err != nil {
 		return nil, httpapi.Internal(err)
 	}
 	if _, err := resourcenamespace.Ensure(ctx, r.Kube(), sc.ws, platformv1.ResourceNamespace(id)); err != nil {
@@ -352,7 +419,7 @@ func (r *routes) install(ctx context.Context, in *installInput) (*viewOutput, er
 	desired := platformv1.InstalledPackDefinition{
 		Publisher: platformv1.PackName(m.Publisher), Name: platformv1.PackName(m.Name), Version: platformv1.SemanticVersion(m.Version),
 		DisplayName: m.DisplayName, Description: m.Description, Audience: platformv1.PackAudience(m.Audience), Purpose: platformv1.PackPurpose(m.Purpose),
-		Source:        platformv1.PackSource{Kind: platformv1.UploadPackSource, FileName: displayName(in.FileName), Digest: a.Digest},
+		Source:        up.source,
 		ArchiveDigest: a.Digest, Bindings: bindingsOf(a, sel), RemoveDashboardReferences: in.RemoveDashboardReferences, RequestedAt: &now,
 	}
 	status := http.StatusOK
@@ -451,11 +518,13 @@ func (r *routes) view(ctx context.Context, sc scope, ip *platformv1.InstalledPac
 	}
 	v := InstalledPackView{Publisher: string(d.Publisher), Name: string(d.Name), Version: string(ip.Status.InstalledVersion),
 		DisplayName: d.DisplayName, Description: d.Description, Audience: string(d.Audience), Purpose: string(d.Purpose), Namespace: ip.Name,
-		Source:          Source{Kind: string(source.Kind), FileName: source.FileName, Digest: string(ip.Status.InstalledDigest)},
+		Source:          sourceView(source),
 		State:           states[ip.Status.State],
 		Readiness:       readiness[ip.Status.Readiness],
 		RetainedVersion: string(ip.Status.RetainedVersion),
 		Bindings:        []pack.BindingState{}, Resources: []ResourceView{}}
+	// The digest of what is installed, whatever the record of its source says.
+	v.Source.Digest = string(ip.Status.InstalledDigest)
 	if v.Version == "" {
 		v.Version = string(d.Version)
 	}
@@ -809,7 +878,7 @@ func (r *routes) rollbackPreview(ctx context.Context, in *itemInput) (*previewOu
 	if err != nil {
 		return nil, err
 	}
-	return &previewOutput{Body: PackPreview{Pack: info(p.archive, retainedSource(p.ip, p.archive.Digest).FileName), ChangeSet: p.changes}}, nil
+	return &previewOutput{Body: PackPreview{Pack: info(p.archive, retainedSource(p.ip, p.archive.Digest).FileName), Source: sourceView(retainedSource(p.ip, p.archive.Digest)), ChangeSet: p.changes}}, nil
 }
 
 func (r *routes) rollback(ctx context.Context, in *rollbackInput) (*viewOutput, error) {

@@ -36,7 +36,10 @@ func Routes(s *httpapi.Server) {
 	}
 	archiveOp := func(o huma.Operation) huma.Operation {
 		o.MaxBodyBytes = maxArchiveBody
-		o.RequestBody = &huma.RequestBody{Required: true, Description: "The Pack archive (ZIP)", Content: map[string]*huma.MediaType{
+		o.RequestBody = &huma.RequestBody{Required: true, Description: "The Pack archive (ZIP), or (application/json) the imported Source " +
+			"version whose archive the server fetches from its registry and checks against the manifest's digest: " +
+			"{\"source\":{\"sourceVersion\":\"<id>\"}}, or publisher, sourceName and version naming exactly one. (Not a JSON Schema " +
+			"here: huma would then validate every body as JSON.)", Content: map[string]*huma.MediaType{
 			"application/zip":          {Schema: &huma.Schema{Type: "string", Format: "binary"}},
 			"application/octet-stream": {Schema: &huma.Schema{Type: "string", Format: "binary"}},
 		}}
@@ -48,14 +51,18 @@ func Routes(s *httpapi.Server) {
 		"Validates the whole archive and plans the install or update against the workspace: each resource's action (create, "+
 			"update with its field changes, unchanged, conflict, remove), the bindings and the readiness. Changes nothing. "+
 			"413 beyond 8 MiB; 415 for a body that is not application/zip or application/octet-stream; 422 with reason, path "+
-			"and field for a refused archive.",
+			"and field for a refused archive. With application/json {\"source\":{\"sourceVersion\":\"<id>\"}} the archive is that of a "+
+			"Source version imported from a registry, fetched under the registration's outbound rules and checked against its manifest's "+
+			"digest and size; a registry refusal is Problem Details with a stable code (RegistryDigestMismatch, RegistryPublisherRevoked, ...).",
 		httpapi.PolicyResourcesRead, http.StatusOK, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity)),
 		func(ctx context.Context, in *archiveInput) (*previewOutput, error) { return r.preview(ctx, in) })
 	huma.Register(api, archiveOp(op("install-pack", http.MethodPost, "/api/packs", "Install or update a Pack",
 		"Checks everything preview checks; a conflict (a resource of the same name the Pack does not own, or one a person "+
 			"changed since installed) is 409 with the conflicting changes and nothing is written. Then stores the archive, and "+
 			"creates (201) or updates (200) the installation, waiting up to 30 s for it to finish (202 while it goes on). An "+
-			"update that removes Entries shown on Dashboards needs removeDashboardReferences=true.",
+			"update that removes Entries shown on Dashboards needs removeDashboardReferences=true. An imported Source version is installed "+
+			"with the JSON body of the preview; the installation records its registry provenance (registration, observation, imported "+
+			"version, manifest and archive digests), and nothing is written when its archive differs from the manifest.",
 		httpapi.PolicyResourcesWrite, http.StatusCreated, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
 		http.StatusUnprocessableEntity)),
 		func(ctx context.Context, in *installInput) (*viewOutput, error) { return r.install(ctx, in) })

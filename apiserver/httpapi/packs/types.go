@@ -25,14 +25,22 @@ type PackInfo struct {
 // PackPreview is what installing (or rolling back to) an archive would change.
 type PackPreview struct {
 	Pack      PackInfo       `json:"pack"`
+	Source    Source         `json:"source" doc:"Where the archive comes from"`
 	ChangeSet pack.ChangeSet `json:"changeSet"`
 }
 
-// Source is where an installed archive came from.
+// Source is where an installed archive came from; for an imported Source version, the registry
+// provenance: registration, observation, imported version, manifest digest (and in digest the
+// archive's).
 type Source struct {
-	Kind     string `json:"kind"`
-	FileName string `json:"fileName,omitempty"`
-	Digest   string `json:"digest,omitempty"`
+	Kind            string `json:"kind" enum:"Upload,Registry,Project"`
+	FileName        string `json:"fileName,omitempty"`
+	Digest          string `json:"digest,omitempty" doc:"The archive's digest"`
+	Registry        string `json:"registry,omitempty" doc:"Name of the Source registry registration"`
+	RegistrationUID string `json:"registrationUid,omitempty" doc:"UID of the Source registry registration"`
+	ObservationID   string `json:"observationId,omitempty" doc:"The registry observation the Source version was imported from"`
+	SourceVersion   string `json:"sourceVersion,omitempty" doc:"Id of the imported Source version"`
+	ManifestDigest  string `json:"manifestDigest,omitempty" doc:"Digest of the registry manifest that named the archive"`
 }
 
 // ResourceView is one managed resource with its provenance.

@@ -221,7 +221,7 @@ func TestPackArchiveRefusalsAreProblemDetailsWithReasonPathAndField(t *testing.T
 		path        string
 	}{
 		"a body that is not a ZIP is 422 NotZip":        {"application/zip", []byte("not a zip"), http.StatusUnprocessableEntity, "NotZip", ""},
-		"another media type is 415":                     {"application/json", greeterPack("1.0.0", "x").Zip(), http.StatusUnsupportedMediaType, "", ""},
+		"another media type is 415":                     {"text/plain", greeterPack("1.0.0", "x").Zip(), http.StatusUnsupportedMediaType, "", ""},
 		"a body beyond 8 MiB and a little is 413":       {"application/zip", bytes.Repeat([]byte{'x'}, pack.MaxCompressedBytes+128<<10), http.StatusRequestEntityTooLarge, "", ""},
 		"a path that climbs out is 422 with its path":   {"application/zip", traversal.Zip(), http.StatusUnprocessableEntity, "ParentTraversal", "../agents/x.yaml"},
 		"an archive just over 8 MiB is 413 with reason": {"application/zip", bytes.Repeat([]byte{'x'}, pack.MaxCompressedBytes+1), http.StatusRequestEntityTooLarge, "CompressedTooLarge", ""},

@@ -236,3 +236,80 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+func TestAPackIsPreviewedAndInstalledFromAnImportedSourceVersionAndRecordsItsProvenance(t *testing.T) {
+	g := NewWithT(t)
+	e := newRegistryEnv(t, testregistry.MustArchive(t, "regkit", "kit", "1.0.0"), testregistry.MustArchive(t, "regbad", "kit", "1.0.0"))
+	name := e.register("inst", "trusted", "")
+	imported := e.importVersion(importBody(e.selection(name, "regkit")))
+	g.Expect(imported.status).To(Equal(http.StatusCreated), "%v", imported.body)
+	id := imported.body["name"].(string)
+	t.Cleanup(func() { e.do(http.MethodDelete, "/api/packs/regkit/kit", "") })
+	archive := testregistry.ArchivePath("regkit", "kit", "1.0.0")
+
+	// The Console's body: the id and the Source it names.
+	body := mustJSON(map[string]any{"source": map[string]any{"sourceVersion": id, "publisher": "regkit", "sourceName": "kit", "version": "1.0.0"}})
+	preview := e.do(http.MethodPost, "/api/packs/preview", body)
+	g.Expect(preview.status).To(Equal(http.StatusOK), "%v", preview.body)
+	g.Expect(field(preview.body, "pack", "name")).To(Equal("kit"))
+	g.Expect(field(preview.body, "pack", "digest")).To(Equal(imported.body["archiveDigest"]))
+	g.Expect(field(preview.body, "source", "kind")).To(Equal("Registry"))
+	g.Expect(field(preview.body, "changeSet", "changes")).To(HaveLen(1))
+	g.Expect(e.registry.Requests(archive)).To(Equal(1), "the archive is fetched from the registry")
+	g.Expect(e.do(http.MethodGet, "/api/packs/regkit/kit", "").status).To(Equal(http.StatusNotFound), "preview installs nothing")
+
+	installed := e.do(http.MethodPost, "/api/packs", body)
+	g.Expect(installed.status).To(Equal(http.StatusCreated), "%v", installed.body)
+	g.Expect(installed.body).To(HaveKeyWithValue("state", "installed"))
+	provenance := And(HaveKeyWithValue("kind", "Registry"), HaveKeyWithValue("registry", name), HaveKeyWithValue("registrationUid", imported.body["registrationUid"]),
+		HaveKeyWithValue("observationId", imported.body["observationId"]), HaveKeyWithValue("sourceVersion", id),
+		HaveKeyWithValue("manifestDigest", imported.body["manifestDigest"]), HaveKeyWithValue("digest", imported.body["archiveDigest"]))
+	g.Expect(installed.body["source"]).To(provenance)
+	read := e.do(http.MethodGet, "/api/packs/regkit/kit", "")
+	g.Expect(read.status).To(Equal(http.StatusOK), "%v", read.body)
+	g.Expect(read.body["source"]).To(provenance, "the installed Pack shows where it came from")
+
+	// By publisher, Source and version when exactly one imported version has them.
+	byIdentity := e.do(http.MethodPost, "/api/packs/preview", `{"source":{"publisher":"regkit","sourceName":"kit","version":"1.0.0"}}`)
+	g.Expect(byIdentity.status).To(Equal(http.StatusOK), "%v", byIdentity.body)
+
+	// An archive that differs from the manifest's digest installs nothing.
+	bad := e.importVersion(importBody(e.selection(name, "regbad")))
+	g.Expect(bad.status).To(Equal(http.StatusCreated), "%v", bad.body)
+	e.registry.Override(testregistry.ArchivePath("regbad", "kit", "1.0.0"), testregistry.MustArchive(t, "regbad", "kit", "1.0.1"))
+	badBody := mustJSON(map[string]any{"source": map[string]any{"sourceVersion": bad.body["name"]}})
+	for _, path := range []string{"/api/packs/preview", "/api/packs"} {
+		r := e.do(http.MethodPost, path, badBody)
+		expectProblem(g, r, http.StatusConflict)
+		g.Expect(r.body).To(HaveKeyWithValue("code", "RegistryDigestMismatch"), path)
+	}
+	g.Expect(e.do(http.MethodGet, "/api/packs/regbad/kit", "").status).To(Equal(http.StatusNotFound), "nothing is installed")
+
+	for name, tc := range map[string]struct {
+		body   string
+		status int
+		code   string
+	}{
+		"an unknown imported version":     {`{"source":{"sourceVersion":"0190a5b4-0000-7000-8000-000000000003"}}`, http.StatusNotFound, "RegistryImportNotFound"},
+		"a Source the id does not have":   {mustJSON(map[string]any{"source": map[string]any{"sourceVersion": id, "sourceName": "other"}}), http.StatusUnprocessableEntity, ""},
+		"no imported version of a Source": {`{"source":{"publisher":"regkit","sourceName":"kit","version":"9"}}`, http.StatusNotFound, "RegistryImportNotFound"},
+		"neither id nor Source":           {`{"source":{}}`, http.StatusUnprocessableEntity, ""},
+		"a body that is not a source":     {`{"url":"https://elsewhere.example/p.zip"}`, http.StatusBadRequest, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := e.do(http.MethodPost, "/api/packs/preview", tc.body)
+			expectProblem(g, r, tc.status)
+			if tc.code != "" {
+				g.Expect(r.body).To(HaveKeyWithValue("code", tc.code))
+			}
+		})
+	}
+
+	// Trust is evaluated again at install: a revocation accepted since refuses it.
+	g.Expect(e.registry.Revoke("regkit")).To(Succeed())
+	e.refresh(name)
+	revoked := e.do(http.MethodPost, "/api/packs/preview", body)
+	expectProblem(g, revoked, http.StatusConflict)
+	g.Expect(revoked.body).To(HaveKeyWithValue("code", "RegistryPublisherRevoked"))
+}

@@ -46,7 +46,6 @@ var importStatus = map[string]int{
 	domain.CodeManifestMismatch:         http.StatusConflict,
 	domain.CodeArchiveMismatch:          http.StatusConflict,
 	domain.CodeImportAmbiguous:          http.StatusConflict,
-	domain.CodeImportOutOfScope:         http.StatusForbidden,
 }
 
 // RefusalProblem is Problem Details of an import's refusal (a domain.Refusal) or of a registry
@@ -67,7 +66,13 @@ func RefusalProblem(err error) error {
 		if code := string(rerr.Code); importStatus[code] != 0 {
 			status = importStatus[code]
 		}
-		return newProblem(status, string(rerr.Code), "the registry's answer cannot be used: "+rerr.Error())
+		// Without the request's URL: a Pack preview's caller need not learn where the instance's
+		// registries are.
+		detail := rerr.Detail
+		if rerr.Document != "" {
+			detail = rerr.Document + ": " + detail
+		}
+		return newProblem(status, string(rerr.Code), "the registry's answer cannot be used: "+detail)
 	}
 	return httpapi.Problem(err)
 }
