@@ -22,6 +22,7 @@ import {
   readinessSentence,
   selectionValue,
   showValue,
+  sourceLabel,
   stateLabel,
   stateTone,
   type BindingSelection,
@@ -97,7 +98,7 @@ export function Packs({ env }: { env: ConsoleEnv }) {
               <th scope="col">State</th>
               <th scope="col">Version</th>
               <th scope="col">Retained version</th>
-              <th scope="col">Source file</th>
+              <th scope="col">Source</th>
             </tr>
           </thead>
           <tbody>
@@ -114,7 +115,7 @@ export function Packs({ env }: { env: ConsoleEnv }) {
                 </td>
                 <td>{p.version}</td>
                 <td>{p.retainedVersion || <span className="muted">none</span>}</td>
-                <td className="wrap">{p.source?.fileName || <span className="muted">unknown</span>}</td>
+                <td className="wrap">{sourceLabel(p.source) || <span className="muted">unknown</span>}</td>
               </tr>
             ))}
           </tbody>
@@ -686,8 +687,25 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
             <dd>{pack.readiness ? readinessSentence(pack.readiness) : "unknown"}</dd>
             <dt>Namespace</dt>
             <dd>{pack.namespace}</dd>
-            <dt>Source file</dt>
-            <dd className="wrap">{pack.source?.fileName || "unknown"}</dd>
+            {pack.source?.kind === "Registry" ? (
+              <>
+                <dt>Source registry</dt>
+                <dd className="wrap">{pack.source.registry || pack.source.registrationUid}</dd>
+                <dt>Imported version</dt>
+                <dd className="wrap"><code>{pack.source.sourceVersion}</code></dd>
+                <dt>Observation</dt>
+                <dd className="wrap"><code>{pack.source.observationId}</code></dd>
+                <dt>Manifest digest</dt>
+                <dd className="wrap"><code>{pack.source.manifestDigest}</code></dd>
+                <dt>Archive digest</dt>
+                <dd className="wrap"><code>{pack.source.digest}</code></dd>
+              </>
+            ) : (
+              <>
+                <dt>Source file</dt>
+                <dd className="wrap">{pack.source?.fileName || "unknown"}</dd>
+              </>
+            )}
             {pack.installedAt && (
               <>
                 <dt>Installed</dt>

@@ -14,6 +14,7 @@ import {
   removeLabel,
   selectionValue,
   showValue,
+  sourceLabel,
   stateLabel,
   type Change,
   type ComposerItem,
@@ -182,5 +183,11 @@ describe("an imported Source version's Pack is previewed and installed by naming
     const ref = { sourceVersion: "acme-tools-1-0", publisher: "acme", source: "tools", version: "1.0" };
     expect(importedSourceRequest(ref, "preview")).toEqual({ path: "/api/packs/preview", options: { method: "POST", body: { source: { sourceVersion: "acme-tools-1-0", publisher: "acme", sourceName: "tools", version: "1.0" } } } });
     expect(importedSourceRequest(ref, "install", true).path).toBe("/api/packs?removeDashboardReferences=true");
+  });
+  it("an installed Pack names the registry it came from, an uploaded one its file", () => {
+    expect(sourceLabel({ kind: "Registry", registry: "local", sourceVersion: "01a2" })).toBe("registry local");
+    expect(sourceLabel({ kind: "Registry", registrationUid: "u-1" })).toBe("registry u-1");
+    expect(sourceLabel({ kind: "Upload", fileName: "hello.zip" })).toBe("hello.zip");
+    expect(sourceLabel(undefined)).toBe("");
   });
 });

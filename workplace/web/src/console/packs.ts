@@ -85,7 +85,7 @@ export interface InstalledPack {
   audience?: string;
   purpose?: string;
   namespace: string;
-  source?: { kind?: string; fileName?: string; digest?: string };
+  source?: PackSourceView;
   installedAt?: string;
   state: string;
   readiness?: string;
@@ -408,6 +408,24 @@ export function coordinateErrors(f: CoordinateForm): Partial<Record<keyof Coordi
   if (!NAME.test(f.name)) out.name = "Use lowercase letters, digits and -, starting and ending with a letter or digit.";
   if (!SEMVER.test(f.version)) out.version = "Use a semantic version such as 1.0.0.";
   return out;
+}
+
+/** PackSourceView is where an installed archive came from; a Registry source carries its provenance. */
+export interface PackSourceView {
+  kind?: string;
+  fileName?: string;
+  digest?: string;
+  registry?: string;
+  registrationUid?: string;
+  observationId?: string;
+  sourceVersion?: string;
+  manifestDigest?: string;
+}
+
+/** sourceLabel says in a few words where an installed archive came from. */
+export function sourceLabel(s?: PackSourceView): string {
+  if (s?.kind === "Registry") return `registry ${s.registry || s.registrationUid || "(deleted)"}`;
+  return s?.fileName || "";
 }
 
 /** ImportedSourceRef names a Source version imported from a registry (what discovery links /packs with). */
