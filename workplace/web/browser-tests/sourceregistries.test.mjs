@@ -1,9 +1,10 @@
 // Source registries in the Console, in a real browser against the real binary: a member who is
 // not a Platform administrator sees a clear "not permitted" state; an administrator registers a
 // registry served from a folder on loopback (`platform registry serve`), refreshes it, reads the
-// history, finds a Pack's Source in discovery, imports one observation and previews its install;
-// the official registration has no delete control, and an edit against a stale ETag says so in
-// words. Screenshots at 1280 and 375 px.
+// history, finds a Pack's Source in discovery, makes the registration trusted, imports one
+// observation, previews and installs its Pack from the registry and reads its provenance on the
+// Pack's page (at 375 px, reloading mid-flow); the official registration has no delete control,
+// and an edit against a stale ETag says so in words. Screenshots at 1280 and 375 px.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -261,6 +262,78 @@ describe("Source registries in the Console", () => {
     assert.match(page.url(), /search=greetings/, "the search is in the address, to link and reload");
     await h.screenshot(page, "registries-discovery-1280");
     await noViolations(page, "discovery with a result");
+    await page.context().close();
+  });
+
+  it("a person makes the registry trusted, imports the version, previews and installs its Pack, and the Pack page names the registry, at 375 px with reloads mid-flow", async () => {
+    const shots = process.env.REGISTRY_SHOTS_DIR; // a developer's folder for this flow's screenshots
+    const shot = async (page, name) => {
+      const file = await h.screenshot(page, name);
+      if (shots) fs.copyFileSync(file, path.join(shots, `${name}.png`));
+    };
+    const page = await consolePage("/settings/source-registries/discovery?search=greetings", { width: 375, height: 800 });
+    const observation = page.locator('[data-source="acme/greetings"] [data-version="1.0.0"] [data-observation]');
+    const refused = observation.locator('[data-state="import-refused"]');
+    await refused.waitFor();
+    // The untrusted registration is changed where the page points.
+    await refused.getByRole("link", { name: "Open its settings" }).click();
+    const detail = page.locator('[data-registration-detail="folder-registry"]');
+    await detail.waitFor();
+    await detail.getByRole("radio", { name: /^Trusted:/ }).check();
+    await detail.getByRole("button", { name: "Save changes" }).click();
+    await detail.getByText("Saved.").waitFor();
+    await page.goBack();
+    await page.waitForURL(/discovery\?search=greetings/, { waitUntil: "commit" });
+    await page.reload(); // what the registration page changed is read again, not remembered
+    assert.match(await observation.locator("[data-trust]").innerText(), /^trusted policy/);
+    const importButton = observation.getByRole("button", { name: "Import greetings 1.0.0" });
+    await h.waitFor(async () => importButton.isEnabled(), { message: "the import to be offered by a trusted registration" });
+    assert.equal(await refused.count(), 0, "nothing refuses the import any more");
+    await importButton.click();
+    const imported = observation.locator('[data-state="imported"]');
+    await imported.waitFor({ timeout: 20_000 });
+    assert.match(await imported.innerText(), /Imported acme\/greetings 1\.0\.0\. It is immutable/);
+    await fits(page, "discovery with the imported version");
+    await shot(page, "registries-imported-375");
+
+    // A reload loses nothing: importing the same observation again answers the same Source version.
+    await page.reload();
+    await importButton.click();
+    await imported.waitFor({ timeout: 20_000 });
+    assert.match(await imported.innerText(), /already imported: the same Source version is kept/);
+
+    await imported.getByRole("link", { name: "Preview the Pack install" }).click();
+    await page.waitForURL(/\/packs\?sourceVersion=/, { waitUntil: "commit" });
+    const install = page.locator('[data-install="imported"]');
+    await install.getByRole("button", { name: "Install Greetings" }).waitFor({ timeout: 20_000 });
+    await page.reload(); // the address carries the imported version: the preview comes back
+    await install.getByRole("button", { name: "Install Greetings" }).waitFor({ timeout: 20_000 });
+    const previewText = await install.innerText();
+    assert.match(previewText, /The Pack of acme\/greetings 1\.0\.0, imported from a Source registry/);
+    assert.match(previewText, /greeter/);
+    assert.doesNotMatch(previewText, /[{}]"|":\s*"/, "no raw JSON in the preview");
+    await fits(page, "the preview of the imported Pack");
+    await shot(page, "registries-install-preview-375");
+    await noViolations(page, "the preview of an imported Pack");
+
+    await install.getByRole("button", { name: "Install Greetings" }).click();
+    await page.waitForURL(/\/packs\/acme\/greetings$/, { waitUntil: "commit" });
+    const facts = page.locator(".pack-facts");
+    await facts.getByText("Source registry").waitFor({ timeout: 30_000 });
+    const factsText = await facts.innerText();
+    assert.match(factsText, /Source registry\s+Folder registry|Source registry\s+folder-registry/);
+    assert.doesNotMatch(factsText, /sha256:[0-9a-f]{13,}/, "digests are shortened to what people compare");
+    await page.reload();
+    await facts.getByText("Source registry").waitFor();
+    const pack = await call("GET", "/api/packs/acme/greetings");
+    assert.equal(pack.status, 200, JSON.stringify(pack.body));
+    assert.equal(pack.body.source.kind, "Registry");
+    assert.equal(pack.body.source.registry, "folder-registry");
+    await fits(page, "the installed Pack's page");
+    await shot(page, "registries-installed-pack-375");
+    await noViolations(page, "the installed Pack's page");
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await shot(page, "registries-installed-pack-1280");
     await page.context().close();
   });
 });

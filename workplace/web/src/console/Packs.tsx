@@ -5,6 +5,8 @@ import { Markdown } from "../shared/markdown";
 import { Link, navigate, useLocation } from "../shared/router";
 import type { Items } from "../shared/types";
 import type { ConsoleEnv } from "./App";
+import { REGISTRIES_PATH } from "./SourceRegistries";
+import { shortDigest, shortId } from "./sourceregistries";
 import {
   actionLabel,
   bindingTarget,
@@ -690,15 +692,30 @@ export function PackDetail({ env, publisher, name }: { env: ConsoleEnv; publishe
             {pack.source?.kind === "Registry" ? (
               <>
                 <dt>Source registry</dt>
-                <dd className="wrap">{pack.source.registry || pack.source.registrationUid}</dd>
+                <dd className="wrap">
+                  {pack.source.registry && env.context.platformAdministrator ? (
+                    <Link href={`${REGISTRIES_PATH}?registration=${encodeURIComponent(pack.source.registry)}`}>{pack.source.registry}</Link>
+                  ) : (
+                    pack.source.registry || "a registration deleted since"
+                  )}
+                </dd>
+                {/* Ids and digests are shortened to what people compare; the whole value is the title. */}
                 <dt>Imported version</dt>
-                <dd className="wrap"><code>{pack.source.sourceVersion}</code></dd>
+                <dd className="wrap">
+                  <code title={pack.source.sourceVersion}>{shortId(pack.source.sourceVersion)}</code> <span className="muted small">the immutable Source version it was installed from</span>
+                </dd>
                 <dt>Observation</dt>
-                <dd className="wrap"><code>{pack.source.observationId}</code></dd>
+                <dd className="wrap">
+                  <code title={pack.source.observationId}>{shortId(pack.source.observationId)}</code> <span className="muted small">the registry's index as it was when imported</span>
+                </dd>
                 <dt>Manifest digest</dt>
-                <dd className="wrap"><code>{pack.source.manifestDigest}</code></dd>
+                <dd className="wrap">
+                  <code title={pack.source.manifestDigest}>{shortDigest(pack.source.manifestDigest)}</code>
+                </dd>
                 <dt>Archive digest</dt>
-                <dd className="wrap"><code>{pack.source.digest}</code></dd>
+                <dd className="wrap">
+                  <code title={pack.source.digest}>{shortDigest(pack.source.digest)}</code> <span className="muted small">checked against the manifest before installing</span>
+                </dd>
               </>
             ) : (
               <>

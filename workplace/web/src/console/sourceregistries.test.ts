@@ -20,6 +20,7 @@ import {
   problemSentence,
   requestFromForm,
   shortDigest,
+  shortId,
   type Observation,
   type Registration,
 } from "./sourceregistries";
@@ -202,6 +203,16 @@ describe("observations group by publisher/Source, then opaque version", () => {
       selection: { registrationUid: "11111111-1111-1111-1111-111111111111", observationId: "acme-tools-1.0-a", catalogName: "main", publisher: "acme", sourceName: "tools", version: "1.0" },
     });
   });
+});
+
+describe("ids are shortened to their random end", () => {
+  it("two time-ordered ids made in the same second stay apart", () => {
+    const a = shortId("01a21a49-16e4-75c2-afa5-879e9b497a56");
+    const b = shortId("01a21a49-17b7-7397-8036-121189f7aa40");
+    expect(a).toBe("…9b497a56");
+    expect(b).not.toBe(a);
+  });
+  it("a short id stays whole", () => expect(shortId("abc")).toBe("abc"));
 });
 
 describe("import is offered only where the server would import", () => {

@@ -403,6 +403,15 @@ export function shortDigest(d: string | undefined): string {
   return m ? `sha256:${m[1].slice(0, 12)}` : d;
 }
 
+/**
+ * shortId: the last 8 characters of an id, the form people compare at a glance. The ids are
+ * time-ordered UUIDs (v7): ids made in the same second share their start, never their random end.
+ */
+export function shortId(id: string | undefined): string {
+  if (!id) return "";
+  return id.length > 12 ? `…${id.slice(-8)}` : id;
+}
+
 const originWords: Record<string, string> = {
   official: "Official",
   external: "External",
