@@ -100,9 +100,16 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 		ContainSubstring(`["installed","1.0.0","1.1.0"]`), ContainSubstring(`[409,"Conflict",["Agent","support-triage","changed since installed"]]`),
 		ContainSubstring(`{"state":"degraded","preserved":[{"kind":"Agent","name":"support-triage","reason":"modified since installed"}]}`)), "%s", out)
 	// The registry walkthrough: a folder served over HTTPS with its own CA, refreshed twice (the
-	// second a 304), found in discovery with the publisher status the trusted registry asserts.
+	// second a 304), found in discovery with the publisher status the trusted registry asserts,
+	// imported with the archive digest `platform pack build` wrote, and installed from the registry
+	// with its provenance, as the API and kubectl show it.
 	g.Expect(string(out)).To(And(MatchRegexp(`(?m)^succeeded$`), MatchRegexp(`(?m)^notModified$`),
-		ContainSubstring(`["samples","hello-pack","1.0.0","Verified","Verified","fresh"]`)), "%s", out)
+		ContainSubstring(`["samples","hello-pack","1.0.0","Verified","Verified","fresh"]`),
+		ContainSubstring(`[true,"this-machine","samples","hello-pack","1.0.0","Verified",true]`),
+		ContainSubstring(`["installed","1.0.0","ready","samples.hello-pack"]`),
+		ContainSubstring(`["Registry","this-machine",true,true,true,true]`),
+		MatchRegexp(`(?m)^samples\.hello-pack\s+samples\s+hello-pack\s+1\.0\.0\s+Installed\s+Ready\s`),
+		MatchRegexp(`(?m)^Registry this-machine$`)), "%s", out)
 }
 
 func withoutKubeconfig(env []string) []string {
