@@ -318,11 +318,19 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// /readyz answers 503 until the service API has said it is ready, so that what waits for it
 	// (the Workplace host of `make run`) announces itself after it.
 	announced := &atomic.Bool{}
+	// It also fails, with the reason, while the SQL store or etcd (behind the kube API) does not
+	// answer, and recovers by itself when they do: a load balancer sends no requests here then.
 	ready := func(ctx context.Context) error {
 		if !announced.Load() {
 			return errors.New("starting")
 		}
-		return server.Ready(ctx)
+		if err := db.Ping(ctx); err != nil {
+			return errors.New("the SQL store does not answer")
+		}
+		if err := server.Ready(ctx); err != nil {
+			return errors.New("the kube API or its etcd does not answer")
+		}
+		return nil
 	}
 	api, err := service.New(httpapi.Options{
 		Config: cfg, Kube: serviceKube, PlatformKube: kube, Reads: resolve, Ready: ready,
