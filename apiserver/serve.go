@@ -182,7 +182,8 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// The Work and Workplace stores open before the kube API, which serves their rows as the
 	// group work.platform.dev (watches follow the Workplace outbox through the Work store's hub).
 	workStore := work.New(db)
-	places := workplace.NewStore(db, workStore, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
+	artifactsDir := cfg.GetOr(workplace.ArtifactsDirectorySetting, filepath.Join(opts.DataDir, "artifacts"))
+	places := workplace.NewStore(db, workStore, workplace.FileArtifacts{Dir: artifactsDir})
 	workStore.Observer = places
 	var wakeExecutor atomic.Pointer[func()]
 	workAPICtx, stopWorkAPI := context.WithCancel(context.Background())
