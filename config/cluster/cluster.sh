@@ -11,8 +11,9 @@
 # second `start` resumes the same cluster. Ports are PLATFORM_CLUSTER_PORT (default 7070) and the
 # nine after it: etcd clients +0..+2, etcd peers +3..+5, PostgreSQL +6, replicas' service APIs
 # +7..+9 (their kube APIs take a free port each; see DIR/replica-N/admin.kubeconfig).
-# PLATFORM_BIN names the binary (default bin/platform). Every other variable of the environment
-# (PLATFORM_ENVIRONMENT, AI__Provider, ...) reaches the replicas.
+# PLATFORM_BIN names the binary (default bin/platform); PLATFORM_SERVE_ARGS adds flags of
+# `platform serve` (such as --leader-elect-lease-duration). Every other variable of the
+# environment (PLATFORM_ENVIRONMENT, AI__Provider, ...) reaches the replicas.
 set -euo pipefail
 
 cmd=${1:-}
@@ -98,7 +99,8 @@ start_postgres() {
 }
 
 start_replica() { # N
-	local n=$1 data="$dir/replica-$1"
+	local n=$1 data="$dir/replica-$1" extra=()
+	read -r -a extra <<<"${PLATFORM_SERVE_ARGS:-}"
 	alive "$data.pid" && return 0
 	mkdir -p "$data/pki"
 	chmod 700 "$data" "$data/pki"
@@ -109,7 +111,7 @@ start_replica() { # N
 		Platform__Artifacts__Directory="$dir/shared/artifacts" \
 		"$bin" serve --data-dir "$data" --http-addr "$host:$(http_port "$n")" --kube-addr "$host:0" \
 		--etcd-servers "$(etcd_client 1),$(etcd_client 2),$(etcd_client 3)" \
-		--database-url "postgres://postgres@$host:$pg_port/platform?sslmode=disable" \
+		--database-url "postgres://postgres@$host:$pg_port/platform?sslmode=disable" ${extra[@]+"${extra[@]}"} \
 		>"$data.log" 2>&1 &
 	echo $! >"$data.pid"
 }
