@@ -596,4 +596,3 @@ func postgresRestartedUnderLoad(t *testing.T, c *cluster, a *api) {
 		g.Expect(probe(c.replica(n), "/livez").status).To(Equal(http.StatusOK), "replica %d survived", n)
 	}
 }
-
