@@ -118,7 +118,7 @@ start_replica() { # N
 
 start() {
 	mkdir -p "$dir/shared/artifacts" "$dir/shared/pki"
-	chmod 700 "$dir" "$dir/shared"
+	chmod 700 "$dir/shared"
 	dir=$(cd "$dir" && pwd)
 	command -v etcd >/dev/null || { echo "etcd not found: install etcd (Debian: etcd-server)" >&2; exit 1; }
 	start_etcd
@@ -166,8 +166,8 @@ stop() {
 	local n
 	for n in 1 2 3; do stop_pid "$dir/replica-$n.pid" & done
 	wait
-	for n in 1 2 3; do stop_pid "$dir/etcd-$n.pid" & done
-	wait
+	# One member at a time: members stopping together wait on each other's leadership transfer.
+	for n in 1 2 3; do stop_pid "$dir/etcd-$n.pid"; done
 	if [ -f "$dir/postgres.path" ] && [ -f "$(cat "$dir/postgres.path")/data/postmaster.pid" ]; then
 		"${as_pg[@]}" "$(pg_bin pg_ctl)" -D "$(cat "$dir/postgres.path")/data" -m fast -w stop >/dev/null
 	fi
