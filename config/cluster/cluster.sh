@@ -11,7 +11,8 @@
 # second `start` resumes the same cluster. Ports are PLATFORM_CLUSTER_PORT (default 7070) and the
 # nine after it: etcd clients +0..+2, etcd peers +3..+5, PostgreSQL +6, replicas' service APIs
 # +7..+9 (their kube APIs take a free port each; see DIR/replica-N/admin.kubeconfig).
-# PLATFORM_BIN names the binary (default bin/platform); PLATFORM_SERVE_ARGS adds flags of
+# PLATFORM_CLUSTER_REPLICAS (1 to 3, default 3) says how many replicas `start` runs (a later
+# `start` with more adds the missing ones). PLATFORM_BIN names the binary (default bin/platform); PLATFORM_SERVE_ARGS adds flags of
 # `platform serve` (such as --leader-elect-lease-duration). Every other variable of the
 # environment (PLATFORM_ENVIRONMENT, AI__Provider, ...) reaches the replicas.
 set -euo pipefail
@@ -20,6 +21,8 @@ cmd=${1:-}
 dir=${2:-.cluster}
 base=${PLATFORM_CLUSTER_PORT:-7070}
 bin=${PLATFORM_BIN:-bin/platform}
+replicas=${PLATFORM_CLUSTER_REPLICAS:-3}
+case "$replicas" in 1 | 2 | 3) ;; *) echo "PLATFORM_CLUSTER_REPLICAS must be 1, 2 or 3" >&2; exit 2 ;; esac
 host=127.0.0.1
 
 usage() { echo "usage: $0 start|status|stop [DIR]" >&2; exit 2; }
@@ -127,15 +130,14 @@ start() {
 	start_replica 1
 	wait_for "replica 1's CA" 60 test -s "$dir/replica-1/pki/ca.key"
 	cp -p "$dir/replica-1/pki/ca.crt" "$dir/replica-1/pki/ca.key" "$dir/shared/pki/"
-	start_replica 2
-	start_replica 3
-	for n in 1 2 3; do
+	for ((n = 2; n <= replicas; n++)); do start_replica "$n"; done
+	for ((n = 1; n <= replicas; n++)); do
 		if ! wait_for "replica $n" 120 curl -sf "http://$host:$(http_port "$n")/readyz"; then
 			tail -n 20 "$dir/replica-$n.log" >&2
 			exit 1
 		fi
 	done
-	for n in 1 2 3; do echo "replica $n ready at http://$host:$(http_port "$n")"; done
+	for ((n = 1; n <= replicas; n++)); do echo "replica $n ready at http://$host:$(http_port "$n")"; done
 }
 
 status() {

@@ -34,47 +34,49 @@ var clusterEnv = []string{
 
 // cluster is a cluster started by config/cluster/cluster.sh in a directory of the test.
 type cluster struct {
-	t    *testing.T
+	tb   testing.TB
 	dir  string
 	base int
 }
 
-func startCluster(t *testing.T) *cluster {
-	t.Helper()
-	c := &cluster{t: t, dir: filepath.Join(t.TempDir(), "cluster"), base: freePortRange(t, 10)}
-	t.Cleanup(func() {
-		if out, err := c.script("stop"); err != nil {
-			t.Errorf("cluster.sh stop: %v\n%s", err, out)
+// startCluster starts the cluster with its replicas (1 to 3) and stops it when the test ends.
+func startCluster(tb testing.TB, replicas int) *cluster {
+	tb.Helper()
+	c := &cluster{tb: tb, dir: filepath.Join(tb.TempDir(), "cluster"), base: freePortRange(tb, 10)}
+	tb.Cleanup(func() {
+		if out, err := c.script("stop", replicas); err != nil {
+			tb.Errorf("cluster.sh stop: %v\n%s", err, out)
 		}
 	})
-	if out, err := c.script("start"); err != nil {
+	if out, err := c.script("start", replicas); err != nil {
 		c.logs()
-		t.Fatalf("cluster.sh start: %v\n%s", err, out)
+		tb.Fatalf("cluster.sh start: %v\n%s", err, out)
 	}
 	return c
 }
 
 // script runs config/cluster/cluster.sh with the cluster's directory and ports.
-func (c *cluster) script(command string) ([]byte, error) {
+func (c *cluster) script(command string, replicas int) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "config", "cluster", "cluster.sh"), command, c.dir)
 	cmd.Dir = repoRoot
-	cmd.Env = append(append(os.Environ(), clusterEnv...), "PLATFORM_BIN="+platformBinary, "PLATFORM_CLUSTER_PORT="+strconv.Itoa(c.base))
+	cmd.Env = append(append(os.Environ(), clusterEnv...), "PLATFORM_BIN="+platformBinary,
+		"PLATFORM_CLUSTER_PORT="+strconv.Itoa(c.base), "PLATFORM_CLUSTER_REPLICAS="+strconv.Itoa(replicas))
 	return cmd.CombinedOutput()
 }
 
 func (c *cluster) replica(n int) string { return fmt.Sprintf("http://127.0.0.1:%d", c.base+6+n) }
 
 func (c *cluster) pid(name string) int {
-	c.t.Helper()
+	c.tb.Helper()
 	data, err := os.ReadFile(filepath.Join(c.dir, name+".pid"))
 	if err != nil {
-		c.t.Fatal(err)
+		c.tb.Fatal(err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil {
-		c.t.Fatal(err)
+		c.tb.Fatal(err)
 	}
 	return pid
 }
@@ -86,7 +88,7 @@ func (c *cluster) logs() {
 		if len(data) > 4000 {
 			data = data[len(data)-4000:]
 		}
-		c.t.Logf("replica %d log (tail):\n%s", n, data)
+		c.tb.Logf("replica %d log (tail):\n%s", n, data)
 	}
 }
 
@@ -115,11 +117,13 @@ func (c *cluster) postgres(args ...string) error {
 	return nil
 }
 
-// freePortRange finds n consecutive free ports on loopback and returns the first.
-func freePortRange(t *testing.T, n int) int {
+// freePortRange finds n consecutive free ports on loopback and returns the first, below Linux's
+// ephemeral range (32768 and up), from which the cluster's own outgoing connections would take
+// a port of a replica not started yet.
+func freePortRange(t testing.TB, n int) int {
 	t.Helper()
 	for range 50 {
-		base := 20000 + rand.IntN(30000)
+		base := 10000 + rand.IntN(22000)
 		var held []net.Listener
 		ok := true
 		for p := base; p < base+n; p++ {
@@ -237,7 +241,7 @@ func TestAClusterLosesNothingWhenAReplicaIsKilledAndAnEtcdMemberStopsUnderLoad(t
 	requireTools(t)
 	g := NewWithT(t)
 	began := time.Now()
-	c := startCluster(t)
+	c := startCluster(t, 3)
 	t.Logf("cluster ready in %s", time.Since(began).Round(time.Millisecond))
 	defer func() {
 		if t.Failed() {
@@ -354,7 +358,7 @@ func TestAClusterLosesNothingWhenAReplicaIsKilledAndAnEtcdMemberStopsUnderLoad(t
 			restarted <- fmt.Errorf("reading a Trigger with one etcd member down: %d %v %v", got.status, got.err, got.body)
 			return
 		}
-		out, err := c.script("start")
+		out, err := c.script("start", 3)
 		if err != nil {
 			err = fmt.Errorf("cluster.sh start again: %v\n%s", err, out)
 		}

@@ -73,7 +73,7 @@ func missingTools() string {
 	return ""
 }
 
-func requireTools(t *testing.T) {
+func requireTools(t testing.TB) {
 	t.Helper()
 	if skipReason != "" {
 		t.Skip(skipReason)
