@@ -182,7 +182,8 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// The Work and Workplace stores open before the kube API, which serves their rows as the
 	// group work.platform.dev (watches follow the Workplace outbox through the Work store's hub).
 	workStore := work.New(db)
-	places := workplace.NewStore(db, workStore, workplace.FileArtifacts{Dir: filepath.Join(opts.DataDir, "artifacts")})
+	artifactsDir := cfg.GetOr(workplace.ArtifactsDirectorySetting, filepath.Join(opts.DataDir, "artifacts"))
+	places := workplace.NewStore(db, workStore, workplace.FileArtifacts{Dir: artifactsDir})
 	workStore.Observer = places
 	var wakeExecutor atomic.Pointer[func()]
 	workAPICtx, stopWorkAPI := context.WithCancel(context.Background())
@@ -318,11 +319,19 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// /readyz answers 503 until the service API has said it is ready, so that what waits for it
 	// (the Workplace host of `make run`) announces itself after it.
 	announced := &atomic.Bool{}
+	// It also fails, with the reason, while the SQL store or etcd (behind the kube API) does not
+	// answer, and recovers by itself when they do: a load balancer sends no requests here then.
 	ready := func(ctx context.Context) error {
 		if !announced.Load() {
 			return errors.New("starting")
 		}
-		return server.Ready(ctx)
+		if err := db.Ping(ctx); err != nil {
+			return errors.New("the SQL store does not answer")
+		}
+		if err := server.Ready(ctx); err != nil {
+			return errors.New("the kube API or its etcd does not answer")
+		}
+		return nil
 	}
 	api, err := service.New(httpapi.Options{
 		Config: cfg, Kube: serviceKube, PlatformKube: kube, Reads: resolve, Ready: ready,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -108,7 +107,7 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 		case bearer && !strings.HasPrefix(token, personalAccessTokenPrefix):
 			caller, ok, err := s.authenticateJWT(ctx.Context(), token)
 			if err != nil {
-				_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
+				WriteError(api, ctx, Internal(err))
 				return
 			}
 			if ok {
@@ -126,7 +125,7 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 				break
 			}
 			if err != nil {
-				_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
+				WriteError(api, ctx, Internal(err))
 				return
 			}
 			// The default workspace is looked up only by requests that select none (see workspace).
@@ -134,7 +133,7 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 			ctx = huma.WithValue(ctx, sessionKey{}, cookie.Value)
 		}
 		if err != nil {
-			_ = huma.WriteErr(api, ctx, http.StatusInternalServerError, "internal error")
+			WriteError(api, ctx, Internal(err))
 			return
 		}
 		next(ctx)

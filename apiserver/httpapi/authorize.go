@@ -345,6 +345,14 @@ func WriteError(api huma.API, ctx huma.Context, err error) {
 	if statusErr.GetStatus() >= http.StatusInternalServerError {
 		noteFailure(ctx.Context(), err)
 	}
+	var headers huma.HeadersError
+	if errors.As(statusErr, &headers) {
+		for k, values := range headers.GetHeaders() {
+			for _, v := range values {
+				ctx.AppendHeader(k, v)
+			}
+		}
+	}
 	_ = huma.WriteErr(api, ctx, statusErr.GetStatus(), statusErr.Error())
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-logr/logr"
+
+	"platform.dev/platform/apiserver/store"
 )
 
 // Every answer of 500 or more is logged once, by answerProblems, with the method, the route
@@ -22,8 +24,14 @@ type failureKey struct{}
 // noteFailure records the cause of the request's 5xx answer, once: the cause of an Internal
 // error, else the error itself.
 func noteFailure(ctx context.Context, cause error) {
-	var internal *internalError
-	if errors.As(cause, &internal) {
+	var (
+		internal    *internalError
+		unavailable *unavailableError
+	)
+	switch {
+	case errors.As(cause, &unavailable):
+		cause = unavailable.cause
+	case errors.As(cause, &internal):
 		cause = internal.cause
 	}
 	if f, ok := ctx.Value(failureKey{}).(*failure); ok && f.cause == nil && cause != nil {
@@ -40,10 +48,34 @@ type internalError struct {
 func (e *internalError) Unwrap() error { return e.cause }
 
 // Internal is the answer to an error that the caller can do nothing about: 500 "internal error",
-// with err logged as its cause.
+// with err logged as its cause. An error that says the SQL store is unreachable (PostgreSQL
+// restarting, a broken connection) is StoreUnavailable instead: retrying will do.
 func Internal(err error) huma.StatusError {
+	if store.Unreachable(err) {
+		return StoreUnavailable(err)
+	}
 	model, _ := huma.Error500InternalServerError("internal error").(*huma.ErrorModel)
 	return &internalError{ErrorModel: model, cause: err}
+}
+
+// RetryAfterSeconds is the Retry-After of the answers given while the SQL store is unreachable:
+// a restarting PostgreSQL is usually back within a few seconds.
+const RetryAfterSeconds = "2"
+
+// unavailableError is a 503 with Retry-After, its cause logged.
+type unavailableError struct {
+	internalError
+}
+
+func (e *unavailableError) GetHeaders() http.Header {
+	return http.Header{"Retry-After": []string{RetryAfterSeconds}}
+}
+
+// StoreUnavailable is the answer while the SQL store does not answer: 503 with Retry-After, err
+// logged as its cause.
+func StoreUnavailable(err error) huma.StatusError {
+	model, _ := huma.Error503ServiceUnavailable("the database does not answer; retry").(*huma.ErrorModel)
+	return &unavailableError{internalError{ErrorModel: model, cause: err}}
 }
 
 // Unavailable is a 503 whose detail tells the caller to retry, with err logged as its cause.
@@ -70,10 +102,17 @@ func init() {
 	withContext := huma.NewErrorWithContext
 	huma.NewErrorWithContext = func(ctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
 		if status >= http.StatusInternalServerError && len(errs) > 0 {
+			cause := errors.Join(errs...)
 			if ctx != nil {
-				noteFailure(ctx.Context(), errors.Join(errs...))
+				noteFailure(ctx.Context(), cause)
 			}
 			errs = nil
+			if status == http.StatusInternalServerError && store.Unreachable(cause) {
+				if ctx != nil {
+					ctx.SetHeader("Retry-After", RetryAfterSeconds)
+				}
+				return withContext(ctx, http.StatusServiceUnavailable, "the database does not answer; retry")
+			}
 		}
 		return withContext(ctx, status, msg, errs...)
 	}

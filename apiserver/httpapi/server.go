@@ -424,10 +424,12 @@ func (s *Server) registerHealth() {
 	})
 	huma.Register(s.api, huma.Operation{
 		OperationID: "get-readiness", Method: http.MethodGet, Path: "/readyz", Tags: []string{tagHealth},
-		Summary: "Readiness: the management store answers", Errors: []int{http.StatusServiceUnavailable},
+		Summary: "Readiness: the management store and the SQL store answer", Errors: []int{http.StatusServiceUnavailable},
 	}, func(ctx context.Context, _ *struct{}) (*healthOutput, error) {
+		// The reason is the Ready function's own words: what is down, never a cause's details.
 		if err := s.ready(ctx); err != nil {
-			return nil, huma.Error503ServiceUnavailable("not ready: the management store does not answer")
+			return nil, huma.ErrorWithHeaders(huma.Error503ServiceUnavailable("not ready: "+err.Error()),
+				http.Header{"Retry-After": []string{RetryAfterSeconds}})
 		}
 		out := &healthOutput{}
 		out.Body.Status = "ok"

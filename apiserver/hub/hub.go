@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"platform.dev/platform/apiserver/notify"
+	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/workplace"
 )
 
@@ -393,6 +394,11 @@ func (h *Hub) authenticate(w http.ResponseWriter, r *http.Request) (Caller, bool
 	case errors.Is(err, ErrUnauthenticated):
 		h.opts.Problem(w, http.StatusUnauthorized, "authentication required")
 		return nil, false
+	case store.Unreachable(err):
+		// The database restarting: the client's reconnection will succeed in a moment.
+		w.Header().Set("Retry-After", "2")
+		h.opts.Problem(w, http.StatusServiceUnavailable, "the database does not answer; retry")
+		return nil, false
 	case err != nil:
 		h.opts.Log.Error(err, "authenticating a hub request failed")
 		h.opts.Problem(w, http.StatusInternalServerError, "internal error")
@@ -450,6 +456,9 @@ func (h *Hub) refuse(w http.ResponseWriter, err error) {
 		h.opts.Problem(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, errStopping):
 		h.opts.Problem(w, http.StatusServiceUnavailable, err.Error())
+	case store.Unreachable(err):
+		w.Header().Set("Retry-After", "2")
+		h.opts.Problem(w, http.StatusServiceUnavailable, "the database does not answer; retry")
 	default:
 		h.opts.Problem(w, http.StatusInternalServerError, "internal error")
 	}

@@ -145,13 +145,17 @@ func (s MasterKeySource) Initialize() (string, error) {
 	if _, err := rand.Read(key); err != nil {
 		return "", err
 	}
-	f, err := os.OpenFile(s.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
+	// The key is written whole to a private temporary file, then linked to its name: the link is
+	// create-only (of replicas initializing over a shared volume, one wins) and atomic (a replica
+	// reading the file meanwhile finds no key or the whole key, never a partial one).
+	if _, err := os.Stat(s.File); err == nil {
 		return "", fmt.Errorf("%w: the key file %s exists", ErrMasterKeyExists, s.File)
 	}
+	f, err := os.CreateTemp(filepath.Dir(s.File), "."+filepath.Base(s.File)+".*")
 	if err != nil {
 		return "", fmt.Errorf("create the key file %s: %s", s.File, cause(err))
 	}
+	defer os.Remove(f.Name())
 	_, err = f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
 	if err == nil {
 		err = f.Sync()
@@ -160,10 +164,12 @@ func (s MasterKeySource) Initialize() (string, error) {
 		err = closeErr
 	}
 	if err != nil {
-		// A half-written file would read as a malformed key: remove it, so initialization can be
-		// retried.
-		os.Remove(s.File)
 		return "", fmt.Errorf("write the key file %s: %w", s.File, err)
+	}
+	if err := os.Link(f.Name(), s.File); errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("%w: the key file %s exists", ErrMasterKeyExists, s.File)
+	} else if err != nil {
+		return "", fmt.Errorf("create the key file %s: %s", s.File, cause(err))
 	}
 	return s.File, nil
 }

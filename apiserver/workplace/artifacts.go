@@ -30,6 +30,10 @@ type ArtifactStore interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// ArtifactsDirectorySetting names the directory of artifact bytes; `<data-dir>/artifacts` when
+// unset. Replicas point it at one shared directory (variable Platform__Artifacts__Directory).
+const ArtifactsDirectorySetting = "Platform:Artifacts:Directory"
+
 // FileArtifacts stores artifacts as files of a directory (`<data-dir>/artifacts` by default),
 // owner-only. Replicas of the platform that share a PostgreSQL store must share this directory
 // too (a shared volume), since any replica may serve a download.

@@ -157,20 +157,25 @@ func pgVersion(pgCtl string) int {
 }
 
 func startPostgres() {
+	pgServer, pgSkip, pgErr = newPostgresServer()
+}
+
+// newPostgresServer initializes and starts a PostgreSQL cluster in a temporary directory; skip
+// says why it cannot when the binaries or the postgres user are absent.
+func newPostgresServer() (_ *postgresServer, skip string, _ error) {
 	bin := findPgBin()
 	if bin == "" {
-		pgSkip = "PostgreSQL tests skipped: pg_ctl is not on PATH nor under /usr/lib/postgresql/*/bin (install the Debian package postgresql)"
-		return
+		return nil, "PostgreSQL tests skipped: pg_ctl is not on PATH nor under /usr/lib/postgresql/*/bin (install the Debian package postgresql)", nil
 	}
 	srv := &postgresServer{bin: bin}
 	dir, err := os.MkdirTemp("", "storetest-pg-")
 	if err != nil {
-		pgErr = err
-		return
+		return nil, "", err
 	}
 	srv.dir = dir
+	started := false
 	defer func() {
-		if pgServer == nil { // failed or skipped: leave nothing behind
+		if !started { // failed or skipped: leave nothing behind
 			if _, err := os.Stat(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
 				srv.stop()
 			}
@@ -182,48 +187,101 @@ func startPostgres() {
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			pgSkip = "PostgreSQL tests skipped: running as root and there is no postgres user to run the server as (install the Debian package postgresql)"
-			return
+			return nil, "PostgreSQL tests skipped: running as root and there is no postgres user to run the server as (install the Debian package postgresql)", nil
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		if err := os.Chown(dir, uid, gid); err != nil {
-			pgErr = err
-			return
+			return nil, "", err
 		}
 		runuser, err := exec.LookPath("runuser")
 		if err != nil {
-			pgErr = fmt.Errorf("running as root needs runuser to start PostgreSQL as the postgres user: %w", err)
-			return
+			return nil, "", fmt.Errorf("running as root needs runuser to start PostgreSQL as the postgres user: %w", err)
 		}
 		srv.as = []string{runuser, "-u", "postgres", "--"}
 		if err := srv.run("/usr/bin/test", "-w", dir); err != nil {
-			pgErr = fmt.Errorf("the postgres user cannot write %s (is a parent directory private? set TMPDIR to a directory others can traverse): %w", dir, err)
-			return
+			return nil, "", fmt.Errorf("the postgres user cannot write %s (is a parent directory private? set TMPDIR to a directory others can traverse): %w", dir, err)
 		}
 	}
 	srv.port, err = freePort()
 	if err != nil {
-		pgErr = err
-		return
+		return nil, "", err
 	}
-	data := filepath.Join(dir, "data")
-	if err := srv.run("initdb", "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
-		pgErr = err
-		return
+	if err := srv.run("initdb", "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
+		return nil, "", err
 	}
-	serverOpts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c full_page_writes=off -c max_connections=200", srv.port, dir)
-	if err := srv.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "server.log"), "-o", serverOpts, "-t", "60", "-w", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
-		pgErr = fmt.Errorf("%w; server log:\n%s", err, log)
-		return
+	if err := srv.start(); err != nil {
+		return nil, "", err
 	}
-	pgServer = srv
+	started = true
+	return srv, "", nil
 }
+
+// start starts the initialized server (again) on its port.
+func (p *postgresServer) start() error {
+	serverOpts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c full_page_writes=off -c max_connections=200", p.port, p.dir)
+	if err := p.run("pg_ctl", "-D", filepath.Join(p.dir, "data"), "-l", filepath.Join(p.dir, "server.log"), "-o", serverOpts, "-t", "60", "-w", "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(p.dir, "server.log"))
+		return fmt.Errorf("%w; server log:\n%s", err, log)
+	}
+	return nil
+}
+
+// halt stops the server and keeps its data, to be started again.
+func (p *postgresServer) halt() error {
+	return p.run("pg_ctl", "-D", filepath.Join(p.dir, "data"), "-m", "fast", "-w", "stop")
+}
+
+// Postgres is a private PostgreSQL server of one test, which the test may stop and start again
+// (a database restarted under load); it stops and is removed when the test ends.
+type Postgres struct{ srv *postgresServer }
+
+// StartPostgres starts a private PostgreSQL server for t, or skips t with the reason when the
+// binaries are absent.
+func StartPostgres(t testing.TB) *Postgres {
+	t.Helper()
+	srv, skip, err := newPostgresServer()
+	if skip != "" {
+		t.Skip(skip)
+	}
+	if err != nil {
+		t.Fatalf("storetest: PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.stop(); err != nil {
+			t.Logf("storetest: stop PostgreSQL: %v", err)
+		}
+	})
+	return &Postgres{srv: srv}
+}
+
+// Database creates an empty database and returns its URL.
+func (p *Postgres) Database(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("test_%d_%d", os.Getpid(), dbCounter.Add(1))
+	db, err := sql.Open("pgx", p.srv.url("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("storetest: create database: %v", err)
+	}
+	return p.srv.url(name)
+}
+
+// Stop stops the server (fast shutdown: sessions are ended), keeping its data.
+func (p *Postgres) Stop() error { return p.srv.halt() }
+
+// Start starts the stopped server again on the same port.
+func (p *Postgres) Start() error { return p.srv.start() }
 
 func (p *postgresServer) stop() error {
 	defer os.RemoveAll(p.dir)
-	return p.run("pg_ctl", "-D", filepath.Join(p.dir, "data"), "-m", "fast", "-w", "stop")
+	if _, err := os.Stat(filepath.Join(p.dir, "data", "postmaster.pid")); err != nil {
+		return nil // stopped already
+	}
+	return p.halt()
 }
 
 // run runs one of the PostgreSQL programs, as the postgres user when we are root.
