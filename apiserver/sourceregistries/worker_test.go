@@ -19,6 +19,7 @@ import (
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/internal/config"
+	testregistry "platform.dev/platform/test/registry"
 )
 
 // clock is a settable time for the store and the worker's evaluations.
@@ -27,7 +28,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time       { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 // periodicRegistration is a registration refreshed every hour, retried after a minute, without
@@ -217,5 +218,33 @@ func TestAReplicaWhoseLeaseLapsedCannotWriteItsRefresh(t *testing.T) {
 		st, err := cache.State(ctx, "reg-f")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(st).To(And(HaveField("CurrentObservation", BeEmpty()), HaveField("ConsecutiveFailures", BeZero()), HaveField("LastAttemptAt", BeZero())))
+	})
+}
+
+func TestTheWorkerStopsWhenItsContextEndsAndDoesNotRecordTheAttemptItCanceled(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		reg, pool := startTestRegistry(t)
+		reg.Hang(testregistry.IndexPath)
+		hanging := periodicRegistration("hanging", reg.IndexURL())
+		cache := &Store{DB: db}
+		w := &Worker{Kube: fakeKube(hanging), Config: config.FromMap(config.Production, nil), Refresher: &Refresher{Store: cache, ErrorCode: ErrorCode},
+			Fetchers: (&Clients{Pool: pool}).Fetcher, Interval: 20 * time.Millisecond}
+		ctx, stop := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); w.Run(ctx) }()
+		g.Eventually(func() int { return reg.Requests(testregistry.IndexPath) }).Should(Equal(1))
+		time.Sleep(100 * time.Millisecond) // evaluations go on meanwhile: the running group is not started twice
+		g.Expect(reg.Requests(testregistry.IndexPath)).To(Equal(1))
+		stop()
+		g.Eventually(stopped).Within(2 * time.Second).Should(BeClosed())
+
+		history, err := cache.Refreshes(context.Background(), string(hanging.UID), 0, 10)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(history).To(BeEmpty(), "a stop is no failure of the registry")
+		st, _ := cache.State(context.Background(), string(hanging.UID))
+		g.Expect(st.LastAttemptAt).To(BeZero(), "so it is due again at the next start")
+		holder, _, _ := cache.LockHolder(context.Background(), string(hanging.UID))
+		g.Expect(holder).To(BeEmpty(), "and its lock is released")
 	})
 }
