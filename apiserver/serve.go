@@ -370,8 +370,12 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}()
 	// The periodic registry refresh (only registrations with refreshPolicy.periodicEnabled) stops
 	// before the registry pool and the store close (deferred after them, so run first).
+	workerInterval, err := sourceregistries.WorkerIntervalFromConfig(cfg)
+	if err != nil {
+		return err
+	}
 	registryWorker := &sourceregistries.Worker{Kube: kube, Config: cfg, Refresher: registryRefresher, Fetchers: registryClients.Fetcher,
-		Log: ctrl.Log.WithName("sourceregistries")}
+		Interval: workerInterval, Log: ctrl.Log.WithName("sourceregistries")}
 	registryCtx, stopRegistryWorker := context.WithCancel(context.Background())
 	registryStopped := make(chan struct{})
 	go func() {

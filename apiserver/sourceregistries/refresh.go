@@ -93,8 +93,8 @@ const (
 // lock_until) that a running refresh renews and that lapses when its replica dies.
 type Refresher struct {
 	Store *Store
-	// ErrorCode is the stable code of a fetch error (registry.CodeOf); CodeUnavailable when nil
-	// or empty.
+	// ErrorCode is the stable code of a fetch error; the registry client's (ErrorCode) when nil,
+	// CodeUnavailable when it has none.
 	ErrorCode func(error) string
 	// Holder names this replica in the store's lock; a random id when empty.
 	Holder string
@@ -305,10 +305,12 @@ func (r *Refresher) codeOf(ctx context.Context, err error) string {
 	if errors.Is(err, ErrRollback) {
 		return CodeRollback
 	}
-	if r.ErrorCode != nil {
-		if code := r.ErrorCode(err); code != "" {
-			return code
-		}
+	codeOf := r.ErrorCode
+	if codeOf == nil {
+		codeOf = ErrorCode
+	}
+	if code := codeOf(err); code != "" {
+		return code
 	}
 	if ctx.Err() != nil {
 		return CodeTimeout

@@ -3,7 +3,10 @@ package sourceregistries
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +49,23 @@ type Worker struct {
 	busy  map[string]bool // share keys whose group is refreshing
 	slots chan struct{}
 	wg    sync.WaitGroup
+}
+
+// WorkerIntervalSetting is the worker's evaluation interval in seconds, 30 by default (the
+// spec's); a shorter one is for tests and try-outs.
+const WorkerIntervalSetting = "Platform:Sources:Registries:WorkerIntervalSeconds"
+
+// WorkerIntervalFromConfig reads WorkerIntervalSetting: 1 to 3600 seconds.
+func WorkerIntervalFromConfig(cfg *config.Config) (time.Duration, error) {
+	v := strings.TrimSpace(cfg.Get(WorkerIntervalSetting))
+	if v == "" {
+		return WorkerInterval, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 3600 {
+		return 0, fmt.Errorf("%s=%q: must be a number of seconds from 1 to 3600", WorkerIntervalSetting, v)
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 func (w *Worker) interval() time.Duration {
