@@ -413,6 +413,10 @@ func (r *Refresher) fetch(ctx context.Context, in Refresh, st State, holder stri
 	if err != nil {
 		return fetched{}, err
 	}
+	if sharedShards != nil {
+		// Reused, not fetched: offering it again would keep an old fetch alive past its window.
+		return fetched{obs: obs, conflicts: conflicts}, nil
+	}
 	share := &sharedFetch{index: idx, shards: map[string][]byte{}}
 	for _, sh := range shards {
 		share.shards[sh.Name+"\x00"+sh.Digest] = sh.Document

@@ -96,3 +96,37 @@ func TestRegistrationsWithTheSameIndexURLShareOneFetchPerIntervalAndEachKeepsIts
 		}
 	})
 }
+
+func TestASharedFetchServesTheRegistrationsDueInTheSameOrTheNextEvaluationOnly(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		reg, pool := startTestRegistry(t)
+		start := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+		now := &clock{t: start}
+		cache := &Store{DB: db, Now: now.Now}
+		fetching, next, later := periodicRegistration("fetching", reg.IndexURL()), periodicRegistration("next", reg.IndexURL()), periodicRegistration("later", reg.IndexURL())
+		// next and later were last validated long ago (with another index): due one and two
+		// evaluations (minutes) from now.
+		g.Expect(cache.RecordValidated(ctx, string(next.UID), start.Add(-59*time.Minute))).To(Succeed())
+		g.Expect(cache.RecordValidated(ctx, string(later.UID), start.Add(-58*time.Minute))).To(Succeed())
+		w := &Worker{Kube: fakeKube(fetching, next, later), Config: config.FromMap(config.Production, nil), Refresher: &Refresher{Store: cache, ErrorCode: ErrorCode},
+			Fetchers: (&Clients{Pool: pool}).Fetcher, Interval: time.Minute}
+		evaluate := func() int {
+			n, err := w.Evaluate(ctx, now.Now())
+			g.Expect(err).NotTo(HaveOccurred())
+			w.Wait()
+			return n
+		}
+		g.Expect(evaluate()).To(Equal(1))
+		g.Expect(reg.Requests(testregistry.IndexPath)).To(Equal(1))
+		now.Add(time.Minute)
+		g.Expect(evaluate()).To(Equal(1))
+		g.Expect(reg.Requests(testregistry.IndexPath)).To(Equal(1), "the next evaluation reuses the fetch")
+		history, _ := cache.Refreshes(ctx, string(next.UID), 0, 1)
+		g.Expect(history).To(HaveExactElements(HaveField("Outcome", OutcomeSucceeded)))
+		now.Add(time.Minute)
+		g.Expect(evaluate()).To(Equal(1))
+		g.Expect(reg.Requests(testregistry.IndexPath)).To(Equal(2), "two evaluations later the fetch is too old to share, even though next reused it")
+	})
+}

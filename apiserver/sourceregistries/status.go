@@ -34,6 +34,9 @@ func WriteStatus(ctx context.Context, kube client.Client, cfg *config.Config, ca
 	if err != nil {
 		return err
 	}
+	if cfg == nil {
+		cfg = config.FromMap(config.Production, nil)
+	}
 	origin, _ := ClassifyOrigin(reg, cfg)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur := &platformv1.SourceRegistry{}
