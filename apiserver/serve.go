@@ -277,6 +277,10 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		return err
 	}
 	defer registryPool.Close()
+	// A staticBearer credential is an instance-scoped Secret, opened for each request to the
+	// registration's origin. The manual route and the periodic worker share one Refresher.
+	registryClients := &sourceregistries.Clients{Pool: registryPool, Credentials: sourceregistries.SecretCredentials(secretValues.Value)}
+	registryRefresher := &sourceregistries.Refresher{Store: &sourceregistries.Store{DB: db}, ErrorCode: sourceregistries.ErrorCode}
 	ctrlOpts.Identity, ctrlOpts.LocalVault = ids, localVault
 	if managed, ok := agents.(*provider.ManagedProvider); ok {
 		managed.Client = resolve
@@ -347,9 +351,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Triggers:           occurrences,
 		PackProjects:       packprojects.NewStore(db),
 		Packs:              packStore,
-		Registries:         &sourceregistries.Store{DB: db},
-		RegistryFetchers:   sourceregistries.Fetchers(registryPool),
-		RegistryErrorCode:  sourceregistries.ErrorCode,
+		Registries:         registryRefresher.Store,
+		RegistryFetchers:   registryClients.Fetcher,
+		RegistryRefresher:  registryRefresher,
 	})
 	if err != nil {
 		return err
@@ -372,6 +376,24 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		stopExecutor()
 		<-execStopped
 		<-listenStopped
+	}()
+	// The periodic registry refresh (only registrations with refreshPolicy.periodicEnabled) stops
+	// before the registry pool and the store close (deferred after them, so run first).
+	workerInterval, err := sourceregistries.WorkerIntervalFromConfig(cfg)
+	if err != nil {
+		return err
+	}
+	registryWorker := &sourceregistries.Worker{Kube: kube, Config: cfg, Refresher: registryRefresher, Fetchers: registryClients.Fetcher,
+		Interval: workerInterval, Log: ctrl.Log.WithName("sourceregistries")}
+	registryCtx, stopRegistryWorker := context.WithCancel(context.Background())
+	registryStopped := make(chan struct{})
+	go func() {
+		defer close(registryStopped)
+		registryWorker.Run(registryCtx)
+	}()
+	defer func() {
+		stopRegistryWorker()
+		<-registryStopped
 	}()
 
 	// The controllers run on the loopback identity once the kube API is ready, share the work

@@ -105,6 +105,9 @@ type Options struct {
 	RegistryFetchers func(context.Context, *platformv1.SourceRegistry) (sourceregistries.Fetcher, error)
 	// RegistryErrorCode is the stable code of a registry client error (registry.CodeOf).
 	RegistryErrorCode func(error) string
+	// RegistryRefresher runs the refreshes, shared with the periodic worker so that both are
+	// serialized per registration; one over Registries is made when nil.
+	RegistryRefresher *sourceregistries.Refresher
 }
 
 // Server is the service API.
@@ -202,7 +205,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets,
 		triggers: opts.Triggers, projects: opts.PackProjects, packs: opts.Packs,
 		registries: opts.Registries, fetchers: opts.RegistryFetchers}
-	if opts.Registries != nil {
+	if s.refresher = opts.RegistryRefresher; s.refresher == nil && opts.Registries != nil {
 		s.refresher = &sourceregistries.Refresher{Store: opts.Registries, ErrorCode: opts.RegistryErrorCode}
 	}
 	if s.platformKube = opts.PlatformKube; s.platformKube == nil {

@@ -317,6 +317,10 @@ type FetchedManifest struct {
 	URL      string
 }
 
+// The import and the Packs routes reach the manifest and archive through the refresh's fetcher:
+// Clients.Fetcher must keep answering both, with the registration's credential.
+var _ SourceFetcher = (*clientFetcher)(nil)
+
 func (f *clientFetcher) origin() *url.URL {
 	u := f.c.IndexURL()
 	return &url.URL{Scheme: u.Scheme, Host: u.Host}

@@ -179,8 +179,16 @@ func (s *Store) ensureState(ctx context.Context, tx *sql.Tx, uid string) error {
 
 // RecordFailure counts a failed attempt at time at; the last-known-good observation stays.
 func (s *Store) RecordFailure(ctx context.Context, registrationUID string, at time.Time) error {
+	return s.recordFailure(ctx, registrationUID, "", at)
+}
+
+// recordFailure is RecordFailure by holder of the refresh lock ("" for none).
+func (s *Store) recordFailure(ctx context.Context, registrationUID, holder string, at time.Time) error {
 	return s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		if err := s.ensureState(ctx, tx, registrationUID); err != nil {
+			return err
+		}
+		if err := s.holds(ctx, tx, registrationUID, holder); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE registry_states SET last_attempt_at = ?, consecutive_failures = consecutive_failures + 1
@@ -191,8 +199,16 @@ func (s *Store) RecordFailure(ctx context.Context, registrationUID string, at ti
 
 // RecordValidated records a successful validation (HTTP 304) of the current observation.
 func (s *Store) RecordValidated(ctx context.Context, registrationUID string, at time.Time) error {
+	return s.recordValidated(ctx, registrationUID, "", at)
+}
+
+// recordValidated is RecordValidated by holder of the refresh lock ("" for none).
+func (s *Store) recordValidated(ctx context.Context, registrationUID, holder string, at time.Time) error {
 	return s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		if err := s.ensureState(ctx, tx, registrationUID); err != nil {
+			return err
+		}
+		if err := s.holds(ctx, tx, registrationUID, holder); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE registry_states SET last_attempt_at = ?, last_success_at = ?, consecutive_failures = 0
@@ -254,6 +270,11 @@ type FirstSeen struct {
 // returns the listings whose digest differs from their first seen one. A conflict is blocking
 // for imports, not for the observation: both stay visible.
 func (s *Store) SaveObservation(ctx context.Context, obs Observation, shards []Shard, listings []Listing) (Observation, []Conflict, error) {
+	return s.saveObservation(ctx, "", obs, shards, listings)
+}
+
+// saveObservation is SaveObservation by holder of the refresh lock ("" for none).
+func (s *Store) saveObservation(ctx context.Context, holder string, obs Observation, shards []Shard, listings []Listing) (Observation, []Conflict, error) {
 	if len(shards) > MaxShardsPerObservation {
 		return obs, nil, fmt.Errorf("an observation holds at most %d shards", MaxShardsPerObservation)
 	}
@@ -271,6 +292,9 @@ func (s *Store) SaveObservation(ctx context.Context, obs Observation, shards []S
 	err := s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		conflicts = nil
 		if err := s.ensureState(ctx, tx, obs.RegistrationUID); err != nil {
+			return err
+		}
+		if err := s.holds(ctx, tx, obs.RegistrationUID, holder); err != nil {
 			return err
 		}
 		st, err := s.state(ctx, tx, obs.RegistrationUID)
@@ -403,4 +427,94 @@ func (s *Store) Cleanup(ctx context.Context, registrationUID string, retain int)
 		return nil
 	})
 	return deleted, err
+}
+
+// ErrLeaseLost: the refresh lock of a registration lapsed and another holder took it, so what
+// this holder fetched is not written.
+var ErrLeaseLost = errors.New("the registration's refresh lock was lost to another replica")
+
+// TryLock takes the refresh lock of a registration for holder until now+lease, unless another
+// holder has it and its lease has not expired (a killed replica's lock lapses that way). It
+// reports whether holder has the lock. The lock lives in the store, so it serializes the
+// refreshes of every replica that shares it.
+func (s *Store) TryLock(ctx context.Context, registrationUID, holder string, lease time.Duration) (bool, error) {
+	now := s.now()
+	var taken bool
+	err := s.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if err := s.ensureState(ctx, tx, registrationUID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE registry_states SET lock_holder = ?, lock_until = ?
+			WHERE registration_uid = ? AND (lock_holder = '' OR lock_holder = ? OR lock_until < ?)`),
+			holder, millis(now.Add(lease)), registrationUID, holder, millis(now))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		taken = n == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("taking a registry's refresh lock: %w", err)
+	}
+	return taken, nil
+}
+
+// RenewLock extends holder's lock to now+lease; ErrLeaseLost when holder no longer has it.
+func (s *Store) RenewLock(ctx context.Context, registrationUID, holder string, lease time.Duration) error {
+	now := s.now()
+	res, err := s.DB.DB().ExecContext(ctx, s.DB.Rebind(`UPDATE registry_states SET lock_until = ?
+		WHERE registration_uid = ? AND lock_holder = ? AND lock_until >= ?`), millis(now.Add(lease)), registrationUID, holder, millis(now))
+	if err != nil {
+		return fmt.Errorf("renewing a registry's refresh lock: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(ErrLeaseLost, err)
+	}
+	return nil
+}
+
+// Unlock releases holder's lock; a lock another holder took meanwhile stays.
+func (s *Store) Unlock(ctx context.Context, registrationUID, holder string) error {
+	_, err := s.DB.DB().ExecContext(ctx, s.DB.Rebind(`UPDATE registry_states SET lock_holder = '', lock_until = 0
+		WHERE registration_uid = ? AND lock_holder = ?`), registrationUID, holder)
+	if err != nil {
+		return fmt.Errorf("releasing a registry's refresh lock: %w", err)
+	}
+	return nil
+}
+
+// LockHolder is who holds a registration's refresh lock and until when; "" when nobody does or
+// the lease expired.
+func (s *Store) LockHolder(ctx context.Context, registrationUID string) (string, time.Time, error) {
+	var holder string
+	var until int64
+	err := s.DB.DB().QueryRowContext(ctx, s.DB.Rebind(`SELECT lock_holder, lock_until FROM registry_states WHERE registration_uid = ?`), registrationUID).
+		Scan(&holder, &until)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (holder == "" || until < millis(s.now()))) {
+		return "", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("reading a registry's refresh lock: %w", err)
+	}
+	return holder, fromMillis(until), nil
+}
+
+// holds checks, inside a write's transaction, that holder still has the registration's lock:
+// a replica whose lease lapsed (it stalled, and another took over) must not write its result.
+// It is an UPDATE so that it locks the row (PostgreSQL): a TryLock of another replica waits for
+// this write's commit instead of slipping in between.
+func (s *Store) holds(ctx context.Context, tx *sql.Tx, registrationUID, holder string) error {
+	if holder == "" {
+		return nil
+	}
+	res, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE registry_states SET lock_holder = lock_holder WHERE registration_uid = ? AND lock_holder = ?`),
+		registrationUID, holder)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(ErrLeaseLost, err)
+	}
+	return nil
 }

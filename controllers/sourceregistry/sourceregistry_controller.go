@@ -3,6 +3,7 @@ package sourceregistry
 import (
 	"context"
 	"errors"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
@@ -38,6 +39,8 @@ type scope struct {
 	registry *platformv1.SourceRegistry
 	// invalid lists what is wrong with the registration.
 	invalid field.ErrorList
+	// now is when the reconcile looks, for staleness.
+	now time.Time
 }
 
 // Reconcile checks the registration and writes the status once, at the end.
@@ -50,10 +53,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, nil
 	}
 	base := registry.DeepCopy()
-	s := &scope{registry: registry}
+	s := &scope{registry: registry, now: time.Now()}
 	defer func() {
 		if reterr == nil {
-			setReadyCondition(s)
+			if staleAt := setReadyCondition(s); !staleAt.IsZero() && res.RequeueAfter == 0 {
+				// Nothing else changes the status when a registration turns stale.
+				res.RequeueAfter = staleAt.Sub(s.now) + time.Second
+			}
 			reconcileutil.Observed(&registry.Status.ResourceStatus, registry.Generation)
 		}
 		res, reterr = reconcileutil.WriteStatus(ctx, r.Client, r.Recorder, base, registry,

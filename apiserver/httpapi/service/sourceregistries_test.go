@@ -189,7 +189,10 @@ type fakeRegistry struct {
 
 var fakeRegistries sync.Map // index URL -> *fakeRegistry
 
-func fakeRegistryFetchers(_ context.Context, reg *platformv1.SourceRegistry) (sourceregistries.Fetcher, error) {
+func fakeRegistryFetchers(ctx context.Context, reg *platformv1.SourceRegistry) (sourceregistries.Fetcher, error) {
+	if real, ok := realRegistries.Load(reg.Definition.IndexURL); ok {
+		return real.(func(context.Context, *platformv1.SourceRegistry) (sourceregistries.Fetcher, error))(ctx, reg)
+	}
 	f, ok := fakeRegistries.Load(reg.Definition.IndexURL)
 	if !ok {
 		return nil, errors.New("no fake registry at " + reg.Definition.IndexURL)

@@ -2,13 +2,10 @@ package sourceregistries
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
-	"github.com/google/uuid"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/httpapi"
@@ -21,7 +18,8 @@ func (r *routes) registerRefresh() {
 		Summary: "Refresh a registration's index now",
 		Description: "One attempt, with the registration's timeout, serialized with any other refresh of the registration. " +
 			"A failure is answered as a failed record (200) with its error code and keeps the last-known-good observation; " +
-			"a 304 from the registry is notModified. A disabled registration is refused (409).",
+			"a 304 from the registry is notModified. A disabled registration is refused (409). " +
+			"A refresh of the same registration that is already running (scheduled, or on another replica) is waited for up to 5 seconds, then answered 409.",
 	}, httpapi.PolicyPlatformAdmin), func(ctx context.Context, in *nameInput) (*struct{ Body RefreshRecord }, error) {
 		reg, err := r.get(ctx, in.Name)
 		if err != nil {
@@ -48,43 +46,14 @@ func (r *routes) refresh(ctx context.Context, reg *platformv1.SourceRegistry, tr
 	if err != nil {
 		return domain.RefreshRecord{}, httpapi.Problem(err)
 	}
-	policy := domain.PolicyOf(reg.Definition)
-	retain := domain.DefaultRetainedObservations
-	if c := reg.Definition.CachePolicy; c != nil && c.RetainedObservations != nil {
-		retain = int(*c.RetainedObservations)
+	rec, _, err := refresher.Run(ctx, domain.RefreshOf(reg, trigger, fetcher))
+	if errors.Is(err, domain.ErrRefreshInProgress) {
+		return rec, huma.Error409Conflict("a refresh of Source registry registration " + httpapi.Quote(reg.Name) +
+			" is already running (a scheduled one, or one on another replica) and did not end within " + domain.ManualLockWait.String() +
+			": its outcome will be in the refresh history; try again later")
 	}
-	rec, _, err := refresher.Run(ctx, domain.Refresh{
-		RegistrationUID: string(reg.UID), IndexURL: reg.Definition.IndexURL, Trigger: trigger, Policy: policy, Retain: retain,
-		CorrelationID: uuid.NewString(), Fetcher: fetcher,
-	})
 	if err != nil {
 		return rec, httpapi.Problem(err)
 	}
-	return rec, httpapi.Problem(r.writeStatus(ctx, reg, rec))
-}
-
-// writeStatus records the latest refresh on the kind, so kubectl shows it too.
-func (r *routes) writeStatus(ctx context.Context, reg *platformv1.SourceRegistry, rec domain.RefreshRecord) error {
-	cache := r.Registries()
-	st, err := cache.State(ctx, string(reg.UID))
-	if err != nil {
-		return err
-	}
-	origin, _ := domain.ClassifyOrigin(reg, r.Config())
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &platformv1.SourceRegistry{}
-		if err := r.Kube().Get(ctx, client.ObjectKey{Name: reg.Name}, cur); err != nil {
-			return err
-		}
-		cur.Status.Origin = platformv1.OriginClassification(origin)
-		cur.Status.LastRefresh = &platformv1.RefreshSummary{Time: metav1.NewTime(rec.FinishedAt), Trigger: platformv1.RefreshTrigger(rec.Trigger),
-			Outcome: platformv1.RefreshOutcome(rec.Outcome), ErrorCode: rec.ErrorCode, Digest: platformv1.Digest(rec.Digest)}
-		cur.Status.ConsecutiveFailures = int32(st.ConsecutiveFailures)
-		cur.Status.CurrentObservationID = st.CurrentObservation
-		if !st.LastSuccessAt.IsZero() {
-			t := metav1.NewTime(st.LastSuccessAt)
-			cur.Status.LastSuccessTime = &t
-		}
-		return r.Kube().Status().Update(ctx, cur)
-	})
+	return rec, httpapi.Problem(domain.WriteStatus(ctx, r.Kube(), r.Config(), r.Registries(), reg, rec))
 }
