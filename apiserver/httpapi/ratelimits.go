@@ -89,14 +89,36 @@ func (s *Server) limit(api huma.API) func(huma.Context, func(huma.Context)) {
 			next(ctx)
 			return
 		}
-		p := NewCodedProblem(http.StatusTooManyRequests, RateLimitedCode, refusal.Detail(), nil)
-		body, _ := json.Marshal(struct {
-			*CodedProblem
-			Limit string `json:"limit"`
-		}{p, refusal.Limit})
-		ctx.SetHeader("Retry-After", strconv.Itoa(refusal.RetryAfterSeconds()))
-		ctx.SetHeader("Content-Type", "application/problem+json")
-		ctx.SetStatus(http.StatusTooManyRequests)
-		_, _ = ctx.BodyWriter().Write(body)
+		writeRefusal(ctx, refusal)
 	}
+}
+
+// limitToken refuses, right after authentication, a request of a personal access token whose
+// window this replica already saw full: a flooding token costs no workspace resolution, no
+// permission check and no write.
+func (s *Server) limitToken(api huma.API) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		if s.rateLimits != nil {
+			if caller, ok := CallerFrom(ctx.Context()); ok && caller.PAT != nil {
+				if refusal := s.rateLimits.TokenRefused(caller.PAT.WorkspaceID, caller.PAT.TokenID, startsRun(ctx.Operation().OperationID)); refusal != nil {
+					writeRefusal(ctx, refusal)
+					return
+				}
+			}
+		}
+		next(ctx)
+	}
+}
+
+// writeRefusal answers 429 Problem Details with the limit and Retry-After.
+func writeRefusal(ctx huma.Context, refusal *ratelimit.Refusal) {
+	p := NewCodedProblem(http.StatusTooManyRequests, RateLimitedCode, refusal.Detail(), nil)
+	body, _ := json.Marshal(struct {
+		*CodedProblem
+		Limit string `json:"limit"`
+	}{p, refusal.Limit})
+	ctx.SetHeader("Retry-After", strconv.Itoa(refusal.RetryAfterSeconds()))
+	ctx.SetHeader("Content-Type", "application/problem+json")
+	ctx.SetStatus(http.StatusTooManyRequests)
+	_, _ = ctx.BodyWriter().Write(body)
 }

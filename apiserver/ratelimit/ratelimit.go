@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -136,7 +137,25 @@ type Counter struct {
 	// Now is the clock; time.Now when nil.
 	Now       func() time.Time
 	lastSweep atomic.Int64
+
+	// full remembers the counters whose current window this replica saw past its limit, until
+	// the window ends (counter -> *fullWindow): counts only grow within a window, so every later
+	// request of it is refused without a write, and a flood costs the store nothing more.
+	full sync.Map
+	// refusedHere are the refusals answered from full not yet added to the store's count of
+	// refusals, by workspace; flushed flushEvery after the first of them.
+	mu          sync.Mutex
+	refusedHere map[string]int64
 }
+
+// fullWindow is a full window of a counter: its refusal, until the window ends.
+type fullWindow struct {
+	refusal Refusal
+	ends    time.Time
+}
+
+// flushEvery bounds how late the store learns the refusals a replica answered from memory.
+const flushEvery = time.Second
 
 func (c *Counter) now() time.Time {
 	if c.Now != nil {
@@ -177,8 +196,13 @@ func (c *Counter) Take(ctx context.Context, workspaceID, tokenID string, limits 
 	if len(hits) == 0 {
 		return nil, nil
 	}
-	defer prometheus.NewTimer(takeDuration).ObserveDuration()
 	now := c.now()
+	for _, h := range hits {
+		if r := c.fromMemory(now, workspaceID, h.counter); r != nil {
+			return r, nil
+		}
+	}
+	defer prometheus.NewTimer(takeDuration).ObserveDuration()
 	counts, err := c.count(ctx, now, hits)
 	if err != nil {
 		return nil, err
@@ -188,6 +212,7 @@ func (c *Counter) Take(ctx context.Context, workspaceID, tokenID string, limits 
 		if counts[i] > int64(h.allowed) {
 			start := now.Truncate(h.window)
 			r := &Refusal{Limit: h.limit, Allowed: h.allowed, RetryAfter: start.Add(h.window).Sub(now)}
+			c.full.Store(h.counter, &fullWindow{refusal: *r, ends: start.Add(h.window)})
 			refused.WithLabelValues(h.limit).Inc()
 			// The Console's count of refusals is news, not the answer: a failure to record it
 			// does not change the 429.
@@ -196,6 +221,65 @@ func (c *Counter) Take(ctx context.Context, workspaceID, tokenID string, limits 
 		}
 	}
 	return nil, nil
+}
+
+// fromMemory is the refusal of counter when this replica saw its current window full, else nil.
+func (c *Counter) fromMemory(now time.Time, workspaceID, counter string) *Refusal {
+	f, ok := c.full.Load(counter)
+	if !ok {
+		return nil
+	}
+	w := f.(*fullWindow)
+	if !now.Before(w.ends) {
+		c.full.CompareAndDelete(counter, f)
+		return nil
+	}
+	r := w.refusal
+	r.RetryAfter = w.ends.Sub(now)
+	refused.WithLabelValues(r.Limit).Inc()
+	c.refusedFromMemory(now, workspaceID)
+	return &r
+}
+
+// TokenRefused is the refusal of a request of a personal access token (of workspace workspaceID)
+// whose window this replica already saw full, answered from memory before the request's
+// workspace and permissions are resolved; nil when the request must be counted (Take).
+func (c *Counter) TokenRefused(workspaceID, tokenID string, startsRun bool) *Refusal {
+	now := c.now()
+	if r := c.fromMemory(now, workspaceID, "requests/token/"+tokenID); r != nil {
+		return r
+	}
+	if startsRun {
+		return c.fromMemory(now, workspaceID, "runs/token/"+tokenID)
+	}
+	return nil
+}
+
+// refusedFromMemory notes a refusal answered without the store; the ones noted are added to the
+// store's count of the workspace's refusals flushEvery later, in one upsert per workspace.
+func (c *Counter) refusedFromMemory(now time.Time, workspaceID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refusedHere == nil {
+		c.refusedHere = map[string]int64{}
+		minute := now.Truncate(time.Minute)
+		time.AfterFunc(flushEvery, func() { c.flushRefusals(minute) })
+	}
+	c.refusedHere[workspaceID]++
+}
+
+func (c *Counter) flushRefusals(minute time.Time) {
+	c.mu.Lock()
+	pending := c.refusedHere
+	c.refusedHere = nil
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for ws, n := range pending {
+		_, _ = c.DB.DB().ExecContext(ctx, c.DB.Rebind(`INSERT INTO rate_counters (counter, window_start, hits, expires_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (counter, window_start) DO UPDATE SET hits = rate_counters.hits + ?`),
+			"refused/workspace/"+ws, minute.UnixMilli(), n, minute.Add(time.Minute+refusalRetention).UnixMilli(), n)
+	}
 }
 
 // count adds one to each counter's current window in one upsert and answers the counts, in the
@@ -276,7 +360,8 @@ func (c *Counter) sweep(now time.Time) {
 }
 
 // Recent is how many requests of the workspace were refused with 429 in the last RecentWindow,
-// and when the last one was (zero when none was).
+// and when the last one was (zero when none was). The refusals a replica answered from memory
+// are counted up to flushEvery later.
 func (c *Counter) Recent(ctx context.Context, workspaceID string) (count int64, last time.Time, err error) {
 	var lastStart sql.NullInt64
 	err = c.DB.DB().QueryRowContext(ctx, c.DB.Rebind(`SELECT COALESCE(SUM(hits), 0), MAX(window_start) FROM rate_counters

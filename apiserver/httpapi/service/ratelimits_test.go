@@ -28,7 +28,7 @@ func stopLimitsClock(t *testing.T) time.Time {
 }
 
 // annotateWorkspace sets the annotations of a workspace's namespace, as kubectl annotate does.
-func annotateWorkspace(t *testing.T, ws string, annotations map[string]string) {
+func annotateWorkspace(t testing.TB, ws string, annotations map[string]string) {
 	t.Helper()
 	ns := &corev1.Namespace{}
 	if err := kube.Get(context.Background(), client.ObjectKey{Name: ws}, ns); err != nil {
