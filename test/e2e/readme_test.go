@@ -94,6 +94,9 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 		ContainSubstring(`["Agent","support-triage","update","definition.instructions"]`), ContainSubstring(`["installed","1.1.0","1.0.0"]`),
 		ContainSubstring(`["installed","1.0.0","1.1.0"]`), ContainSubstring(`[409,"Conflict",["Agent","support-triage","changed since installed"]]`),
 		ContainSubstring(`{"state":"degraded","preserved":[{"kind":"Agent","name":"support-triage","reason":"modified since installed"}]}`)), "%s", out)
+	// A rejected follow-up, and a 429 with Retry-After.
+	g.Expect(string(out)).To(And(ContainSubstring(`[409,"FollowUpRejected"]`), ContainSubstring("Retry-After: 1"),
+		ContainSubstring(`[429,"RateLimited","TokenRequestsPerSecond"]`), ContainSubstring(`{"tokenRequestsPerSecond":2,"refused":true}`)), "%s", out)
 }
 
 func withoutKubeconfig(env []string) []string {
