@@ -228,7 +228,7 @@ export function Home({ env }: { env: ConsoleEnv }) {
                       {limits.data.recent.lastRefusedAt ? `, the latest ${when(limits.data.recent.lastRefusedAt)}` : ""}.
                     </p>
                   )}
-                  <dl className="counts" aria-label="Limits of the workspace">
+                  <dl className="counts">
                     <div>
                       <dt>Workspace requests</dt>
                       <dd>{limitText(limits.data.requestsPerSecond, "/ s")}</dd>
