@@ -2,6 +2,8 @@ package ratelimit_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -86,4 +88,26 @@ func TestNoLimitCountsNothing(t *testing.T) {
 	var n int
 	g.Expect(s.DB().QueryRow(`SELECT COUNT(*) FROM rate_counters`).Scan(&n)).To(Succeed())
 	g.Expect(n).To(BeZero())
+}
+
+// BenchmarkTake is what counting costs one request with a workspace and a token limit (one upsert
+// of two rows), by 1 and 16 concurrent callers: on SQLite concurrent upserts share a commit.
+func BenchmarkTake(b *testing.B) {
+	storetest.ForEachDialectBench(b, func(b *testing.B, s *store.Store) {
+		c := &ratelimit.Counter{DB: s}
+		limits := ratelimit.Limits{RequestsPerSecond: 1 << 30, TokenRequestsPerSecond: 1 << 30}
+		for _, callers := range []int{1, 16} {
+			b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+				b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if _, err := c.Take(context.Background(), "ws", "token", limits, false); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	})
 }
