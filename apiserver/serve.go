@@ -33,6 +33,7 @@ import (
 	"platform.dev/platform/apiserver/packprojects"
 	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/apiserver/provider"
+	"platform.dev/platform/apiserver/ratelimit"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/sourceregistries"
 	"platform.dev/platform/apiserver/store"
@@ -350,6 +351,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Secrets:            secretValues,
 		Triggers:           occurrences,
 		PackProjects:       packprojects.NewStore(db),
+		RateLimits:         &ratelimit.Counter{DB: db},
 		Packs:              packStore,
 		Registries:         registryRefresher.Store,
 		RegistryFetchers:   registryClients.Fetcher,

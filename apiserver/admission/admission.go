@@ -18,11 +18,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	apiadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/ratelimit"
 )
 
 // PluginName names the plugin among the control plane's admission plugins.
@@ -61,6 +64,10 @@ const OfficialSourceRegistry = "agentstration-official"
 
 // Validate implements admission.ValidationInterface.
 func (r *Rules) Validate(ctx context.Context, a apiadmission.Attributes, _ apiadmission.ObjectInterfaces) error {
+	if a.GetResource().Group == "" && a.GetResource().Resource == "namespaces" && a.GetSubresource() == "" &&
+		(a.GetOperation() == apiadmission.Create || a.GetOperation() == apiadmission.Update) {
+		return validLimits(a)
+	}
 	if a.GetResource().Group != platformv1.GroupVersion.Group || IsPlatform(a.GetUserInfo()) {
 		return nil
 	}
@@ -139,4 +146,26 @@ func labelsOf(obj runtime.Object) map[string]string {
 		return nil
 	}
 	return accessor.GetLabels()
+}
+
+// validLimits refuses a workspace namespace whose limit annotations (ratelimit.Annotations) are not
+// limits, with the annotation's field path: a typo must not silently leave a workspace unlimited.
+func validLimits(a apiadmission.Attributes) error {
+	obj, err := meta.Accessor(a.GetObject())
+	if err != nil {
+		return nil
+	}
+	var errs field.ErrorList
+	annotations := field.NewPath("metadata", "annotations")
+	for key := range ratelimit.Annotations {
+		if v, ok := obj.GetAnnotations()[key]; ok {
+			if _, err := ratelimit.ParseLimit(v); err != nil {
+				errs = append(errs, field.Invalid(annotations.Key(key), v, "a whole number from 0 (no limit) up"))
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Kind: "Namespace"}, a.GetName(), errs)
 }

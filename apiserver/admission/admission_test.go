@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
@@ -142,6 +143,41 @@ func TestTheOfficialSourceRegistryCannotBeDeletedWithKubectl(t *testing.T) {
 			} else {
 				g.Expect(err).To(Succeed())
 			}
+		})
+	}
+}
+
+func TestAWorkspacesLimitAnnotationsAreWholeNumbers(t *testing.T) {
+	namespace := func(annotations map[string]string) runtime.Object {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind("Namespace")
+		u.SetName("acme")
+		u.SetAnnotations(annotations)
+		return u
+	}
+	for name, tc := range map[string]struct {
+		annotations map[string]string
+		invalid     string
+	}{
+		"a limit is accepted":              {annotations: map[string]string{"platform/requests-per-second": "50"}},
+		"0 is no limit and accepted":       {annotations: map[string]string{"platform/token-runs-per-minute": "0"}},
+		"other annotations are not limits": {annotations: map[string]string{"note": "fifty"}},
+		"a word is refused with its path":  {annotations: map[string]string{"platform/runs-per-minute": "fifty"}, invalid: "metadata.annotations[platform/runs-per-minute]"},
+		"a negative number is refused":     {annotations: map[string]string{"platform/token-requests-per-second": "-1"}, invalid: "metadata.annotations[platform/token-requests-per-second]"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+			a := apiadmission.NewAttributesRecord(namespace(tc.annotations), nil, schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "", "acme", gvr, "",
+				apiadmission.Create, nil, false, administrator)
+			err := New().Validate(context.Background(), a, nil)
+			if tc.invalid == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tc.invalid))
 		})
 	}
 }

@@ -112,6 +112,8 @@ type RequestContext struct {
 	// Permissions are the caller's effective permissions in the workspace (for a PAT, its
 	// allow-list intersected with the live ones).
 	Permissions identity.Permissions
+	// annotations are those of the workspace's namespace, which may set its limits.
+	annotations map[string]string
 }
 
 type requestContextKey struct{}
@@ -247,7 +249,11 @@ func (s *Server) resolveWorkspace(ctx huma.Context, caller Caller) (RequestConte
 	if err != nil {
 		return rc, err
 	}
-	return rc, s.CheckNamespace(ctx.Context(), rc.Namespace)
+	ns, err := s.workspaceNamespace(ctx.Context(), rc.Namespace)
+	if err == nil {
+		rc.annotations = ns.Annotations
+	}
+	return rc, err
 }
 
 // developmentContext: the development caller may do everything in any workspace.
@@ -321,17 +327,23 @@ func (s *Server) IdentityContext(ctx context.Context, caller Caller, explicit, c
 
 // checkNamespace: a workspace whose namespace is gone or going is not found.
 func (s *Server) CheckNamespace(ctx context.Context, name string) error {
+	_, err := s.workspaceNamespace(ctx, name)
+	return err
+}
+
+// workspaceNamespace is the namespace of workspace name, unless it is gone or going.
+func (s *Server) workspaceNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
 	if err := s.reads.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
-			return huma.Error404NotFound("workspace " + Quote(name) + " not found")
+			return nil, huma.Error404NotFound("workspace " + Quote(name) + " not found")
 		}
-		return Problem(err)
+		return nil, Problem(err)
 	}
 	if ns.DeletionTimestamp != nil {
-		return huma.Error404NotFound("workspace " + Quote(name) + " not found")
+		return nil, huma.Error404NotFound("workspace " + Quote(name) + " not found")
 	}
-	return nil
+	return ns, nil
 }
 
 // WriteError writes err (a huma status error, else 500) as Problem Details from a middleware.

@@ -330,3 +330,34 @@ func init() {
 		return err
 	}
 }
+
+// CodedProblem is Problem Details with a stable code beside the detail: the detail is written for
+// people and may change, the code is what clients branch on. Headers (Retry-After) are sent with
+// it.
+type CodedProblem struct {
+	*huma.ErrorModel
+	Code    string `json:"code"`
+	headers http.Header
+}
+
+// NewCodedProblem is the Problem Details of status with a stable code.
+func NewCodedProblem(status int, code, detail string, headers http.Header) *CodedProblem {
+	return &CodedProblem{ErrorModel: &huma.ErrorModel{Title: http.StatusText(status), Status: status, Detail: detail}, Code: code, headers: headers}
+}
+
+// GetHeaders are the headers of the answer (huma.HeadersError).
+func (p *CodedProblem) GetHeaders() http.Header { return p.headers }
+
+// Write answers p from a plain net/http handler or a middleware.
+func (p *CodedProblem) Write(w http.ResponseWriter) {
+	for k, values := range p.headers {
+		for _, v := range values {
+			w.Header().Add(k, v)
+		}
+	}
+	body, _ := json.Marshal(p)
+	w.Header().Del("X-Content-Type-Options")
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(body)
+}

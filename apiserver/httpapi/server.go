@@ -27,6 +27,7 @@ import (
 	"platform.dev/platform/apiserver/oidc"
 	"platform.dev/platform/apiserver/packprojects"
 	"platform.dev/platform/apiserver/packs"
+	"platform.dev/platform/apiserver/ratelimit"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/sourceregistries"
 	"platform.dev/platform/apiserver/tools"
@@ -108,15 +109,21 @@ type Options struct {
 	// RegistryRefresher runs the refreshes, shared with the periodic worker so that both are
 	// serialized per registration; one over Registries is made when nil.
 	RegistryRefresher *sourceregistries.Refresher
+	// RateLimits counts requests and started runs against the limits of workspaces and tokens
+	// (Platform:Limits:..., namespace annotations). Optional: without it nothing is limited.
+	RateLimits *ratelimit.Counter
 }
 
 // Server is the service API.
 type Server struct {
-	api     huma.API
-	mux     *http.ServeMux
-	handler http.Handler
-	kube    client.Client
-	reads   client.Reader
+	// rateLimits counts against limitDefaults and the workspaces' own limits; nil counts none.
+	rateLimits    *ratelimit.Counter
+	limitDefaults ratelimit.Limits
+	api           huma.API
+	mux           *http.ServeMux
+	handler       http.Handler
+	kube          client.Client
+	reads         client.Reader
 	// platformKube writes what only the platform writes (see Options.PlatformKube).
 	platformKube client.Client
 	ready        func(context.Context) error
@@ -223,7 +230,11 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	if s.capture, err = payloadCaptureFrom(opts.Config); err != nil {
 		return nil, err
 	}
-	api.UseMiddleware(checkInput(api), s.authenticate(api), s.authorize(api))
+	if s.limitDefaults, err = limitDefaultsFrom(opts.Config); err != nil {
+		return nil, err
+	}
+	s.rateLimits = opts.RateLimits
+	api.UseMiddleware(checkInput(api), s.authenticate(api), s.limitToken(api), s.authorize(api), s.limit(api))
 
 	s.registerHealth()
 	for _, area := range areas {

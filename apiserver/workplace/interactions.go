@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/work"
 )
 
@@ -20,6 +21,9 @@ type WorkStore interface {
 	// SubmitTx creates a WorkItem and its FlowRun in the caller's transaction; the token answers
 	// the run's first pending action.
 	SubmitTx(ctx context.Context, tx *sql.Tx, sub work.Submission) (work.WorkItem, work.FlowRun, string, error)
+	// CancelTx cancels a run that is not terminal in the caller's transaction, as a person's
+	// cancel does: an interrupting follow-up replaces the run in progress.
+	CancelTx(ctx context.Context, tx *sql.Tx, workspaceID, runID, reason string) (work.FlowRun, error)
 }
 
 // Opening is a submission of a published Entry: where it runs and what was submitted.
@@ -34,6 +38,8 @@ type Opening struct {
 	TaskDisplay    string
 	Participants   string
 	ResultsDisplay string
+	// FollowUpPolicy is the Entry's follow-up policy; Enqueue when empty.
+	FollowUpPolicy string
 	// Target is the exact Flow version the Entry pins; Continuation the one follow-ups start.
 	Target       FlowTarget
 	Continuation FlowTarget
@@ -102,6 +108,7 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 		EntryNamespace: o.EntryNamespace, EntryName: o.EntryName, EntryGeneration: o.EntryGeneration, Title: title,
 		TaskDisplay: o.TaskDisplay, Participants: o.Participants, ResultsDisplay: o.ResultsDisplay, Target: o.Target,
 		Continuation: o.Continuation, Submitted: o.Submitted, State: InteractionActive, Version: 1, CreatedAt: now, UpdatedAt: now,
+		FollowUpPolicy: firstNonEmpty(o.FollowUpPolicy, string(platformv1.FollowUpEnqueue)),
 	}
 	input := RunInput(o.Text, o.Values, nil)
 	sub := work.Submission{Context: o.Context, InteractionID: i.ID, Type: "interaction", Title: title,
@@ -113,10 +120,11 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 	)
 	err := s.Work.InTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO interactions (`+interactionColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			i.ID, i.TenantID, i.WorkspaceID, i.Namespace, i.PrincipalID, i.EntryNamespace, i.EntryName, i.EntryGeneration, i.Title,
 			i.TaskDisplay, i.Participants, i.ResultsDisplay, i.Target.Namespace, i.Target.Flow, i.Target.Version, i.Continuation.Namespace,
-			i.Continuation.Flow, i.Continuation.Version, string(i.Submitted), i.State, "", nil, i.Version, ms(now), ms(now)); err != nil {
+			i.Continuation.Flow, i.Continuation.Version, string(i.Submitted), i.State, "", nil, i.Version, ms(now), ms(now),
+			i.FollowUpPolicy); err != nil {
 			return err
 		}
 		if err := s.appendMessage(ctx, tx, &Message{InteractionID: i.ID, Role: RoleUser, Kind: MessageText, Text: o.Text}); err != nil {
@@ -210,9 +218,18 @@ type FollowUp struct {
 // it is answered.
 var ErrBlocked = errors.New("a question is waiting for an answer")
 
+// ErrFollowUpRejected: the Entry's follow-up policy is Reject and the conversation's work is still
+// in progress; nothing was recorded.
+var ErrFollowUpRejected = errors.New("the work in progress must end before this conversation takes another message")
+
+// InterruptReason is the reason of a run that an interrupting follow-up cancelled.
+const InterruptReason = "interrupted by a follow-up message"
+
 // SendFollowUp accepts a follow-up message. While a question of the conversation waits for an
 // answer it is refused (ErrBlocked): the question blocks the composer. While the previous run is
-// still working, the message is recorded and its continuation starts when that run ends. Else it
+// still working, the Entry's follow-up policy decides: Enqueue records the message and its
+// continuation starts when that run ends; Reject refuses it (ErrFollowUpRejected); Interrupt
+// cancels that run and starts the continuation now. Else it
 // starts now: a new run on the continuation target whose ParentFlowRunId is the terminal
 // predecessor, on the same public Task, with the continuation context; the earlier run is never
 // reopened.
@@ -244,9 +261,24 @@ func (s *Store) SendFollowUp(ctx context.Context, workspaceID, principalID, inte
 		}
 		out.Message = Message{InteractionID: i.ID, Role: RoleUser, Kind: MessageText, Text: text}
 		if predecessor != "" && !work.Terminal(predecessor) {
-			// The run in progress ends first; the projection of its end starts this one.
-			out.Message.Pending = true
-			return s.appendMessage(ctx, tx, &out.Message)
+			switch platformv1.FollowUpPolicy(i.FollowUpPolicy) {
+			case platformv1.FollowUpReject:
+				return ErrFollowUpRejected
+			case platformv1.FollowUpInterrupt:
+				// The run in progress is cancelled as a person's cancel does (its projection tells
+				// the conversation and closes its questions), then this message starts the next
+				// one with the cancelled run as its terminal predecessor.
+				if _, err := s.Work.CancelTx(ctx, tx, workspaceID, i.CurrentRunID, InterruptReason); err != nil {
+					return err
+				}
+				if i, err = s.interactionTx(ctx, tx, interactionID); err != nil {
+					return err
+				}
+			default:
+				// The run in progress ends first; the projection of its end starts this one.
+				out.Message.Pending = true
+				return s.appendMessage(ctx, tx, &out.Message)
+			}
 		}
 		if err := s.appendMessage(ctx, tx, &out.Message); err != nil {
 			return err

@@ -114,8 +114,11 @@ type Interaction struct {
 	TaskDisplay     string
 	Participants    string
 	ResultsDisplay  string
-	Target          FlowTarget
-	Continuation    FlowTarget
+	// FollowUpPolicy is what a follow-up does while work is in progress, as the Entry declared
+	// it when the conversation opened: Enqueue, Reject or Interrupt.
+	FollowUpPolicy string
+	Target         FlowTarget
+	Continuation   FlowTarget
 	// Submitted is the exact JSON the caller submitted.
 	Submitted    json.RawMessage
 	State        string
@@ -282,7 +285,8 @@ type scanner interface{ Scan(...any) error }
 
 const interactionColumns = `id, tenant_id, workspace_id, namespace, principal_id, entry_namespace, entry_name, entry_generation,
 	title, task_display, participants, results_display, target_namespace, target_flow, target_version, continuation_namespace,
-	continuation_flow, continuation_version, submitted, state, current_run_id, last_task_id, version, created_at, updated_at`
+	continuation_flow, continuation_version, submitted, state, current_run_id, last_task_id, version, created_at, updated_at,
+	follow_up_policy`
 
 func scanInteraction(row scanner) (Interaction, error) {
 	var (
@@ -294,7 +298,7 @@ func scanInteraction(row scanner) (Interaction, error) {
 	err := row.Scan(&i.ID, &i.TenantID, &i.WorkspaceID, &i.Namespace, &i.PrincipalID, &i.EntryNamespace, &i.EntryName, &i.EntryGeneration,
 		&i.Title, &i.TaskDisplay, &i.Participants, &i.ResultsDisplay, &i.Target.Namespace, &i.Target.Flow, &i.Target.Version,
 		&i.Continuation.Namespace, &i.Continuation.Flow, &i.Continuation.Version, &submitted, &i.State, &i.CurrentRunID, &lastTask,
-		&i.Version, &createdAt, &updatedAt)
+		&i.Version, &createdAt, &updatedAt, &i.FollowUpPolicy)
 	if errors.Is(err, sql.ErrNoRows) {
 		return i, fmt.Errorf("interaction: %w", ErrNotFound)
 	}

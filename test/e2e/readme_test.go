@@ -110,6 +110,9 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 		ContainSubstring(`["Registry","this-machine",true,true,true,true]`),
 		MatchRegexp(`(?m)^samples\.hello-pack\s+samples\s+hello-pack\s+1\.0\.0\s+Installed\s+Ready\s`),
 		MatchRegexp(`(?m)^Registry this-machine$`)), "%s", out)
+	// A rejected follow-up, and a 429 with Retry-After.
+	g.Expect(string(out)).To(And(ContainSubstring(`[409,"FollowUpRejected"]`), ContainSubstring("Retry-After: 1"),
+		ContainSubstring(`[429,"RateLimited","TokenRequestsPerSecond"]`), ContainSubstring(`{"tokenRequestsPerSecond":2,"refused":true}`)), "%s", out)
 }
 
 func withoutKubeconfig(env []string) []string {

@@ -50,6 +50,21 @@ const (
 	ResultsVisible ResultDisplay = "Visible"
 )
 
+// FollowUpPolicy says what a follow-up message does when it arrives while the conversation's
+// work is still in progress (LangGraph's double-texting modes).
+// +kubebuilder:validation:Enum=Enqueue;Reject;Interrupt
+type FollowUpPolicy string
+
+const (
+	// FollowUpEnqueue records the message and starts its run when the work in progress ends.
+	FollowUpEnqueue FollowUpPolicy = "Enqueue"
+	// FollowUpReject refuses the message (409) while work is in progress; nothing is recorded.
+	FollowUpReject FollowUpPolicy = "Reject"
+	// FollowUpInterrupt cancels the run in progress, as a person's cancel does, and starts the
+	// message's run at once.
+	FollowUpInterrupt FollowUpPolicy = "Interrupt"
+)
+
 // EntryFieldRole is the functional role of an Entry field. It is unrelated to the Dashboard
 // presentation role Primary.
 // +kubebuilder:validation:Enum=PrimaryInput;Parameter
@@ -137,6 +152,10 @@ type EntryPresentation struct {
 	// +optional
 	// +kubebuilder:default={}
 	Results EntryResultsPolicy `json:"results,omitempty"`
+	// followUps says what a follow-up message does while work is in progress.
+	// +optional
+	// +kubebuilder:default={}
+	FollowUps EntryFollowUpsPolicy `json:"followUps,omitempty"`
 	// fields are the inputs of the Entry, in display order, each named once.
 	// +optional
 	// +listType=map
@@ -182,6 +201,15 @@ type EntryResultsPolicy struct {
 	// +optional
 	// +kubebuilder:default=Auto
 	Display ResultDisplay `json:"display,omitempty"`
+}
+
+// EntryFollowUpsPolicy says what a follow-up message does while the conversation's work is in
+// progress. A question waiting for an answer blocks the composer under every policy.
+type EntryFollowUpsPolicy struct {
+	// policy is Enqueue (the default), Reject or Interrupt.
+	// +optional
+	// +kubebuilder:default=Enqueue
+	Policy FollowUpPolicy `json:"policy,omitempty"`
 }
 
 // EntryField is one input of an Entry.

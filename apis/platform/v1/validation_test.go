@@ -185,6 +185,11 @@ func TestValidationRules(t *testing.T) {
 			invalidField: "definition.exposure.surfaces[0]",
 			message:      "Unsupported value",
 		},
+		"an Entry follow-up policy is Enqueue Reject or Interrupt": {
+			object:       entry("binding: {agent: {name: a}}\n  followUps: {policy: Queue}"),
+			invalidField: "definition.followUps.policy",
+			message:      "Unsupported value",
+		},
 		"an Entry console role is Fallback": {
 			object:       entry("binding: {agent: {name: a}}\n  consoleRoles: [Default]"),
 			invalidField: "definition.consoleRoles[0]",
@@ -682,6 +687,9 @@ func TestDefaults(t *testing.T) {
 		},
 		"an Entry results display defaults to Auto": {
 			object: entry(`binding: {agent: {name: a}}`), path: []string{"definition", "results", "display"}, want: "Auto",
+		},
+		"an Entry follow-up policy defaults to Enqueue": {
+			object: entry(`binding: {agent: {name: a}}`), path: []string{"definition", "followUps", "policy"}, want: "Enqueue",
 		},
 		"an Entry is exposed in the Workplace by default": {
 			object: entry(`binding: {agent: {name: a}}`), path: []string{"definition", "exposure", "surfaces"}, want: []any{"Workplace"},

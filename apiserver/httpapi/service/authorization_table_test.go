@@ -376,6 +376,10 @@ func routeRoleTable() map[string]tableRow {
 		return tableRequest{method: http.MethodDelete, path: sparePATs(f)}
 	}}
 
+	rows["get-workspace-limits"] = tableRow{httpapi.PolicyWorkspaceReader, workspaceRoles(200), func(f *tableFixture, _ role) tableRequest {
+		return tableRequest{method: http.MethodGet, path: "/api/workspaces/" + f.ws.ID + "/limits"}
+	}}
+
 	workRows(rows)
 	toolRows(rows)
 	workplaceRows(rows)

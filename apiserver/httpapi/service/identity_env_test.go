@@ -20,6 +20,7 @@ import (
 	"platform.dev/platform/apiserver/packprojects"
 	"platform.dev/platform/apiserver/packs"
 	"platform.dev/platform/apiserver/provider"
+	"platform.dev/platform/apiserver/ratelimit"
 	"platform.dev/platform/apiserver/secrets"
 	"platform.dev/platform/apiserver/sourceregistries"
 	"platform.dev/platform/apiserver/store"
@@ -103,6 +104,7 @@ func newIdentityEnv(t testing.TB, db *store.Store) *identityEnv {
 		Packs:              &packs.Store{DB: db},
 		Registries:         &sourceregistries.Store{DB: db},
 		RegistryFetchers:   fakeRegistryFetchers,
+		RateLimits:         &ratelimit.Counter{DB: db},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewUnstartedServer(api.Handler())

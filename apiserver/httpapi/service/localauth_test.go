@@ -19,6 +19,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/httpapi/service"
 	"platform.dev/platform/apiserver/identity"
+	"platform.dev/platform/apiserver/ratelimit"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/internal/config"
 )
@@ -75,6 +76,7 @@ func localHandlerOn(t *testing.T, opts store.Options, provision func(context.Con
 			}
 			return namespaces(ctx, ws)
 		},
+		RateLimits: &ratelimit.Counter{DB: db, Now: func() time.Time { return limitsClock() }},
 	})
 	if err != nil {
 		t.Fatal(err)

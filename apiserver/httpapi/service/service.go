@@ -10,6 +10,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi/diagnostics"
 	"platform.dev/platform/apiserver/httpapi/hub"
 	"platform.dev/platform/apiserver/httpapi/identity"
+	"platform.dev/platform/apiserver/httpapi/limits"
 	"platform.dev/platform/apiserver/httpapi/management"
 	"platform.dev/platform/apiserver/httpapi/packprojects"
 	"platform.dev/platform/apiserver/httpapi/packs"
@@ -24,7 +25,7 @@ import (
 
 // Areas are the functional areas of the service API, in the order their routes and tags appear
 // in the OpenAPI document.
-var Areas = []httpapi.Area{identity.Routes, management.Routes, work.Routes, workplace.Routes, secrets.Routes, tools.Routes, triggers.Routes, packs.Routes, packprojects.Routes, sourceregistries.Routes, hub.Routes, diagnostics.Routes, console.Routes}
+var Areas = []httpapi.Area{identity.Routes, management.Routes, work.Routes, workplace.Routes, secrets.Routes, tools.Routes, triggers.Routes, packs.Routes, packprojects.Routes, sourceregistries.Routes, hub.Routes, limits.Routes, diagnostics.Routes, console.Routes}
 
 // New builds the service API with every area.
 func New(opts httpapi.Options) (*httpapi.Server, error) {

@@ -34,15 +34,17 @@ const maxWaitSeconds = 30
 // Interaction is a durable conversation, as the Workplace reads it. It never carries a resume
 // token or its hash, a run id of a provider, or the Entry's binding.
 type Interaction struct {
-	ID        string    `json:"id"`
-	Entry     EntryRef  `json:"entry" doc:"The Entry the conversation was opened from"`
-	Title     string    `json:"title"`
-	State     string    `json:"state" enum:"Active,Idle,Closed" doc:"Active while work is in progress or waits for an answer, Idle once it ended (a completed Task leaves its conversation Idle, open for follow-ups), Closed when an Entry cleanup closed it"`
-	TaskID    string    `json:"taskId,omitempty" doc:"The public Task of the conversation, when its reference appears in it"`
-	Blocked   bool      `json:"blocked" doc:"True while a question waits for an answer: the composer is disabled until it is answered"`
-	Version   int64     `json:"version"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	ID      string   `json:"id"`
+	Entry   EntryRef `json:"entry" doc:"The Entry the conversation was opened from"`
+	Title   string   `json:"title"`
+	State   string   `json:"state" enum:"Active,Idle,Closed" doc:"Active while work is in progress or waits for an answer, Idle once it ended (a completed Task leaves its conversation Idle, open for follow-ups), Closed when an Entry cleanup closed it"`
+	TaskID  string   `json:"taskId,omitempty" doc:"The public Task of the conversation, when its reference appears in it"`
+	Blocked bool     `json:"blocked" doc:"True while a question waits for an answer: the composer is disabled until it is answered"`
+	// FollowUpPolicy lets the composer say what sending now does.
+	FollowUpPolicy string    `json:"followUpPolicy" enum:"Enqueue,Reject,Interrupt" doc:"What a follow-up does while work is in progress, as the Entry declared it when the conversation opened: Enqueue waits for the work to end, Reject refuses it (409, code FollowUpRejected), Interrupt cancels the work and starts the new request"`
+	Version        int64     `json:"version"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
 }
 
 // EntryRef names an Entry of the workspace.
@@ -119,6 +121,10 @@ type OpenRequest struct {
 	Input       map[string]json.RawMessage `json:"input,omitempty" doc:"The values of the Entry's fields by name; the PrimaryInput field carries the request"`
 	Attachments []json.RawMessage          `json:"attachments,omitempty" doc:"Attachments: no published Entry accepts any yet"`
 }
+
+// FollowUpRejectedCode is the stable code of the 409 that refuses a follow-up under the Entry's
+// Reject policy while work is in progress.
+const FollowUpRejectedCode = "FollowUpRejected"
 
 // FollowUpRequest is a follow-up message.
 type FollowUpRequest struct {
@@ -246,8 +252,11 @@ func (s *routes) registerInteractions() {
 		Description: "Accepted asynchronously (202): a new FlowRun continues the conversation on the Entry's continuation target " +
 			"(else its initial one), records the ended run as its parentFlowRunId, keeps the Interaction and the public Task, " +
 			"and never reopens the earlier run. Its input holds the continuation context: recent messages and Result and " +
-			"artifact references only. While the previous run still works, the message waits (pending) and its run starts " +
-			"when that one ends. While a question waits for an answer, the message is refused with 409: answer it first.",
+			"artifact references only. While the previous run still works, the Entry's follow-up policy decides " +
+			"(interaction.followUpPolicy): Enqueue (the default) records the message (pending) and its run starts when that " +
+			"one ends; Reject refuses it with 409 Problem Details whose code is FollowUpRejected, recording nothing; " +
+			"Interrupt cancels that run as a person's cancel does and starts the new one at once. While a question waits " +
+			"for an answer, the message is refused with 409 under every policy: answer it first.",
 		Errors: []int{http.StatusConflict, http.StatusUnprocessableEntity},
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
 		InteractionPath
@@ -262,6 +271,10 @@ func (s *routes) registerInteractions() {
 		switch {
 		case errors.Is(err, domain.ErrBlocked):
 			return nil, huma.Error409Conflict("a question of the conversation waits for an answer; answer it before sending a message")
+		case errors.Is(err, domain.ErrFollowUpRejected):
+			return nil, httpapi.NewCodedProblem(http.StatusConflict, FollowUpRejectedCode,
+				"the Entry's follow-up policy is Reject: the work in progress must end before this conversation takes another message; "+
+					"send it again once the work ended, or cancel the Task", nil)
 		case err != nil:
 			return nil, httpapi.Problem(err)
 		}
@@ -360,7 +373,8 @@ func (s *routes) open(ctx context.Context, name, rns string, raw []byte, body Op
 		Context:        work.Context{TenantID: rc.TenantID, WorkspaceID: rc.WorkspaceID, Namespace: rc.Namespace, PrincipalID: rc.PrincipalID},
 		EntryNamespace: rns, EntryName: name, EntryGeneration: def.EntryGeneration, Title: entryTitle(def, name),
 		TaskDisplay: string(def.Task.Display), Participants: string(def.Participants.Visibility), ResultsDisplay: string(def.Results.Display),
-		Target: target, Continuation: continuation, Submitted: raw, Submission: submission,
+		FollowUpPolicy: string(def.FollowUps.Policy),
+		Target:         target, Continuation: continuation, Submitted: raw, Submission: submission,
 	})
 	if err != nil {
 		return nil, httpapi.Problem(err)
@@ -553,7 +567,7 @@ func (s *routes) actionOf(ctx context.Context, run work.FlowRun) (*InteractionAc
 
 func (s *routes) interactionView(ctx context.Context, i domain.Interaction) (Interaction, error) {
 	view := Interaction{ID: i.ID, Entry: EntryRef{Namespace: i.EntryNamespace, Name: i.EntryName}, Title: i.Title, State: i.State,
-		Version: i.Version, CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt}
+		FollowUpPolicy: i.FollowUpPolicy, Version: i.Version, CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt}
 	if i.LastTaskID != "" {
 		t, err := s.workplace.Task(ctx, i.WorkspaceID, i.LastTaskID)
 		switch {

@@ -32,7 +32,18 @@ interface Watched {
   status?: { conditions?: Condition[]; availability?: string };
 }
 
+interface WorkspaceLimits {
+  requestsPerSecond: number;
+  runsPerMinute: number;
+  tokenRequestsPerSecond: number;
+  tokenRunsPerMinute: number;
+  recent: { windowMinutes: number; refused: number; lastRefusedAt?: string };
+}
+
 type Load<T> = { data?: T; error?: string };
+
+/** limitText says a limit for people: 0 is no limit. */
+const limitText = (n: number, unit: string) => (n > 0 ? `${n} ${unit}` : "no limit");
 
 function useRead<T>(path: string | undefined, deps: unknown[]): [Load<T>, () => void] {
   const [state, setState] = useState<Load<T>>({});
@@ -84,6 +95,7 @@ export function Home({ env }: { env: ConsoleEnv }) {
   const [vaults] = useRead<Items<Watched>>(env.can("resources/read") ? "/api/vaults" : undefined, [wsId]);
   const [providers] = useRead<Items<Watched>>(env.can("resources/read") ? "/api/modelproviders" : undefined, [wsId]);
   const [tools] = useRead<Items<Watched>>(env.can("resources/read") ? "/api/toolproviders" : undefined, [wsId]);
+  const [limits] = useRead<WorkspaceLimits>(env.can("workspaces/read") ? `/api/workspaces/${enc(ws)}/limits` : undefined, [wsId]);
 
   useEffect(() => {
     let stop = false;
@@ -193,6 +205,48 @@ export function Home({ env }: { env: ConsoleEnv }) {
                     </li>
                   ))}
                 </ul>
+              )}
+            </Status>
+          )}
+        </Panel>
+
+        <Panel id="limits" title="Rate limits">
+          {!env.can("workspaces/read") ? (
+            <p className="muted">You have no permission to read the workspace's limits.</p>
+          ) : (
+            <Status load={limits} empty={false}>
+              {limits.data && (
+                <>
+                  {limits.data.recent.refused === 0 ? (
+                    <p className="state-note info" data-state="not-limited">
+                      No request was refused in the last {limits.data.recent.windowMinutes} minutes.
+                    </p>
+                  ) : (
+                    <p className="state-note warn" data-state="limited" role="status">
+                      {limits.data.recent.refused} {limits.data.recent.refused === 1 ? "request was" : "requests were"} refused (429) in the last{" "}
+                      {limits.data.recent.windowMinutes} minutes
+                      {limits.data.recent.lastRefusedAt ? `, the latest ${when(limits.data.recent.lastRefusedAt)}` : ""}.
+                    </p>
+                  )}
+                  <dl className="counts">
+                    <div>
+                      <dt>Workspace requests</dt>
+                      <dd>{limitText(limits.data.requestsPerSecond, "/ s")}</dd>
+                    </div>
+                    <div>
+                      <dt>Workspace runs</dt>
+                      <dd>{limitText(limits.data.runsPerMinute, "/ min")}</dd>
+                    </div>
+                    <div>
+                      <dt>Token requests</dt>
+                      <dd>{limitText(limits.data.tokenRequestsPerSecond, "/ s")}</dd>
+                    </div>
+                    <div>
+                      <dt>Token runs</dt>
+                      <dd>{limitText(limits.data.tokenRunsPerMinute, "/ min")}</dd>
+                    </div>
+                  </dl>
+                </>
               )}
             </Status>
           )}

@@ -87,10 +87,14 @@ export interface Interaction {
   state: "Active" | "Idle" | "Closed";
   taskId?: string;
   blocked: boolean;
+  /** What a follow-up does while work is in progress, as the Entry declared it. */
+  followUpPolicy?: FollowUpPolicy;
   version: number;
   createdAt: string;
   updatedAt: string;
 }
+
+export type FollowUpPolicy = "Enqueue" | "Reject" | "Interrupt";
 
 export interface Question {
   pendingActionId: string;

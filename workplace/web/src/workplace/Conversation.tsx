@@ -5,7 +5,7 @@ import { Link } from "../shared/router";
 import type { Activity, Exchange, Items, Message, PendingAction, TaskResult } from "../shared/types";
 import { Loading, StateNote } from "./components";
 import { answerProblem, answerQuestion, closedLabel, PendingActionControls, rememberResumeToken } from "../shared/questions";
-import { composerState, sendShortcut } from "./presentation";
+import { composerState, followUpNote, sendShortcut } from "./presentation";
 import { Markdown } from "../shared/markdown";
 
 interface Props {
@@ -116,6 +116,7 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
   const action = exchange.action;
   const open = action?.pendingAction && !closedLabel(action.pendingAction.status, action.pendingAction.expiresAt) ? action.pendingAction : undefined;
   const state = composerState(i, busy);
+  const followUp = followUpNote(i, !!working);
   const task = exchange.task;
   const currentActivity = progress.filter((a) => a.phase === "started" || a.phase === "waiting").pop();
   const onKey = (e: KeyboardEvent) => {
@@ -211,11 +212,16 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
           onChange={(e) => setDraft(e.target.value)}
           onKeyDown={onKey}
           disabled={state.disabled}
-          aria-describedby={state.reason ? `${composerId}-why` : undefined}
+          aria-describedby={state.reason ? `${composerId}-why` : followUp ? `${composerId}-follow-up` : undefined}
         />
         <button type="submit" className="primary" disabled={state.disabled || !draft.trim()}>
           Send
         </button>
+        {!state.reason && followUp && (
+          <p id={`${composerId}-follow-up`} className="composer-why" data-follow-up-policy={i.followUpPolicy ?? "Enqueue"}>
+            {followUp}
+          </p>
+        )}
         {state.reason && (
           <p id={`${composerId}-why`} className="composer-why" data-state={i.blocked ? "blocked" : undefined}>
             {state.reason}

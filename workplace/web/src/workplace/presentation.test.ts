@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Activity, DashboardView, Interaction } from "../shared/types";
-import { bytesToBase64, composerState, dashboardLayout, foldSteps, sendShortcut, submission } from "./presentation";
+import { bytesToBase64, composerState, dashboardLayout, foldSteps, followUpNote, sendShortcut, submission } from "./presentation";
 
 const entry = (name: string, role: "Primary" | "Featured" | "Standard", order = 0) => ({
   namespace: "default",
@@ -65,6 +65,22 @@ describe("rule 9: a blocking question disables the composer with an explanation"
     expect(composerState(i({ state: "Closed" }), false).disabled).toBe(true);
     expect(composerState(i({ state: "Active" }), false)).toEqual({ disabled: false });
     expect(composerState(i({ state: "Idle" }), false)).toEqual({ disabled: false });
+  });
+});
+
+describe("the follow-up policy in the composer", () => {
+  const i = (over: Partial<Interaction>): Interaction => ({
+    id: "i", entry: { namespace: "default", name: "e" }, title: "t", state: "Active", blocked: false, version: 1, createdAt: "", updatedAt: "", ...over,
+  });
+  it("says what sending now does while work is in progress, for each policy", () => {
+    expect(followUpNote(i({}), true)).toContain("waits and starts when it ends");
+    expect(followUpNote(i({ followUpPolicy: "Enqueue" }), true)).toContain("waits");
+    expect(followUpNote(i({ followUpPolicy: "Reject" }), true)).toContain("refused until it ends");
+    expect(followUpNote(i({ followUpPolicy: "Interrupt" }), true)).toContain("stops it and starts on your message");
+  });
+  it("says nothing when no work is in progress or a question blocks the composer", () => {
+    expect(followUpNote(i({ followUpPolicy: "Reject", state: "Idle" }), false)).toBeUndefined();
+    expect(followUpNote(i({ followUpPolicy: "Interrupt", blocked: true }), true)).toBeUndefined();
   });
 });
 

@@ -91,6 +91,22 @@ export function composerState(i: Interaction | undefined, sending: boolean): Com
   return { disabled: false };
 }
 
+/**
+ * What sending now does while the conversation's work is in progress, under the Entry's follow-up
+ * policy; nothing to say when no work is in progress or a question blocks the composer.
+ */
+export function followUpNote(i: Interaction | undefined, working: boolean): string | undefined {
+  if (!i || !working || i.blocked || i.state === "Closed") return undefined;
+  switch (i.followUpPolicy) {
+    case "Reject":
+      return "Work is in progress: a message sent now is refused until it ends.";
+    case "Interrupt":
+      return "Work is in progress: sending now stops it and starts on your message.";
+    default:
+      return "Work is in progress: a message sent now waits and starts when it ends.";
+  }
+}
+
 export interface Step {
   label: string;
   state: "finished" | "current" | "waiting" | "failed" | "cancelled";

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"platform.dev/platform/apiserver/ratelimit"
+	"platform.dev/platform/internal/config"
+)
+
+// The settings of the instance's default limits (0, the default, is no limit); a workspace's
+// namespace annotations (ratelimit.Annotations) override them.
+const (
+	LimitsRequestsPerSecondSetting      = "Platform:Limits:RequestsPerSecond"
+	LimitsRunsPerMinuteSetting          = "Platform:Limits:RunsPerMinute"
+	LimitsTokenRequestsPerSecondSetting = "Platform:Limits:TokenRequestsPerSecond"
+	LimitsTokenRunsPerMinuteSetting     = "Platform:Limits:TokenRunsPerMinute"
+)
+
+// RateLimitedCode is the stable code of the 429 of a rate limit.
+const RateLimitedCode = "RateLimited"
+
+// runStartingOperations start a run: they count against the runs-per-minute limits too. A
+// family's variants (-in-namespace) start runs as their base operation does.
+var runStartingOperations = []string{"open-interaction", "send-interaction-message", "submit-work-item", "create-runtime-run", "run-trigger"}
+
+func startsRun(operationID string) bool {
+	for _, id := range runStartingOperations {
+		if operationID == id || strings.HasPrefix(operationID, id+"-in-") {
+			return true
+		}
+	}
+	return false
+}
+
+// limitDefaultsFrom reads the instance's default limits.
+func limitDefaultsFrom(cfg *config.Config) (ratelimit.Limits, error) {
+	var out ratelimit.Limits
+	for key, field := range map[string]*int{
+		LimitsRequestsPerSecondSetting:      &out.RequestsPerSecond,
+		LimitsRunsPerMinuteSetting:          &out.RunsPerMinute,
+		LimitsTokenRequestsPerSecondSetting: &out.TokenRequestsPerSecond,
+		LimitsTokenRunsPerMinuteSetting:     &out.TokenRunsPerMinute,
+	} {
+		n, err := ratelimit.ParseLimit(cfg.GetOr(key, "0"))
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", key, err)
+		}
+		*field = n
+	}
+	return out, nil
+}
+
+// LimitsOf are the limits of the request's workspace: the instance's defaults with what its
+// namespace's annotations set.
+func (s *Server) LimitsOf(rc RequestContext) ratelimit.Limits {
+	return ratelimit.Override(s.limitDefaults, rc.annotations)
+}
+
+// RateLimits is the store's counter of the limits; nil when the server counts none.
+func (s *Server) RateLimits() *ratelimit.Counter { return s.rateLimits }
+
+// limit counts a workspace-scoped request against the limits of its workspace and of its
+// personal access token once authorize resolved them, before its handler does any work: a caller
+// past a limit is answered 429 with Retry-After at the cost of one upsert, and another workspace's
+// requests count on other rows. A store that cannot count lets the request through: the limits
+// protect the service, they must not be what takes it down.
+func (s *Server) limit(api huma.API) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		rc, ok := RequestContextFrom(ctx.Context())
+		if !ok || s.rateLimits == nil {
+			next(ctx)
+			return
+		}
+		var token string
+		if caller, _ := CallerFrom(ctx.Context()); caller.PAT != nil {
+			token = caller.PAT.TokenID
+		}
+		refusal, err := s.rateLimits.Take(ctx.Context(), rc.WorkspaceID, token, s.LimitsOf(rc), startsRun(ctx.Operation().OperationID))
+		if err != nil {
+			s.log.Error(err, "rate limits not counted", "workspace", rc.WorkspaceID)
+		}
+		if refusal == nil {
+			next(ctx)
+			return
+		}
+		writeRefusal(ctx, refusal)
+	}
+}
+
+// limitToken refuses, right after authentication, a request of a personal access token whose
+// window this replica already saw full: a flooding token costs no workspace resolution, no
+// permission check and no write.
+func (s *Server) limitToken(api huma.API) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		if s.rateLimits != nil {
+			if caller, ok := CallerFrom(ctx.Context()); ok && caller.PAT != nil {
+				if refusal := s.rateLimits.TokenRefused(caller.PAT.WorkspaceID, caller.PAT.TokenID, startsRun(ctx.Operation().OperationID)); refusal != nil {
+					writeRefusal(ctx, refusal)
+					return
+				}
+			}
+		}
+		next(ctx)
+	}
+}
+
+// writeRefusal answers 429 Problem Details with the limit and Retry-After.
+func writeRefusal(ctx huma.Context, refusal *ratelimit.Refusal) {
+	p := NewCodedProblem(http.StatusTooManyRequests, RateLimitedCode, refusal.Detail(), nil)
+	body, _ := json.Marshal(struct {
+		*CodedProblem
+		Limit string `json:"limit"`
+	}{p, refusal.Limit})
+	ctx.SetHeader("Retry-After", strconv.Itoa(refusal.RetryAfterSeconds()))
+	ctx.SetHeader("Content-Type", "application/problem+json")
+	ctx.SetStatus(http.StatusTooManyRequests)
+	_, _ = ctx.BodyWriter().Write(body)
+}
