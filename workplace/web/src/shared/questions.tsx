@@ -226,7 +226,8 @@ export function ApprovalCallView({ call }: { call: ApprovalCall }) {
         </div>
       </dl>
       <h4 className="call-heading">Arguments</h4>
-      <div className="call-arguments" data-call-arguments>
+      {/* Long arguments scroll inside the card; the region is focusable so a keyboard scrolls it too. */}
+      <div className="call-arguments" data-call-arguments role="region" aria-label="Arguments of the call" tabIndex={0}>
         <ArgumentValue value={call.arguments} depth={0} />
       </div>
       <p className="call-digest muted">
