@@ -929,8 +929,12 @@ func (s *Store) RemindPendingActions(ctx context.Context) (int, error) {
 	}
 	reminded := 0
 	for _, d := range list {
-		err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-			old, err := s.lockRun(ctx, tx, d[1], "")
+		var old FlowRun
+		// Run by the announcing transaction, so that what the Observer writes for the reminder
+		// (the Workplace's notification and its outbox) commits and wakes its subscribers.
+		err := s.inTxNotify(ctx, func() []string { return runTopics(old, false) }, func(tx *sql.Tx) error {
+			var err error
+			old, err = s.lockRun(ctx, tx, d[1], "")
 			if err != nil {
 				return err
 			}
