@@ -80,8 +80,15 @@ func (r *Rules) Validate(ctx context.Context, a apiadmission.Attributes, _ apiad
 		if msg := systemManagedRefusal(a); msg != "" {
 			return refuse(a, msg)
 		}
+		if err := validateExpiries(a); err != nil {
+			return err
+		}
 		if a.GetOperation() == apiadmission.Delete && a.GetSubresource() == "" {
 			return r.refuseIfReferenced(ctx, a, "Flow", FlowReferrer)
+		}
+	case "tools":
+		if err := validateExpiries(a); err != nil {
+			return err
 		}
 	case "agents":
 		if a.GetOperation() == apiadmission.Delete && a.GetSubresource() == "" {

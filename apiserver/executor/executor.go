@@ -260,6 +260,11 @@ func (e *Executor) Run(ctx context.Context) {
 				} else if n > 0 {
 					e.log.Info("pending actions expired", "count", n)
 				}
+				if n, err := e.work.RemindPendingActions(ctx); err != nil && ctx.Err() == nil {
+					e.log.Error(err, "reminding of pending actions")
+				} else if n > 0 {
+					e.log.Info("pending actions reminded", "count", n)
+				}
 			}
 		}
 	}()
@@ -655,6 +660,7 @@ func suspensionOf(step platformv1.FlowStep) *work.Suspension {
 	for _, c := range step.Suspend.Choices {
 		sus.Options = append(sus.Options, work.Option{Value: c.Value, Label: c.Label})
 	}
+	applyExpiry(sus, step.Suspend.Expiry)
 	return sus
 }
 

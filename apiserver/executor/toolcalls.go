@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -153,10 +154,18 @@ func (e *Executor) runToolCall(ctx context.Context, run *work.FlowRun, step plat
 	case call.Seq > e.maxToolCalls:
 		return refuse("this step's limit of %d tool calls is reached; answer without calling tools", e.maxToolCalls)
 	case call.Status == work.ToolCallRequested && tool.RequiresApproval:
-		return &outcome{suspend: &work.Suspension{Step: step.Name, Kind: work.KindApproval, Continuation: step.Name, ToolCallSeq: call.Seq,
-			Prompt: approvalPrompt(agent.Name, tool, call.Arguments)}}
+		approval := work.NewApprovalCall(agent.Name, *call, tool.ToolName)
+		sus := &work.Suspension{Step: step.Name, Kind: work.KindApproval, Continuation: step.Name, ToolCallSeq: call.Seq,
+			Prompt: approvalPrompt(agent.Name, tool), Call: &approval}
+		applyExpiry(sus, tool.ApprovalExpiry)
+		return &outcome{suspend: sus}
 	case call.Status == work.ToolCallAwaitingApproval:
 		return failed("Agent step %q: tool call %d waits for an approval that the run does not", step.Name, call.Seq).ptr()
+	case call.Status == work.ToolCallApproved:
+		if reason := e.recheckApproved(ctx, run, agent, call, tool, isOffered); reason != "" {
+			return finish(work.ToolResult{Result: fmt.Sprintf("the approved call of %s was not made: %s", call.FunctionName, reason),
+				IsError: true, Refused: reason})
+		}
 	}
 	if e.tools == nil {
 		return refuse("no tools can be called here")
@@ -182,11 +191,56 @@ func (e *Executor) runToolCall(ctx context.Context, run *work.FlowRun, step plat
 	return finish(work.ToolResult{Result: res.Text, IsError: res.IsError, Truncated: res.Truncated, Duration: res.Duration})
 }
 
-// approvalPrompt is what the person who approves a call reads: who calls what, with which
-// arguments.
-func approvalPrompt(agent string, tool tools.Offered, arguments string) string {
-	return fmt.Sprintf("Allow agent %q to call tool %s (%s of tool provider %s) with these arguments?\n%s",
-		agent, tool.Tool, tool.ToolName, tool.Provider, truncate(arguments, 2048))
+// approvalPrompt is what the person who approves a call reads: who calls what. The complete
+// arguments and the digest of the exact call are the approval's call (work.ApprovalCall), which
+// the question shows as structured data.
+func approvalPrompt(agent string, tool tools.Offered) string {
+	return fmt.Sprintf("Allow agent %q to call tool %s (%s of tool provider %s) with the arguments shown?",
+		agent, tool.Tool, tool.ToolName, tool.Provider)
+}
+
+// recheckApproved says why an approved call must not run now, or "": the call is still the
+// exact call that was approved (its digest), the tool is still enabled and offered, the agent's
+// current revision still lists it, and the approver still may execute runs in the workspace.
+// A decision is made by a person at one moment; the call runs at another.
+func (e *Executor) recheckApproved(ctx context.Context, run *work.FlowRun, agent provider.Agent, call *work.ToolCall, tool tools.Offered, offered bool) string {
+	if !offered {
+		return fmt.Sprintf("tool %s is no longer enabled and offered to agent %q", call.Tool, agent.Name)
+	}
+	if call.ApprovedDigest != "" && work.CallDigest(tool.Tool, tool.Provider, call.Arguments) != call.ApprovedDigest {
+		return fmt.Sprintf("it is not the exact call that was approved (approved %s)", call.ApprovedDigest)
+	}
+	live, err := e.resolver.Agent(ctx, run.Namespace, agent.Name)
+	switch {
+	case errors.Is(err, ErrAgentNotFound):
+		return fmt.Sprintf("agent %q no longer exists", agent.Name)
+	case err != nil:
+		return fmt.Sprintf("agent %q could not be read: %v", agent.Name, err)
+	case !slices.Contains(live.Tools, call.Tool):
+		return fmt.Sprintf("agent %q is no longer allowed to call tool %s", agent.Name, call.Tool)
+	}
+	if call.DecidedBy != "" && call.DecidedBy != work.ExpiryDecider {
+		approver := run.Context
+		approver.PrincipalID = call.DecidedBy
+		if err := e.authorize(ctx, approver); err != nil {
+			return fmt.Sprintf("the person who approved it may no longer execute runs in this workspace (%v)", err)
+		}
+	}
+	return ""
+}
+
+// applyExpiry gives a suspension the expiry its question declares.
+func applyExpiry(sus *work.Suspension, expiry *platformv1.QuestionExpiry) {
+	if expiry == nil {
+		return
+	}
+	sus.TTL, sus.OnExpiry = expiry.ExpiresAfter.Duration, strings.ToLower(string(expiry.OnExpiry))
+	if expiry.Default != nil {
+		sus.Default = expiry.Default.Raw
+	}
+	if expiry.RemindBefore != nil {
+		sus.RemindBefore = expiry.RemindBefore.Duration
+	}
 }
 
 // builtinOf finds a built-in action among an answer's calls that the model may take: a valid

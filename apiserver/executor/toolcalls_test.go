@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -237,7 +238,10 @@ func TestAToolThatRequiresApprovalWaitsForAPersonAndARejectionReturnsToTheModelW
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(action.Kind).To(Equal(work.KindApproval))
 		g.Expect(action.ContinuationStep).To(Equal("ask"))
-		g.Expect(action.Prompt).To(And(ContainSubstring(`agent "assistant"`), ContainSubstring("kb-echo"), ContainSubstring(`{"text":"send it"}`)))
+		g.Expect(action.Prompt).To(And(ContainSubstring(`agent "assistant"`), ContainSubstring("kb-echo")))
+		g.Expect(action.Call).To(PointTo(MatchFields(IgnoreExtras, Fields{"Agent": Equal("assistant"), "Tool": Equal("kb-echo"),
+			"ToolName": Equal("echo"), "Provider": Equal("kb"), "Arguments": MatchJSON(`{"text":"send it"}`),
+			"Digest": Equal(work.CallDigest("kb-echo", "kb", `{"text": "send it"}`))})), "the approver sees the exact call, structured")
 		g.Expect(w.mcp.Recorder.Calls()).To(BeEmpty(), "nothing runs before the approval")
 		g.Expect(w.calls(t, rejected.ID)[0].Status).To(Equal(work.ToolCallAwaitingApproval))
 
@@ -421,5 +425,74 @@ func TestOfflineTheDeterministicProviderCallsToolsThroughTheSameGovernedExecutio
 		text := result(g, run)["output"].(map[string]any)["text"].(string)
 		g.Expect(text).To(HaveSuffix("\nkb-echo: echo: offline\nkb-add: Error: kb-add is not a tool this agent may call"))
 		g.Expect(w.mcp.Recorder.CallsOf("echo")).To(Equal(map[string]int{run.ID + "/ask/tool/1": 1}))
+	})
+}
+
+func TestAnApprovedCallIsRefusedWhenWhatItsApprovalReliedOnNoLongerHolds(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		w := newToolWorld(t, s, []string{"kb-echo"}, "kb-echo")
+		w.setTool(g, "kb-echo", func(d *platformv1.ToolDefinition) { d.RequiresApproval = true })
+		w.script([]openaitest.ToolCall{openaitest.Call("c1", "kb-echo", `{"text":"send it"}`)})
+		assistant := w.resolver.agents["assistant"]
+		tests := []struct {
+			rule     string
+			change   func(run work.FlowRun)
+			undo     func()
+			approver string
+			refusal  string
+		}{
+			{rule: "the tool was disabled meanwhile",
+				change:  func(work.FlowRun) { w.setTool(g, "kb-echo", func(d *platformv1.ToolDefinition) { d.Enabled = false }) },
+				undo:    func() { w.setTool(g, "kb-echo", func(d *platformv1.ToolDefinition) { d.Enabled = true }) },
+				refusal: "tool kb-echo is no longer enabled and offered to agent \"assistant\""},
+			{rule: "the call is not the one approved (its digest differs)",
+				change: func(run work.FlowRun) {
+					_, err := s.DB().Exec(s.Rebind(`UPDATE flow_run_tool_calls SET arguments = ? WHERE run_id = ?`), `{"text":"send it elsewhere"}`, run.ID)
+					g.Expect(err).NotTo(HaveOccurred())
+				},
+				refusal: "it is not the exact call that was approved"},
+			{rule: "the agent no longer lists the tool",
+				change: func(work.FlowRun) {
+					changed := assistant
+					changed.Tools = nil
+					w.resolver.agents["assistant"] = changed
+				},
+				undo:    func() { w.resolver.agents["assistant"] = assistant },
+				refusal: "agent \"assistant\" is no longer allowed to call tool kb-echo"},
+			{rule: "the approver may no longer execute runs",
+				approver: "p2",
+				change:   func(work.FlowRun) { w.denied["p2"] = true },
+				undo:     func() { delete(w.denied, "p2") },
+				refusal:  "the person who approved it may no longer execute runs in this workspace"},
+		}
+		for _, tt := range tests {
+			run, token := w.submit(t, "assist", assistantFlow())
+			w.settle(t)
+			run = w.read(t, run.ID)
+			g.Expect(run.State).To(Equal(work.StateActionRequired), tt.rule)
+			action, err := w.work.OpenPendingAction(context.Background(), run.ID)
+			g.Expect(err).NotTo(HaveOccurred())
+			approver := tt.approver
+			if approver == "" {
+				approver = "p1"
+			}
+			_, _, _, err = w.work.Respond(context.Background(), work.Response{WorkspaceID: w.wctx.WorkspaceID, RunID: run.ID,
+				ActionID: action.ID, Token: token, PrincipalID: approver, Answer: work.Answer{Approved: ptr(true)}})
+			g.Expect(err).NotTo(HaveOccurred())
+			tt.change(run)
+			w.settle(t)
+			if tt.undo != nil {
+				tt.undo()
+			}
+			run = w.read(t, run.ID)
+			g.Expect(run.State).To(Equal(work.StateCompleted), "%s: %s", tt.rule, run.Reason)
+			g.Expect(result(g, run)["output"]).To(HaveKeyWithValue("text", And(ContainSubstring("the approved call of kb-echo was not made"),
+				ContainSubstring(tt.refusal))), "%s: the model is told why", tt.rule)
+			types, events := w.eventTypes(t, run.ID)
+			g.Expect(types).To(ContainElement(work.EventToolCallRefused), tt.rule)
+			g.Expect(events).To(ContainElement(HaveField("Reason", ContainSubstring(tt.refusal))), "%s: the run's history says why", tt.rule)
+			g.Expect(w.mcp.Recorder.Calls()).To(BeEmpty(), "%s: nothing ran", tt.rule)
+		}
 	})
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -208,6 +210,10 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	api := humago.New(mux, humaConfig)
 	// Provider options and JSON Schemas are free-form JSON objects, whatever Go type holds them.
 	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[runtime.RawExtension](), reflect.TypeFor[map[string]any]())
+	// A duration is written as a Go duration string ("30s", "1h"), a declared default answer as any
+	// JSON value (a string, a boolean), as in manifests.
+	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[metav1.Duration](), reflect.TypeFor[string]())
+	api.OpenAPI().Components.Schemas.RegisterTypeAlias(reflect.TypeFor[apiextensionsv1.JSON](), reflect.TypeFor[any]())
 	s := &Server{api: api, mux: mux, kube: opts.Kube, ready: opts.Ready, mode: mode, identity: opts.Identity, provision: opts.ProvisionWorkspace, seedFirst: opts.SeedFirstWorkspace,
 		work: opts.Work, workplace: opts.Workplace, executor: opts.Executor, tools: opts.Tools, log: opts.Log, stopping: make(chan struct{}), config: opts.Config, secrets: opts.Secrets,
 		triggers: opts.Triggers, projects: opts.PackProjects, packs: opts.Packs,

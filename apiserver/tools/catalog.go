@@ -24,8 +24,10 @@ type Offered struct {
 	Description string
 	// InputSchema is the JSON Schema of the arguments.
 	InputSchema json.RawMessage
-	// RequiresApproval says a person approves each call in a run.
+	// RequiresApproval says a person approves each call in a run; ApprovalExpiry how long the
+	// approval waits and what happens when nobody decides in time (nil: the defaults).
 	RequiresApproval bool
+	ApprovalExpiry   *platformv1.QuestionExpiry
 }
 
 func offeredOf(t *platformv1.Tool) Offered {
@@ -35,7 +37,7 @@ func offeredOf(t *platformv1.Tool) Offered {
 	}
 	return Offered{FunctionName: FunctionName(t.Name), Tool: t.Name, Provider: string(t.Definition.Provider.Name),
 		ToolName: t.Definition.ToolName, Title: t.Status.Title, Description: t.Status.Description, InputSchema: schema,
-		RequiresApproval: t.Definition.RequiresApproval}
+		RequiresApproval: t.Definition.RequiresApproval, ApprovalExpiry: t.Definition.ApprovalExpiry}
 }
 
 // AgentTools are the Tools among names (an agent's tools) that may be called now: they exist,

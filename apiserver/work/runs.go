@@ -129,8 +129,25 @@ type Suspension struct {
 	Continuation string
 	// TTL is how long the action can be answered; DefaultActionTTL when zero.
 	TTL time.Duration
-	// ToolCallSeq, on an approval, is the tool call of Step that the action approves.
+	// ToolCallSeq, on an approval, is the tool call of Step that the action approves, and Call
+	// what its approver sees of it.
 	ToolCallSeq int
+	Call        *ApprovalCall
+	// OnExpiry is what the action turns into when nobody answers it in time (Fallback*;
+	// FallbackFail when empty), Default the answer a FallbackProceed records.
+	OnExpiry string
+	Default  json.RawMessage
+	// RemindBefore is how long before its expiry the reminder goes out; a quarter of the TTL, at
+	// most an hour, when zero.
+	RemindBefore time.Duration
+}
+
+// reminderLead is how long before the expiry of an action waiting ttl its reminder goes out.
+func reminderLead(ttl, declared time.Duration) time.Duration {
+	if declared > 0 && declared < ttl {
+		return declared
+	}
+	return min(ttl/4, time.Hour)
 }
 
 // Transition is one persisted change of a leased run. Zero fields keep their value.
@@ -291,14 +308,31 @@ func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus S
 		}
 		options = sql.NullString{String: string(b), Valid: true}
 	}
+	onExpiry := sus.OnExpiry
+	if onExpiry == "" {
+		onExpiry = FallbackFail
+	}
+	var call sql.NullString
+	if sus.Call != nil {
+		b, err := json.Marshal(sus.Call)
+		if err != nil {
+			return "", err
+		}
+		call = sql.NullString{String: string(b), Valid: true}
+	}
+	var remindAt int64
+	if lead := reminderLead(ttl, sus.RemindBefore); lead > 0 {
+		remindAt = ms(now.Add(ttl - lead))
+	}
 	id := newID()
 	// The action takes the digest of the token handed to whoever submitted or last answered the
 	// run: the raw token exists only in that response.
 	_, err := s.txExec(ctx, tx, `INSERT INTO pending_actions (id, workspace_id, interaction_id, task_id, run_id, step, kind, prompt,
-		options, status, expires_at, continuation_step, version, token_hash, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+		options, status, expires_at, continuation_step, version, token_hash, created_at, on_expiry, expiry_default, expires_after_ms,
+		remind_at, tool_call)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)`,
 		id, run.WorkspaceID, nullString(run.InteractionID), run.WorkTaskID, run.ID, sus.Step, sus.Kind, sus.Prompt, options, ActionCreated,
-		ms(now.Add(ttl)), sus.Continuation, hash, ms(now))
+		ms(now.Add(ttl)), sus.Continuation, hash, ms(now), onExpiry, nullJSON(sus.Default), ttl.Milliseconds(), remindAt, call)
 	return id, err
 }
 
@@ -457,70 +491,20 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		if err != nil {
 			return err
 		}
-		var (
-			toolEvents []Event
-			toolCall   bool
-		)
+		var approved *bool
 		if a.Kind == KindApproval {
-			// An approval either decides a tool call that a model asked for (the step goes on
-			// with the decision) or answers a step that asks before it runs.
-			decided, err := s.decideToolCall(ctx, tx, a, r.PrincipalID, *r.Answer.Approved, r.Answer.Reason)
-			switch {
-			case err == nil:
-				toolCall, toolEvents = true, []Event{decided}
-			case !errors.Is(err, ErrNotFound):
-				return err
-			}
+			approved = r.Answer.Approved
 		}
-		answer, err := json.Marshal(value)
+		next, err := s.resolveTx(ctx, tx, &a, old, resolution{status: ActionCompleted, resolution: ResolutionAnswered, by: r.PrincipalID,
+			value: value, approved: approved, reason: r.Answer.Reason,
+			told: Event{Type: EventPendingActionResolved, Step: a.Step, Reason: "pending action " + a.ID}}, now)
 		if err != nil {
 			return err
 		}
-		res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, version = version + 1, answered_by = ?,
-			answer = ?, answered_at = ? WHERE id = ? AND version = ? AND status = ?`,
-			ActionCompleted, r.PrincipalID, string(answer), ms(now), a.ID, a.Version, ActionCreated)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return errors.Join(err, fmt.Errorf("the pending action was resolved concurrently: %w", ErrConflict))
-		}
-		a.Status, a.Version, a.AnsweredBy, a.Answer, a.AnsweredAt = ActionCompleted, a.Version+1, r.PrincipalID, answer, fromMS(ms(now))
-
-		data, err := old.DecodeData()
-		if err != nil {
-			return err
-		}
-		switch {
-		case toolCall:
-			// The Agent step finds the decision on its tool call when it runs again.
-		case a.ContinuationStep == a.Step:
-			// A step that asked before it runs sees the answer when it runs.
-			if data.Answers == nil {
-				data.Answers = map[string]any{}
-			}
-			data.Answers[a.Step] = value
-		default:
-			// An Agent that requested input completes with the answer as its output.
-			output := map[string]any{"action": actionOfKind(a.Kind), "answer": value}
-			data.Steps[a.Step], data.Current = output, output
-		}
-		next := old
-		if next.Data, err = json.Marshal(data); err != nil {
-			return err
-		}
-		next.CurrentStep, next.StepStarted, next.Attempt = a.ContinuationStep, false, 1
-		events := append([]Event{{Type: EventPendingActionResolved, Step: a.Step, Reason: "pending action " + a.ID}}, toolEvents...)
-		switch old.State {
-		case StateActionRequired:
-			next.State = StateRunning
-			events = append(events, Event{Type: EventRunResumed, Step: a.ContinuationStep, State: StateRunning})
-		case StatePaused:
-			next.PausedFrom = StateRunning
-		}
+		events := next.events
 		var newHash string
 		token, newHash = NewResumeToken()
-		if run, err = s.saveRun(ctx, tx, old, next, now); err != nil {
+		if run, err = s.saveRun(ctx, tx, old, next.run, now); err != nil {
 			return err
 		}
 		if _, err := s.txExec(ctx, tx, `UPDATE flow_runs SET resume_token_hash = ? WHERE id = ?`, newHash, old.ID); err != nil {
@@ -530,6 +514,97 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		return s.appendEvents(ctx, tx, run, now, events...)
 	})
 	return action, run, token, err
+}
+
+// resolution is how an open PendingAction ends: answered by a person, or expired into its
+// fallback.
+type resolution struct {
+	// status is ActionCompleted or ActionExpired; resolution one of Resolution*.
+	status, resolution string
+	// by is who answered (ExpiryDecider on expiry); value the answer recorded, approved and
+	// reason an approval's decision.
+	by       string
+	value    any
+	approved *bool
+	reason   string
+	// told is the event that tells the action's end (resolved or expired).
+	told Event
+}
+
+// resolved is a run's next state after its action was resolved, with the events that tell it.
+type resolved struct {
+	run    FlowRun
+	events []Event
+}
+
+// resolveTx ends the open action a of run old (locked in tx) exactly once: the update is
+// conditional on the action's version and open status, so of an answer and an expiry that race
+// one wins and the other finds the action resolved (ErrConflict). The run goes on at the
+// continuation step with the answer: an approval of a tool call decides the call; a step that
+// asked before it runs sees the answer; an Agent that asked completes with it.
+func (s *Store) resolveTx(ctx context.Context, tx *sql.Tx, a *PendingAction, old FlowRun, r resolution, now time.Time) (resolved, error) {
+	var (
+		toolEvents []Event
+		toolCall   bool
+	)
+	if a.Kind == KindApproval && r.approved != nil {
+		// An approval either decides a tool call that a model asked for (the step goes on
+		// with the decision) or answers a step that asks before it runs.
+		decided, err := s.decideToolCall(ctx, tx, *a, r.by, *r.approved, r.reason)
+		switch {
+		case err == nil:
+			toolCall, toolEvents = true, []Event{decided}
+		case !errors.Is(err, ErrNotFound):
+			return resolved{}, err
+		}
+	}
+	answer, err := json.Marshal(r.value)
+	if err != nil {
+		return resolved{}, err
+	}
+	res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, resolution = ?, remind_at = 0, version = version + 1,
+		answered_by = ?, answer = ?, answered_at = ? WHERE id = ? AND version = ? AND status = ?`,
+		r.status, r.resolution, r.by, string(answer), ms(now), a.ID, a.Version, ActionCreated)
+	if err != nil {
+		return resolved{}, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return resolved{}, errors.Join(err, fmt.Errorf("the pending action was resolved concurrently: %w", ErrConflict))
+	}
+	a.Status, a.Resolution, a.Version, a.AnsweredBy, a.Answer, a.AnsweredAt = r.status, r.resolution, a.Version+1, r.by, answer, fromMS(ms(now))
+
+	data, err := old.DecodeData()
+	if err != nil {
+		return resolved{}, err
+	}
+	switch {
+	case toolCall:
+		// The Agent step finds the decision on its tool call when it runs again.
+	case a.ContinuationStep == a.Step:
+		// A step that asked before it runs sees the answer when it runs.
+		if data.Answers == nil {
+			data.Answers = map[string]any{}
+		}
+		data.Answers[a.Step] = r.value
+	default:
+		// An Agent that requested input completes with the answer as its output.
+		output := map[string]any{"action": actionOfKind(a.Kind), "answer": r.value}
+		data.Steps[a.Step], data.Current = output, output
+	}
+	next := old
+	if next.Data, err = json.Marshal(data); err != nil {
+		return resolved{}, err
+	}
+	next.CurrentStep, next.StepStarted, next.Attempt = a.ContinuationStep, false, 1
+	events := append([]Event{r.told}, toolEvents...)
+	switch old.State {
+	case StateActionRequired:
+		next.State = StateRunning
+		events = append(events, Event{Type: EventRunResumed, Step: a.ContinuationStep, State: StateRunning})
+	case StatePaused:
+		next.PausedFrom = StateRunning
+	}
+	return resolved{run: next, events: events}, nil
 }
 
 // actionOfKind is the functional action that asks for input of kind.
@@ -666,64 +741,225 @@ func (s *Store) Delete(ctx context.Context, workspaceID, runID string, version i
 	})
 }
 
-// ExpirePendingActions marks open actions past their expiry as expired and fails their runs
-// (a run cannot wait for an answer that can no longer come). It returns how many expired.
-func (s *Store) ExpirePendingActions(ctx context.Context) (int, error) {
-	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT id, run_id FROM pending_actions WHERE status = ? AND expires_at <= ?`),
-		ActionCreated, ms(s.now()))
+// maxDuePerSweep bounds the actions one sweep of expiries or reminders reads; the next sweep
+// takes the rest.
+const maxDuePerSweep = 256
+
+// dueActions are the ids and runs of at most maxDuePerSweep open actions whose column is due.
+func (s *Store) dueActions(ctx context.Context, where string, args ...any) ([][2]string, error) {
+	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT id, run_id FROM pending_actions WHERE status = ? AND `+where+
+		` ORDER BY id LIMIT `+fmt.Sprint(maxDuePerSweep)), append([]any{ActionCreated}, args...)...)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	type due struct{ id, run string }
-	var list []due
+	defer rows.Close()
+	var list [][2]string
 	for rows.Next() {
-		var d due
-		if err := rows.Scan(&d.id, &d.run); err != nil {
-			rows.Close()
-			return 0, err
+		var d [2]string
+		if err := rows.Scan(&d[0], &d[1]); err != nil {
+			return nil, err
 		}
 		list = append(list, d)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	return list, rows.Err()
+}
+
+// ExpirePendingActions turns the open actions past their expiry into their declared fallback:
+// fail the run (the default: a run cannot wait for an answer that can no longer come), reject
+// (an approval is rejected, a confirmation answered false, and the run goes on), proceed with
+// the declared default answer, or escalate (once: the action waits as long again for the
+// workspace's Owners and Admins, then fails). Each outcome is one transaction that locks the run
+// first, as an answer does, and changes the action only while it is still open at the version
+// read, so an answer and an expiry that race resolve it once. It returns how many expired.
+func (s *Store) ExpirePendingActions(ctx context.Context) (int, error) {
+	list, err := s.dueActions(ctx, `expires_at <= ?`, ms(s.now()))
+	if err != nil {
 		return 0, err
 	}
 	expired := 0
 	for _, d := range list {
 		var changed FlowRun
-		err := s.inTxNotify(ctx, func() []string { return runTopics(changed, false) }, func(tx *sql.Tx) error {
-			res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, version = version + 1
-				WHERE id = ? AND status = ? AND expires_at <= ?`, ActionExpired, d.id, ActionCreated, ms(s.now()))
+		err := s.inTxNotify(ctx, func() []string { return runTopics(changed, true) }, func(tx *sql.Tx) error {
+			old, err := s.lockRun(ctx, tx, d[1], "")
 			if err != nil {
 				return err
 			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				return err // answered or cancelled meanwhile
-			}
-			old, err := s.lockRun(ctx, tx, d.run, "")
+			changed = old
+			a, _, err := scanAction(s.txQueryRow(ctx, tx, `SELECT `+actionColumns+`, token_hash FROM pending_actions WHERE id = ?`, d[0]))
 			if err != nil {
 				return err
+			}
+			now := s.now()
+			if a.Status != ActionCreated || now.Before(a.ExpiresAt) {
+				return nil // answered, cancelled or escalated meanwhile
 			}
 			expired++
-			changed = old
-			if Terminal(old.State) {
-				return nil
-			}
-			next := old
-			next.State, next.PausedFrom, next.Reason = StateFailed, "", "the pending action expired before it was answered"
-			now := s.now()
-			if changed, err = s.saveRun(ctx, tx, old, next, now); err != nil {
-				return err
-			}
-			return s.appendEvents(ctx, tx, changed, now,
-				Event{Type: EventPendingActionExpired, Step: old.CurrentStep, Reason: "pending action " + d.id},
-				Event{Type: EventRunFailed, Step: old.CurrentStep, Reason: next.Reason})
+			changed, err = s.expireTx(ctx, tx, &a, old, now)
+			return err
 		})
 		if err != nil {
 			return expired, err
 		}
 	}
 	return expired, nil
+}
+
+// expireTx turns the expired action a of run old into its fallback.
+func (s *Store) expireTx(ctx context.Context, tx *sql.Tx, a *PendingAction, old FlowRun, now time.Time) (FlowRun, error) {
+	var (
+		fallback      string
+		defaultAnswer sql.NullString
+		afterMS       int64
+	)
+	if err := s.txQueryRow(ctx, tx, `SELECT on_expiry, expiry_default, expires_after_ms FROM pending_actions WHERE id = ?`, a.ID).
+		Scan(&fallback, &defaultAnswer, &afterMS); err != nil {
+		return old, err
+	}
+	told := func(what string) Event {
+		return Event{Type: EventPendingActionExpired, Step: a.Step, Reason: "pending action " + a.ID + ": " + what}
+	}
+	if Terminal(old.State) {
+		fallback = FallbackFail
+	}
+	var answer *Answer
+	switch fallback {
+	case FallbackEscalate:
+		if !a.EscalatedAt.IsZero() {
+			break // escalated once already: nobody answered, the run fails
+		}
+		after := time.Duration(afterMS) * time.Millisecond
+		if after <= 0 {
+			after = DefaultActionTTL
+		}
+		res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET expires_at = ?, escalated_at = ?, remind_at = 0, version = version + 1
+			WHERE id = ? AND version = ? AND status = ?`, ms(now.Add(after)), ms(now), a.ID, a.Version, ActionCreated)
+		if err != nil {
+			return old, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return old, errors.Join(err, fmt.Errorf("the pending action was resolved concurrently: %w", ErrConflict))
+		}
+		return old, s.appendEvents(ctx, tx, old, now, Event{Type: EventPendingActionEscalated, Step: a.Step,
+			Reason: fmt.Sprintf("pending action %s: nobody answered in time; it waits until %s for the workspace's Owners and Admins",
+				a.ID, now.Add(after).UTC().Format(time.RFC3339))})
+	case FallbackReject:
+		no, reason := false, "nobody decided before the question expired"
+		switch a.Kind {
+		case KindApproval:
+			answer = &Answer{Approved: &no, Reason: reason}
+		case KindConfirmation:
+			answer = &Answer{Confirmed: &no}
+		}
+	case FallbackProceed:
+		answer = defaultAnswerOf(a.Kind, defaultAnswer.String)
+	}
+	if answer != nil {
+		value, err := checkAnswer(*a, *answer)
+		if err == nil {
+			r := resolution{status: ActionExpired, resolution: ResolutionProceeded, by: ExpiryDecider, value: value, approved: answer.Approved,
+				reason: answer.Reason, told: told("nobody answered in time; proceeded with the declared default answer")}
+			if fallback == FallbackReject {
+				r.resolution, r.told = ResolutionRejected, told("nobody answered in time; rejected")
+			}
+			next, err := s.resolveTx(ctx, tx, a, old, r, now)
+			if err != nil {
+				return old, err
+			}
+			run, err := s.saveRun(ctx, tx, old, next.run, now)
+			if err != nil {
+				return old, err
+			}
+			return run, s.appendEvents(ctx, tx, run, now, next.events...)
+		}
+		// A default that no longer answers the question (checked at admission) fails the run.
+	}
+	res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, resolution = ?, remind_at = 0, version = version + 1
+		WHERE id = ? AND version = ? AND status = ?`, ActionExpired, ResolutionFailed, a.ID, a.Version, ActionCreated)
+	if err != nil {
+		return old, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return old, errors.Join(err, fmt.Errorf("the pending action was resolved concurrently: %w", ErrConflict))
+	}
+	if Terminal(old.State) {
+		return old, nil
+	}
+	next := old
+	next.State, next.PausedFrom, next.Reason = StateFailed, "", "the pending action expired before it was answered"
+	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+	run, err := s.saveRun(ctx, tx, old, next, now)
+	if err != nil {
+		return old, err
+	}
+	return run, s.appendEvents(ctx, tx, run, now, told("nobody answered in time; the run fails"),
+		Event{Type: EventRunFailed, Step: old.CurrentStep, Reason: next.Reason})
+}
+
+// defaultAnswerOf is the answer a declared default (JSON) gives a question of kind; nil when it
+// gives none.
+func defaultAnswerOf(kind, raw string) *Answer {
+	var v any
+	if raw == "" || json.Unmarshal([]byte(raw), &v) != nil {
+		return nil
+	}
+	switch x := v.(type) {
+	case string:
+		if kind == KindText || kind == KindChoice {
+			return &Answer{Value: &x}
+		}
+	case bool:
+		switch kind {
+		case KindConfirmation:
+			return &Answer{Confirmed: &x}
+		case KindApproval:
+			return &Answer{Approved: &x, Reason: "nobody decided before the question expired; the declared default applies"}
+		}
+	}
+	return nil
+}
+
+// RemindPendingActions tells, once, about each open action whose expiry is near: an event of its
+// run (which the Workplace turns into a reminder notification and an activity of the Task). It
+// returns how many were reminded.
+func (s *Store) RemindPendingActions(ctx context.Context) (int, error) {
+	now := ms(s.now())
+	list, err := s.dueActions(ctx, `remind_at > 0 AND remind_at <= ? AND expires_at > ?`, now, now)
+	if err != nil {
+		return 0, err
+	}
+	reminded := 0
+	for _, d := range list {
+		var old FlowRun
+		// Run by the announcing transaction, so that what the Observer writes for the reminder
+		// (the Workplace's notification and its outbox) commits and wakes its subscribers.
+		err := s.inTxNotify(ctx, func() []string { return runTopics(old, false) }, func(tx *sql.Tx) error {
+			var err error
+			old, err = s.lockRun(ctx, tx, d[1], "")
+			if err != nil {
+				return err
+			}
+			var expiresAt int64
+			if err := s.txQueryRow(ctx, tx, `SELECT expires_at FROM pending_actions WHERE id = ?`, d[0]).Scan(&expiresAt); err != nil {
+				return err
+			}
+			res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET remind_at = 0 WHERE id = ? AND status = ? AND remind_at > 0`,
+				d[0], ActionCreated)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				return err // answered or reminded meanwhile
+			}
+			reminded++
+			step := old.CurrentStep
+			return s.appendEvents(ctx, tx, old, s.now(), Event{Type: EventPendingActionReminded, Step: step,
+				Reason: fmt.Sprintf("pending action %s: nobody answered yet; it expires at %s", d[0], fromMS(expiresAt).Format(time.RFC3339))})
+		})
+		if err != nil {
+			return reminded, err
+		}
+	}
+	return reminded, nil
 }
 
 // MaxReissuesPerMinute bounds how many fresh resume tokens one pending action is given in a

@@ -2,9 +2,13 @@ package work
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -32,6 +36,9 @@ const (
 	EventToolCallCompleted = "ToolCallCompleted"
 	EventToolCallApproved  = "ToolCallApproved"
 	EventToolCallRejected  = "ToolCallRejected"
+	// EventToolCallRefused: an approved call was not made, because what the approval relied on
+	// no longer holds when the run resumes (the reason says what).
+	EventToolCallRefused = "ToolCallRefused"
 )
 
 // ToolCall is one call of a tool that a model asked for in an Agent step.
@@ -63,6 +70,9 @@ type ToolCall struct {
 	// DecidedBy and DecisionReason record an approval decision.
 	DecidedBy      string
 	DecisionReason string
+	// ApprovedDigest is the CallDigest the approval saw; an approved call whose digest is not
+	// this one is not run.
+	ApprovedDigest string
 	CreatedAt      time.Time
 	CompletedAt    time.Time
 }
@@ -76,6 +86,8 @@ type ToolResult struct {
 	IsError   bool
 	Truncated bool
 	Duration  time.Duration
+	// Refused, on an approved call that was not made, says why (the Task shows it).
+	Refused string
 }
 
 // inLease runs fn in a transaction on a run that owner holds (Pending or Running under owner's
@@ -166,7 +178,12 @@ func (s *Store) FinishToolCall(ctx context.Context, runID, owner, step string, s
 		if r.IsError {
 			outcome = "completed with an error result"
 		}
-		return []Event{{Type: EventToolCallCompleted, Step: step, Attempt: run.Attempt, Reason: callReason(c, outcome)}}, nil
+		events := []Event{{Type: EventToolCallCompleted, Step: step, Attempt: run.Attempt, Reason: callReason(c, outcome)}}
+		if r.Refused != "" {
+			events = append([]Event{{Type: EventToolCallRefused, Step: step, Attempt: run.Attempt,
+				Reason: callReason(c, "the approved call was not made: "+r.Refused)}}, events...)
+		}
+		return events, nil
 	})
 }
 
@@ -177,7 +194,8 @@ func callReason(c ToolCall, what string) string {
 }
 
 const toolCallColumns = `run_id, step, seq, turn, call_id, function_name, tool, provider, arguments, model_text, status, executions,
-	result, is_error, truncated, duration_ms, idempotency_key, pending_action_id, decided_by, decision_reason, created_at, completed_at`
+	result, is_error, truncated, duration_ms, idempotency_key, pending_action_id, decided_by, decision_reason, created_at, completed_at,
+	approved_digest`
 
 func scanToolCall(row scanner) (ToolCall, error) {
 	var (
@@ -188,7 +206,7 @@ func scanToolCall(row scanner) (ToolCall, error) {
 	)
 	err := row.Scan(&c.RunID, &c.Step, &c.Seq, &c.Turn, &c.CallID, &c.FunctionName, &c.Tool, &c.Provider, &c.Arguments, &c.ModelText,
 		&c.Status, &c.Executions, &result, &isError, &truncated, &durationMS, &c.IdempotencyKey, &action, &c.DecidedBy,
-		&c.DecisionReason, &created, &done)
+		&c.DecisionReason, &created, &done, &c.ApprovedDigest)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, fmt.Errorf("tool call: %w", ErrNotFound)
 	}
@@ -260,10 +278,19 @@ func (s *Store) decideToolCall(ctx context.Context, tx *sql.Tx, action PendingAc
 	if len(reason) > maxDecisionReason {
 		return Event{}, fmt.Errorf("the reason of an approval decision is at most %d bytes: %w", maxDecisionReason, ErrInvalidInput)
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE flow_run_tool_calls SET status = ?, decided_by = ?, decision_reason = ?
-		WHERE run_id = ? AND step = ? AND seq = ? AND status = ?`), status, by, reason, c.RunID, c.Step, c.Seq,
+	// The approval names the exact call it saw; the executor runs the call only if it is still
+	// that call.
+	digest := ""
+	if approved && action.Call != nil {
+		digest = action.Call.Digest
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE flow_run_tool_calls SET status = ?, decided_by = ?, decision_reason = ?, approved_digest = ?
+		WHERE run_id = ? AND step = ? AND seq = ? AND status = ?`), status, by, reason, digest, c.RunID, c.Step, c.Seq,
 		ToolCallAwaitingApproval); err != nil {
 		return Event{}, err
+	}
+	if by == ExpiryDecider {
+		return Event{Type: event, Step: c.Step, Reason: callReason(c, what+" when nobody decided in time")}, nil
 	}
 	return Event{Type: event, Step: c.Step, Reason: callReason(c, what+" by a person")}, nil
 }
@@ -276,4 +303,56 @@ func (s *Store) RetryToolCall(ctx context.Context, runID, owner, step string, se
 			WHERE run_id = ? AND step = ? AND seq = ? AND status = ?`), ToolCallApproved, ToolCallRequested, runID, step, seq, ToolCallStarted)
 		return nil, err
 	})
+}
+
+// ExpiryDecider is who decided an approval that expired into its fallback: nobody.
+const ExpiryDecider = "system:expiry"
+
+// ApprovalCall is what the approval of a tool call shows of it: who calls which tool of which
+// provider with which complete arguments, and the digest of that exact call. Once approved, only
+// a call with the same digest runs.
+type ApprovalCall struct {
+	Agent    string `json:"agent"`
+	Tool     string `json:"tool"`
+	ToolName string `json:"toolName"`
+	Provider string `json:"provider"`
+	// Arguments are the call's complete arguments as the model sent them, structured when they
+	// are JSON (a JSON string of the raw text otherwise).
+	Arguments json.RawMessage `json:"arguments"`
+	// Digest is CallDigest of the call: sha256:<hex>.
+	Digest string `json:"digest"`
+}
+
+// NewApprovalCall describes a call for its approver.
+func NewApprovalCall(agent string, c ToolCall, toolName string) ApprovalCall {
+	return ApprovalCall{Agent: agent, Tool: c.Tool, ToolName: toolName, Provider: c.Provider, Arguments: canonicalArguments(c.Arguments),
+		Digest: CallDigest(c.Tool, c.Provider, c.Arguments)}
+}
+
+// CallDigest is the digest of one exact call: sha256:<hex> of the canonical JSON encoding of
+// the Tool, its provider and the arguments (object keys sorted, no insignificant space, numbers
+// as written), so that the same call always has the same digest and any other call another.
+func CallDigest(tool, provider, arguments string) string {
+	b, _ := json.Marshal(struct {
+		Arguments json.RawMessage `json:"arguments"`
+		Provider  string          `json:"provider"`
+		Tool      string          `json:"tool"`
+	}{canonicalArguments(arguments), provider, tool})
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// canonicalArguments is the canonical JSON of a call's arguments; arguments that are not JSON
+// are kept as a JSON string of their text.
+func canonicalArguments(arguments string) json.RawMessage {
+	dec := json.NewDecoder(strings.NewReader(arguments))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err == nil && !dec.More() {
+		if b, err := json.Marshal(v); err == nil {
+			return b
+		}
+	}
+	b, _ := json.Marshal(arguments)
+	return b
 }

@@ -68,6 +68,11 @@ const (
 	EventPendingActionCreated  = "PendingActionCreated"
 	EventPendingActionResolved = "PendingActionResolved"
 	EventPendingActionExpired  = "PendingActionExpired"
+	// EventPendingActionEscalated: nobody answered in time and the action, declared to
+	// escalate, waits again for the workspace's Owners and Admins (once).
+	EventPendingActionEscalated = "PendingActionEscalated"
+	// EventPendingActionReminded: the action's expiry is near and nobody answered yet.
+	EventPendingActionReminded = "PendingActionReminded"
 	EventRunPaused             = "RunPaused"
 	EventRunResumed            = "RunResumed"
 	EventRunCompleted          = "RunCompleted"
@@ -83,6 +88,27 @@ var (
 	ErrInvalidToken = errors.New("invalid resume token")
 	ErrInvalidInput = errors.New("invalid input")
 	ErrLeaseLost    = errors.New("lease lost")
+)
+
+// What a PendingAction turns into when nobody answers it before it expires.
+const (
+	// FallbackFail fails the run (the default).
+	FallbackFail = "fail"
+	// FallbackReject answers no: an approval is rejected, a confirmation answered false.
+	FallbackReject = "reject"
+	// FallbackProceed answers with the declared default.
+	FallbackProceed = "proceed"
+	// FallbackEscalate waits once more, as long again, for the workspace's Owners and Admins;
+	// then fails the run.
+	FallbackEscalate = "escalate"
+)
+
+// How a PendingAction ended: answered by a person, or expired into its fallback.
+const (
+	ResolutionAnswered  = "answered"
+	ResolutionFailed    = "failed"
+	ResolutionRejected  = "rejected"
+	ResolutionProceeded = "proceeded"
 )
 
 // DefaultActionTTL is how long a PendingAction can be answered when the step sets no expiry.
@@ -230,6 +256,13 @@ type PendingAction struct {
 	Answer           json.RawMessage
 	AnsweredAt       time.Time
 	CreatedAt        time.Time
+	// OnExpiry is its fallback (Fallback*); Resolution how it ended (Resolution*), empty while
+	// open; EscalatedAt when it was re-addressed to the workspace's Owners and Admins.
+	OnExpiry    string
+	Resolution  string
+	EscalatedAt time.Time
+	// Call is the exact tool call an approval decides, as the approver sees it.
+	Call *ApprovalCall
 }
 
 // Observer projects the run transitions the store commits onto another plane (the Workplace's
@@ -597,17 +630,18 @@ func (s *Store) Events(ctx context.Context, runID string, afterSeq int64) ([]Eve
 }
 
 const actionColumns = `id, workspace_id, interaction_id, run_id, step, kind, prompt, options, status, expires_at,
-	continuation_step, version, answered_by, answer, answered_at, created_at`
+	continuation_step, version, answered_by, answer, answered_at, created_at, on_expiry, resolution, escalated_at, tool_call`
 
 func scanAction(row scanner) (PendingAction, string, error) {
 	var (
-		a                                PendingAction
-		interaction, options, answer     sql.NullString
-		expiresAt, answeredAt, createdAt int64
-		tokenHash                        string
+		a                                             PendingAction
+		interaction, options, answer, call            sql.NullString
+		expiresAt, answeredAt, createdAt, escalatedAt int64
+		tokenHash                                     string
 	)
 	err := row.Scan(&a.ID, &a.WorkspaceID, &interaction, &a.RunID, &a.Step, &a.Kind, &a.Prompt, &options, &a.Status,
-		&expiresAt, &a.ContinuationStep, &a.Version, &a.AnsweredBy, &answer, &answeredAt, &createdAt, &tokenHash)
+		&expiresAt, &a.ContinuationStep, &a.Version, &a.AnsweredBy, &answer, &answeredAt, &createdAt, &a.OnExpiry, &a.Resolution,
+		&escalatedAt, &call, &tokenHash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, "", fmt.Errorf("pending action: %w", ErrNotFound)
 	}
@@ -623,7 +657,13 @@ func scanAction(row scanner) (PendingAction, string, error) {
 	if answer.Valid {
 		a.Answer = json.RawMessage(answer.String)
 	}
-	a.ExpiresAt, a.AnsweredAt, a.CreatedAt = fromMS(expiresAt), fromMS(answeredAt), fromMS(createdAt)
+	if call.Valid {
+		a.Call = &ApprovalCall{}
+		if err := json.Unmarshal([]byte(call.String), a.Call); err != nil {
+			return a, "", err
+		}
+	}
+	a.ExpiresAt, a.AnsweredAt, a.CreatedAt, a.EscalatedAt = fromMS(expiresAt), fromMS(answeredAt), fromMS(createdAt), fromMS(escalatedAt)
 	return a, tokenHash, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/executor"
@@ -157,7 +159,50 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 		}
 		return s.notifyAbout(ctx, tx, c, NotifyQuestion, true, action.ID)
 	case work.EventPendingActionExpired:
-		return s.resolveQuestions(ctx, tx, c, ResolutionExpired)
+		if err := s.resolveQuestions(ctx, tx, c, ResolutionExpired); err != nil {
+			return err
+		}
+		action, err := s.actionByEvent(ctx, tx, e)
+		if err != nil || action == nil {
+			return err
+		}
+		label := ExpiredLabel(action)
+		if c.interaction != nil && action.Resolution != work.ResolutionFailed {
+			// The run goes on with an answer nobody gave: the conversation says so, not as the
+			// person's message.
+			payload, _ := json.Marshal(map[string]any{"pendingActionId": action.ID, "kind": action.Kind, "value": json.RawMessage(action.Answer),
+				"resolution": action.Resolution})
+			if err := s.say(ctx, tx, c, RoleSystem, MessageAnswer, label, payload); err != nil {
+				return err
+			}
+		}
+		return s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseExpired, Label: label, RunID: run.ID, Step: e.Step})
+	case work.EventPendingActionReminded:
+		action, err := s.actionByEvent(ctx, tx, e)
+		if err != nil || action == nil {
+			return err
+		}
+		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseReminded,
+			Label: "Reminder: nobody answered yet; the question expires at " + action.ExpiresAt.Format(time.RFC3339), RunID: run.ID, Step: e.Step}); err != nil {
+			return err
+		}
+		return s.notifyAbout(ctx, tx, c, NotifyQuestion, true, action.ID, ReminderPrefix)
+	case work.EventPendingActionEscalated:
+		action, err := s.actionByEvent(ctx, tx, e)
+		if err != nil || action == nil {
+			return err
+		}
+		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseEscalated,
+			Label: "Nobody answered in time: the question now waits for the workspace's Owners and Admins until " +
+				action.ExpiresAt.Format(time.RFC3339), RunID: run.ID, Step: e.Step}); err != nil {
+			return err
+		}
+		return s.notifyAdmins(ctx, tx, c, action.ID)
+	case work.EventToolCallRefused:
+		// The model is told in the call's result; the Task shows why the approved call did
+		// not run.
+		return s.activity(ctx, tx, c, Activity{Kind: ActivityRun, Phase: PhaseRefused, Label: "An approved tool call was not made: " + e.Reason,
+			RunID: run.ID, Step: e.Step})
 	case work.EventPendingActionResolved:
 		c.answered = true
 		action, err := s.actionOf(ctx, tx, e)
@@ -541,14 +586,14 @@ func (s *Store) touchInteraction(ctx context.Context, tx *sql.Tx, c *conversatio
 
 // notifyAbout notifies the run's Principal, when the work is a Task or a conversation; a
 // question's notification names its pending action (actionID), so that it follows it.
-func (s *Store) notifyAbout(ctx context.Context, tx *sql.Tx, c *conversation, kind string, attention bool, actionID string) error {
+func (s *Store) notifyAbout(ctx context.Context, tx *sql.Tx, c *conversation, kind string, attention bool, actionID string, prefix ...string) error {
 	if c.task == nil {
 		return nil
 	}
 	title := c.task.Title
 	switch kind {
 	case NotifyQuestion:
-		title = QuestionWaiting + title
+		title = strings.Join(prefix, "") + QuestionWaiting + title
 	case NotifyCompleted:
 		title = "Completed: " + title
 	case NotifyFailed:
@@ -564,6 +609,80 @@ func (s *Store) notifyAbout(ctx context.Context, tx *sql.Tx, c *conversation, ki
 
 // QuestionWaiting starts the title of a question's notification.
 const QuestionWaiting = "A question is waiting: "
+
+// ReminderPrefix and EscalatedPrefix start the titles of a question's reminder and of its
+// escalation to the workspace's Owners and Admins.
+const (
+	ReminderPrefix  = "Reminder: "
+	EscalatedPrefix = "Escalated: "
+)
+
+// maxEscalationRecipients bounds the Owners and Admins an escalated question notifies.
+const maxEscalationRecipients = 50
+
+// notifyAdmins re-addresses an escalated question to the Owners and Admins of the run's
+// workspace (and of its tenant): each is notified, with the question to answer.
+func (s *Store) notifyAdmins(ctx context.Context, tx *sql.Tx, c *conversation, actionID string) error {
+	if c.task == nil {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT DISTINCT m.principal_id FROM memberships m JOIN principals p ON p.id = m.principal_id
+		WHERE p.status = 'Active' AND m.role IN ('Owner', 'Admin') AND
+		((m.scope_kind = 'workspace' AND m.scope_id = ?) OR (m.scope_kind = 'tenant' AND m.scope_id = ?)) ORDER BY m.principal_id LIMIT ?`),
+		c.run.WorkspaceID, c.run.TenantID, maxEscalationRecipients)
+	if err != nil {
+		return err
+	}
+	var principals []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		principals = append(principals, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, p := range principals {
+		n := Notification{WorkspaceID: c.run.WorkspaceID, PrincipalID: p, Kind: NotifyQuestion, Attention: true,
+			Title: truncate(EscalatedPrefix+QuestionWaiting+c.task.Title, 256), TaskID: c.task.ID, RunID: c.run.ID, PendingActionID: actionID}
+		if c.interaction != nil {
+			n.InteractionID = c.interaction.ID
+		}
+		if err := s.notify(ctx, tx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExpiredLabel says what became of a question nobody answered in time.
+func ExpiredLabel(a *work.PendingAction) string {
+	switch a.Resolution {
+	case work.ResolutionRejected:
+		return "Nobody answered in time: rejected"
+	case work.ResolutionProceeded:
+		return "Nobody answered in time: went on with the default answer (" + AnswerText(a) + ")"
+	}
+	return "Nobody answered in time: the question expired"
+}
+
+// actionByEvent is the pending action an event names ("pending action <id>: ...").
+func (s *Store) actionByEvent(ctx context.Context, tx *sql.Tx, e work.Event) (*work.PendingAction, error) {
+	rest, ok := strings.CutPrefix(e.Reason, "pending action ")
+	if !ok {
+		return nil, nil
+	}
+	id, _, _ := strings.Cut(rest, ":")
+	actions, err := s.actionsTx(ctx, tx, `id = ? AND run_id = ?`, id, e.RunID)
+	if err != nil || len(actions) == 0 {
+		return nil, err
+	}
+	return &actions[0], nil
+}
 
 // How a question's notification was resolved.
 const (
@@ -675,7 +794,7 @@ func (s *Store) actionOf(ctx context.Context, tx *sql.Tx, e work.Event) (*work.P
 }
 
 func (s *Store) actionsTx(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]work.PendingAction, error) {
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, kind, prompt, options, answer FROM pending_actions WHERE `+where), args...)
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, kind, prompt, options, answer, resolution, expires_at FROM pending_actions WHERE `+where), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -686,9 +805,11 @@ func (s *Store) actionsTx(ctx context.Context, tx *sql.Tx, where string, args ..
 			a               work.PendingAction
 			options, answer sql.NullString
 		)
-		if err := rows.Scan(&a.ID, &a.Kind, &a.Prompt, &options, &answer); err != nil {
+		var expiresAt int64
+		if err := rows.Scan(&a.ID, &a.Kind, &a.Prompt, &options, &answer, &a.Resolution, &expiresAt); err != nil {
 			return nil, err
 		}
+		a.ExpiresAt = fromMS(expiresAt)
 		if options.Valid {
 			_ = json.Unmarshal([]byte(options.String), &a.Options)
 		}

@@ -23,24 +23,36 @@ type Question struct {
 	InteractionID string
 	// Title is its Task's title, else its conversation's.
 	Title string
+	// OnExpiry is its fallback, EscalatedAt when it was re-addressed to the workspace's Owners
+	// and Admins, Call the exact tool call an approval decides.
+	OnExpiry    string
+	EscalatedAt time.Time
+	Call        *work.ApprovalCall
 }
 
 const questionColumns = `p.id, p.kind, p.prompt, p.options, p.expires_at, p.created_at, p.task_id, COALESCE(p.interaction_id, ''),
-	COALESCE(t.title, i.title, '')`
+	COALESCE(t.title, i.title, ''), p.on_expiry, p.escalated_at, p.tool_call`
 
 const questionFrom = ` FROM pending_actions p LEFT JOIN work_tasks t ON t.id = p.task_id LEFT JOIN interactions i ON i.id = p.interaction_id`
 
 func scanQuestion(row scanner) (Question, error) {
 	var (
-		q                    Question
-		options              sql.NullString
-		expiresAt, createdAt int64
+		q                                 Question
+		options, call                     sql.NullString
+		expiresAt, createdAt, escalatedAt int64
 	)
-	err := row.Scan(&q.ID, &q.Kind, &q.Prompt, &options, &expiresAt, &createdAt, &q.TaskID, &q.InteractionID, &q.Title)
+	err := row.Scan(&q.ID, &q.Kind, &q.Prompt, &options, &expiresAt, &createdAt, &q.TaskID, &q.InteractionID, &q.Title,
+		&q.OnExpiry, &escalatedAt, &call)
 	if options.Valid {
 		_ = json.Unmarshal([]byte(options.String), &q.Options)
 	}
-	q.ExpiresAt, q.CreatedAt = fromMS(expiresAt), fromMS(createdAt)
+	if call.Valid {
+		q.Call = &work.ApprovalCall{}
+		if json.Unmarshal([]byte(call.String), q.Call) != nil {
+			q.Call = nil
+		}
+	}
+	q.ExpiresAt, q.CreatedAt, q.EscalatedAt = fromMS(expiresAt), fromMS(createdAt), fromMS(escalatedAt)
 	return q, err
 }
 

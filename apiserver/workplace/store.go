@@ -76,6 +76,12 @@ const (
 	PhaseCancelled = "cancelled"
 	PhasePaused    = "paused"
 	PhaseResumed   = "resumed"
+	// PhaseExpired, PhaseReminded and PhaseEscalated tell what a question's expiry did;
+	// PhaseRefused an approved tool call that was not made.
+	PhaseExpired   = "expired"
+	PhaseReminded  = "reminded"
+	PhaseEscalated = "escalated"
+	PhaseRefused   = "refused"
 )
 
 // Kinds of notifications.

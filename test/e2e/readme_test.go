@@ -88,6 +88,10 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 		ContainSubstring(`"connection":"Connected"`), ContainSubstring("platform_list_entries enabled=false"),
 		ContainSubstring(`"enabled":true`), MatchRegexp(`Entries over MCP: .*guided-request`),
 		MatchRegexp(`Weather over MCP from an extension: Bergen: .*key of 17 characters`)), "%s", out)
+	// A question expiring into each fallback.
+	g.Expect(string(out)).To(And(ContainSubstring(`["fail",["PendingActionExpired","RunFailed"]]`),
+		ContainSubstring(`["reject",["PendingActionExpired","RunCompleted"]]`), ContainSubstring(`["proceed",["PendingActionExpired","RunCompleted"]]`),
+		ContainSubstring(`["escalate",["PendingActionEscalated","PendingActionExpired","RunFailed"]]`)), "%s", out)
 	// Compose a Pack: the second project's digest and the downloaded archive's sha256 are the same.
 	digests := regexp.MustCompile(`(?m)^sha256:[0-9a-f]{64}$`).FindAllString(string(out), -1)
 	g.Expect(digests).To(HaveLen(2), "%s", out)

@@ -282,8 +282,10 @@ func TestAToolThatRequiresApprovalWaitsForAPersonWhoAnswersThroughTheAPI(t *test
 			runID = out["flowRun"].(map[string]any)["id"].(string)
 			action := waitForState(c, runID, "ActionRequired")["pendingAction"].(map[string]any)
 			g.Expect(action).To(HaveKeyWithValue("kind", "approval"))
-			g.Expect(action["prompt"]).To(And(ContainSubstring(`agent "assistant"`), ContainSubstring("kb-echo"),
-				ContainSubstring(`{"text":"to the board"}`)))
+			g.Expect(action["prompt"]).To(And(ContainSubstring(`agent "assistant"`), ContainSubstring("kb-echo")))
+			g.Expect(action["call"]).To(And(HaveKeyWithValue("tool", "kb-echo"), HaveKeyWithValue("provider", "kb"),
+				HaveKeyWithValue("arguments", map[string]any{"text": "to the board"}), HaveKeyWithValue("digest", HavePrefix("sha256:"))),
+				"the approver sees the exact call: the complete arguments, structured, and its digest")
 			waiting := c.must(http.StatusOK, http.MethodGet, "/api/flowRuns/"+runID+"/tool-calls", "")["items"].([]any)
 			g.Expect(waiting).To(ConsistOf(And(HaveKeyWithValue("status", "awaitingApproval"), HaveKeyWithValue("executions", float64(0)),
 				HaveKeyWithValue("pendingActionId", action["id"]))))

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -190,6 +191,54 @@ type FlowSuspend struct {
 	// +listMapKey=value
 	// +kubebuilder:validation:MaxItems=32
 	Choices []FlowChoice `json:"choices,omitempty"`
+	// expiry says how long the question waits for an answer and what happens when nobody
+	// answers in time; omitted waits 24 hours, then fails the run.
+	// +optional
+	Expiry *QuestionExpiry `json:"expiry,omitempty"`
+}
+
+// ExpiryFallback is what happens to a question nobody answered before it expired.
+// +kubebuilder:validation:Enum=Fail;Reject;Proceed;Escalate
+type ExpiryFallback string
+
+const (
+	// FailOnExpiry fails the run: it cannot wait for an answer that can no longer come.
+	FailOnExpiry ExpiryFallback = "Fail"
+	// RejectOnExpiry answers no: an Approval is rejected (the model is told the person declined),
+	// a Confirmation is answered false.
+	RejectOnExpiry ExpiryFallback = "Reject"
+	// ProceedOnExpiry answers with the declared default and the run goes on.
+	ProceedOnExpiry ExpiryFallback = "Proceed"
+	// EscalateOnExpiry re-addresses the question, once, to the workspace's Owners and Admins with
+	// a new expiry of the same length; if they do not answer either, the run fails.
+	EscalateOnExpiry ExpiryFallback = "Escalate"
+)
+
+// QuestionExpiry says how long a question (a Flow step's suspension or a tool call's approval)
+// may wait and what happens when nobody answers it in time. The admission rules check the
+// combination: Reject only for Approval and Confirmation questions, Proceed with a default that
+// answers the question (a Choice's value, a Confirmation's or Approval's true or false, a Text's
+// text), and a reminder that comes before the expiry.
+type QuestionExpiry struct {
+	// expiresAfter is how long the question waits for an answer: from 1s to 720h (30 days).
+	// +required
+	ExpiresAfter metav1.Duration `json:"expiresAfter"`
+	// onExpiry is what happens then: Fail (the default) fails the run; Reject answers no;
+	// Proceed answers with default; Escalate re-addresses the question once to the workspace's
+	// Owners and Admins with a new expiry of the same length.
+	// +optional
+	// +kubebuilder:default=Fail
+	OnExpiry ExpiryFallback `json:"onExpiry,omitempty"`
+	// default is the answer recorded when the question expires with onExpiry Proceed: the
+	// value of one of a Choice's choices, true or false for a Confirmation or an Approval, the
+	// text of a Text question.
+	// +optional
+	// +kubebuilder:validation:XPreserveUnknownFields
+	Default *apiextensionsv1.JSON `json:"default,omitempty"`
+	// remindBefore is how long before the expiry a reminder notification goes out (once);
+	// omitted reminds a quarter of expiresAfter before, at most an hour before.
+	// +optional
+	RemindBefore *metav1.Duration `json:"remindBefore,omitempty"`
 }
 
 // FlowChoice is one answer offered by a Choice suspension.

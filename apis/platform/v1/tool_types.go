@@ -26,6 +26,11 @@ type ToolDefinition struct {
 	// reason. Such a tool is not offered at /mcp, where nobody could approve the call.
 	// +optional
 	RequiresApproval bool `json:"requiresApproval,omitempty"`
+	// approvalExpiry says how long the approval of a call waits and what happens when nobody
+	// decides in time (Fail, Reject, Proceed with default true or false, Escalate); omitted
+	// waits 24 hours, then fails the run. Only with requiresApproval.
+	// +optional
+	ApprovalExpiry *QuestionExpiry `json:"approvalExpiry,omitempty"`
 	// displayName is the name shown in the Console.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256

@@ -77,17 +77,21 @@ type WorkItemResult struct {
 
 // PendingAction is a question a suspended run waits on. Its resume token is never part of it.
 type PendingAction struct {
-	ID               string          `json:"id"`
-	Step             string          `json:"step" doc:"The step that asked"`
-	Kind             string          `json:"kind" enum:"text,choice,confirmation,file,approval"`
-	Prompt           string          `json:"prompt"`
-	Options          []domain.Option `json:"options,omitempty" doc:"The answers a choice offers"`
-	Status           string          `json:"status" enum:"created,completed,expired,cancelled"`
-	ExpiresAt        time.Time       `json:"expiresAt"`
-	ContinuationStep string          `json:"continuationStep" doc:"The step the run resumes at once answered"`
-	Version          int64           `json:"version" doc:"Optimistic version of the action"`
-	AnsweredBy       string          `json:"answeredBy,omitempty" doc:"The Principal who answered"`
-	Answer           json.RawMessage `json:"answer,omitempty" doc:"The recorded answer"`
+	ID               string               `json:"id"`
+	Step             string               `json:"step" doc:"The step that asked"`
+	Kind             string               `json:"kind" enum:"text,choice,confirmation,file,approval"`
+	Prompt           string               `json:"prompt"`
+	Options          []domain.Option      `json:"options,omitempty" doc:"The answers a choice offers"`
+	Status           string               `json:"status" enum:"created,completed,expired,cancelled"`
+	ExpiresAt        time.Time            `json:"expiresAt"`
+	ContinuationStep string               `json:"continuationStep" doc:"The step the run resumes at once answered"`
+	Version          int64                `json:"version" doc:"Optimistic version of the action"`
+	AnsweredBy       string               `json:"answeredBy,omitempty" doc:"The Principal who answered"`
+	Answer           json.RawMessage      `json:"answer,omitempty" doc:"The recorded answer"`
+	OnExpiry         string               `json:"onExpiry,omitempty" enum:"fail,reject,proceed,escalate" doc:"What the action turns into when nobody answers before expiresAt"`
+	EscalatedAt      *time.Time           `json:"escalatedAt,omitempty" doc:"When nobody answered in time and the action was re-addressed to the workspace's Owners and Admins"`
+	Resolution       string               `json:"resolution,omitempty" enum:"answered,failed,rejected,proceeded" doc:"How the action ended: answered by a person, or expired into its fallback"`
+	Call             *domain.ApprovalCall `json:"call,omitempty" doc:"The exact tool call an approval decides: agent, tool, provider, the complete arguments and the sha256 digest of that call; once approved, only that call runs"`
 }
 
 // FlowRun is one durable execution of a Flow version.
@@ -553,8 +557,13 @@ func pendingActionOf(a *domain.PendingAction) *PendingAction {
 	if a == nil {
 		return nil
 	}
-	return &PendingAction{ID: a.ID, Step: a.Step, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: a.Status,
-		ExpiresAt: a.ExpiresAt, ContinuationStep: a.ContinuationStep, Version: a.Version, AnsweredBy: a.AnsweredBy, Answer: a.Answer}
+	out := &PendingAction{ID: a.ID, Step: a.Step, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: a.Status,
+		ExpiresAt: a.ExpiresAt, ContinuationStep: a.ContinuationStep, Version: a.Version, AnsweredBy: a.AnsweredBy, Answer: a.Answer,
+		OnExpiry: a.OnExpiry, Resolution: a.Resolution, Call: a.Call}
+	if !a.EscalatedAt.IsZero() {
+		out.EscalatedAt = &a.EscalatedAt
+	}
+	return out
 }
 
 func decoded(raw json.RawMessage) any {

@@ -89,6 +89,21 @@ type InteractionPendingAction struct {
 	Options   []work.Option `json:"options,omitempty"`
 	Status    string        `json:"status" enum:"created,completed,expired,cancelled"`
 	ExpiresAt time.Time     `json:"expiresAt"`
+	// OnExpiry and EscalatedAt say what happens when nobody answers in time, and whether that
+	// already re-addressed the question to the workspace's Owners and Admins.
+	OnExpiry    string     `json:"onExpiry,omitempty" enum:"fail,reject,proceed,escalate" doc:"What the question turns into when nobody answers before expiresAt"`
+	EscalatedAt *time.Time `json:"escalatedAt,omitempty" doc:"When nobody answered in time and the question was re-addressed to the workspace's Owners and Admins"`
+	Resolution  string     `json:"resolution,omitempty" enum:"answered,failed,rejected,proceeded" doc:"How the question ended: answered by a person, or expired into its fallback"`
+	// Call is the exact call an approval decides.
+	Call *work.ApprovalCall `json:"call,omitempty" doc:"The exact tool call an approval decides: agent, tool, provider, the complete arguments and the sha256 digest of that call; once approved, only that call runs"`
+}
+
+// escalatedAt is t, or nil when it is zero.
+func escalatedAt(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // Exchange is the answer of the operations that move a conversation: the conversation, the
@@ -607,7 +622,8 @@ func pendingActionOf(a *work.PendingAction) *InteractionPendingAction {
 		// Past its expiry it can no longer be answered, even before the expiry sweep marks it.
 		status = work.ActionExpired
 	}
-	return &InteractionPendingAction{ID: a.ID, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: status, ExpiresAt: a.ExpiresAt}
+	return &InteractionPendingAction{ID: a.ID, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: status, ExpiresAt: a.ExpiresAt,
+		OnExpiry: a.OnExpiry, EscalatedAt: escalatedAt(a.EscalatedAt), Resolution: a.Resolution, Call: a.Call}
 }
 
 // interactionQuestion is the Interaction of the workspace and the run its pending action

@@ -44,7 +44,8 @@ type ResumeTokenGrant struct {
 }
 
 func questionOf(q domain.Question) InteractionPendingAction {
-	return InteractionPendingAction{ID: q.ID, Kind: q.Kind, Prompt: q.Prompt, Options: q.Options, Status: work.ActionCreated, ExpiresAt: q.ExpiresAt}
+	return InteractionPendingAction{ID: q.ID, Kind: q.Kind, Prompt: q.Prompt, Options: q.Options, Status: work.ActionCreated, ExpiresAt: q.ExpiresAt,
+		OnExpiry: q.OnExpiry, EscalatedAt: escalatedAt(q.EscalatedAt), Call: q.Call}
 }
 
 // cursorOf and parseCursor spell an inbox cursor: the creation time (Unix milliseconds) and id of

@@ -68,7 +68,7 @@ func taskOf(t domain.Task) Task {
 type TaskActivity struct {
 	Seq         int64     `json:"seq"`
 	Kind        string    `json:"kind" enum:"turn,question,run" doc:"A participant's turn, a question, the run's own course"`
-	Phase       string    `json:"phase" enum:"started,completed,waiting,answered,failed,cancelled,paused,resumed"`
+	Phase       string    `json:"phase" enum:"started,completed,waiting,answered,failed,cancelled,paused,resumed,expired,reminded,escalated,refused"`
 	Label       string    `json:"label" doc:"A functional label: Preparing and Prepared, or the Flow step's display name"`
 	Participant string    `json:"participant,omitempty" doc:"The participant of a turn, only for Entries whose participants are visible"`
 	CreatedAt   time.Time `json:"createdAt"`

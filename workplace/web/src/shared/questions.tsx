@@ -6,7 +6,7 @@
 import { useId, useState, type ReactNode } from "react";
 import { bytesToBase64 } from "../workplace/presentation";
 import { ApiError, enc, post } from "./api";
-import type { Exchange, PendingAction } from "./types";
+import type { ApprovalCall, Exchange, PendingAction } from "./types";
 
 const tokenKey = (workspace: string, interactionId: string) => `platform.resumeToken/${workspace}/${interactionId}`;
 
@@ -149,8 +149,111 @@ export function QuestionCard({
   );
 }
 
+/**
+ * What happens when nobody answers in time, said before it happens: the run fails, the call is
+ * rejected, the run goes on with the declared default, or the question goes to the workspace's
+ * Owners and Admins (once).
+ */
+export function expiryNote(action: Pick<PendingAction, "onExpiry" | "escalatedAt" | "kind">): string | undefined {
+  if (action.escalatedAt) return "Nobody answered in time: now waiting for the workspace's Owners and Admins. If nobody answers, the work fails.";
+  switch (action.onExpiry) {
+    case "reject":
+      return action.kind === "approval" ? "If nobody answers in time, the call is rejected." : "If nobody answers in time, the answer is No.";
+    case "proceed":
+      return "If nobody answers in time, the work goes on with a default answer.";
+    case "escalate":
+      return "If nobody answers in time, the question goes to the workspace's Owners and Admins.";
+  }
+  return undefined;
+}
+
+/** A value of a call's arguments as a readable structure: objects as terms, lists in order. */
+function ArgumentValue({ value, depth }: { value: unknown; depth: number }) {
+  if (value === null || typeof value !== "object") {
+    return <code className="arg-scalar">{typeof value === "string" ? value : JSON.stringify(value)}</code>;
+  }
+  if (depth > 8) return <code className="arg-scalar">{JSON.stringify(value)}</code>;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return <code className="arg-scalar">[]</code>;
+    return (
+      <ol className="arg-list">
+        {value.map((v, i) => (
+          <li key={i}>
+            <ArgumentValue value={v} depth={depth + 1} />
+          </li>
+        ))}
+      </ol>
+    );
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0) return <code className="arg-scalar">{"{}"}</code>;
+  return (
+    <dl className="arg-object">
+      {entries.map(([k, v]) => (
+        <div key={k} className="arg-entry">
+          <dt>{k}</dt>
+          <dd>
+            <ArgumentValue value={v} depth={depth + 1} />
+          </dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+/** The exact call an approval decides: who calls which tool of which provider, the complete arguments and the call's digest. */
+export function ApprovalCallView({ call }: { call: ApprovalCall }) {
+  return (
+    <section className="approval-call" aria-label="The call to approve">
+      <dl className="call-facts">
+        <div>
+          <dt>Tool</dt>
+          <dd>
+            <code>{call.toolName}</code> <span className="muted">({call.tool})</span>
+          </dd>
+        </div>
+        <div>
+          <dt>Provider</dt>
+          <dd>
+            <code>{call.provider}</code>
+          </dd>
+        </div>
+        <div>
+          <dt>Agent</dt>
+          <dd>
+            <code>{call.agent}</code>
+          </dd>
+        </div>
+      </dl>
+      <h4 className="call-heading">Arguments</h4>
+      {/* Long arguments scroll inside the card; the region is focusable so a keyboard scrolls it too. */}
+      <div className="call-arguments" data-call-arguments role="region" aria-label="Arguments of the call" tabIndex={0}>
+        <ArgumentValue value={call.arguments} depth={0} />
+      </div>
+      <p className="call-digest muted">
+        Exactly this call runs once approved: <code data-call-digest>{call.digest}</code>
+      </p>
+    </section>
+  );
+}
+
 /** Rule 9: a choice is one-click buttons, a confirmation one click, an input a small inline composer; files and approvals inline too. */
 export function PendingActionControls({ action, busy, onAnswer }: { action: PendingAction; busy: boolean; onAnswer: (body: Record<string, unknown>) => void }) {
+  const note = expiryNote(action);
+  return (
+    <>
+      {action.kind === "approval" && action.call && <ApprovalCallView call={action.call} />}
+      {note && (
+        <p className="expiry-note muted" data-expiry={action.escalatedAt ? "escalated" : action.onExpiry}>
+          {note}
+        </p>
+      )}
+      <AnswerControls action={action} busy={busy} onAnswer={onAnswer} />
+    </>
+  );
+}
+
+function AnswerControls({ action, busy, onAnswer }: { action: PendingAction; busy: boolean; onAnswer: (body: Record<string, unknown>) => void }) {
   const [text, setText] = useState("");
   const [reason, setReason] = useState("");
   const [file, setFile] = useState<File>();

@@ -124,6 +124,25 @@ export interface PendingAction {
   options?: Choice[];
   status: "created" | "completed" | "expired" | "cancelled";
   expiresAt: string;
+  /** What the question turns into when nobody answers before expiresAt. */
+  onExpiry?: "fail" | "reject" | "proceed" | "escalate";
+  /** When nobody answered in time and it was re-addressed to the workspace's Owners and Admins. */
+  escalatedAt?: string;
+  resolution?: "answered" | "failed" | "rejected" | "proceeded";
+  /** The exact tool call an approval decides. */
+  call?: ApprovalCall;
+}
+
+/** The exact call an approval decides: once approved, only the call with this digest runs. */
+export interface ApprovalCall {
+  agent: string;
+  tool: string;
+  toolName: string;
+  provider: string;
+  /** The complete arguments, as the model sent them. */
+  arguments: unknown;
+  /** sha256:<hex> of the canonical encoding of the call. */
+  digest: string;
 }
 
 export type ActionType =
@@ -172,7 +191,19 @@ export interface Exchange {
 export interface Activity {
   seq: number;
   kind: "turn" | "question" | "run";
-  phase: "started" | "completed" | "waiting" | "answered" | "failed" | "cancelled" | "paused" | "resumed";
+  phase:
+    | "started"
+    | "completed"
+    | "waiting"
+    | "answered"
+    | "failed"
+    | "cancelled"
+    | "paused"
+    | "resumed"
+    | "expired"
+    | "reminded"
+    | "escalated"
+    | "refused";
   label: string;
   participant?: string;
   createdAt: string;

@@ -107,6 +107,23 @@ describe("rule 15: Task detail folds finished steps and keeps the current one", 
     expect(failed.current).toBeUndefined();
     expect(failed.finished[0].state).toBe("failed");
   });
+  it("shows what a question's expiry did: the reminder, the escalation, the fallback, and an approved call that was refused", () => {
+    const { finished, current } = foldSteps([
+      a(1, "question", "waiting", "Which level?"),
+      a(2, "question", "reminded", "Reminder: nobody answered yet"),
+      a(3, "question", "escalated", "Nobody answered in time: the question now waits for the workspace's Owners and Admins"),
+      a(4, "question", "expired", "Nobody answered in time: went on with the default answer (Brief)"),
+      a(5, "run", "refused", "An approved tool call was not made: tool kb-echo is no longer enabled"),
+    ]);
+    expect(current).toBeUndefined();
+    expect(finished.map((s) => [s.label, s.state])).toEqual([
+      ["Which level?", "finished"],
+      ["Reminder: nobody answered yet", "finished"],
+      ["Nobody answered in time: the question now waits for the workspace's Owners and Admins", "finished"],
+      ["Nobody answered in time: went on with the default answer (Brief)", "finished"],
+      ["An approved tool call was not made: tool kb-echo is no longer enabled", "failed"],
+    ]);
+  });
 });
 
 describe("file answers", () => {

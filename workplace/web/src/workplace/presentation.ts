@@ -144,7 +144,16 @@ export function foldSteps(activities: Activity[]): { finished: Step[]; current?:
           s.state = "finished";
           openQuestions.delete(a.label);
         }
+      } else if (a.phase === "expired") {
+        // Nobody answered in time: the waiting question ends, and what its fallback did is a step of its own.
+        for (const q of openQuestions.values()) q.state = "finished";
+        openQuestions.clear();
+        steps.push({ label: a.label, state: "finished", at: a.createdAt });
+      } else if (a.phase === "reminded" || a.phase === "escalated") {
+        steps.push({ label: a.label, state: "finished", at: a.createdAt });
       }
+    } else if (a.kind === "run" && a.phase === "refused") {
+      steps.push({ label: a.label, state: "failed", at: a.createdAt });
     } else if (a.kind === "run" && (a.phase === "failed" || a.phase === "cancelled")) {
       for (const s of open) s.state = a.phase;
       for (const s of openQuestions.values()) s.state = a.phase;
