@@ -458,6 +458,9 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 	// the steps in between are pure functions of the persisted data, so a crash before the
 	// commit only makes the next worker compute them again, with the same outcome.
 	var staged *work.Transition
+	// held is the run as the store holds it (run has the staged transitions applied): each
+	// commit checks against it that nobody changed the run meanwhile, instead of reading it.
+	held := *run
 	stage := func(t work.Transition) error {
 		if staged != nil {
 			t = staged.Then(t)
@@ -471,9 +474,9 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		}
 		t := *staged
 		staged = nil
-		next, err := e.work.Apply(ctx, run.ID, owner, t)
+		next, err := e.work.ApplyHeld(ctx, held, owner, t)
 		if err == nil {
-			*run = next
+			*run, held = next, next
 		}
 		return err
 	}
@@ -497,6 +500,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		return err
 	}
 	if !run.Pinned() {
+		ctx = context.WithValue(ctx, driveKey{}, &driveState{noToolCalls: true})
 		pin, input, reason, err := e.pin(ctx, run)
 		if err != nil {
 			return err

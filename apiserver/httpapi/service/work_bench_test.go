@@ -29,7 +29,7 @@ import (
 	"platform.dev/platform/apiserver/store/storetest"
 )
 
-func benchCall(b *testing.B, server *httptest.Server, method, path, body string) (int, map[string]any) {
+func benchCall(b testing.TB, server *httptest.Server, method, path, body string) (int, map[string]any) {
 	req, err := http.NewRequest(method, server.URL+path, bytes.NewBufferString(body))
 	if err != nil {
 		b.Fatal(err)
@@ -49,7 +49,7 @@ func benchCall(b *testing.B, server *httptest.Server, method, path, body string)
 }
 
 // benchFlow creates an agent with instructions and a published, active Direct flow on it.
-func benchFlow(b *testing.B, server *httptest.Server, name, instructions string) {
+func benchFlow(b testing.TB, server *httptest.Server, name, instructions string) {
 	for _, c := range []struct{ path, body string }{
 		{"/api/agents", `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"` + name + `"},"definition":{"instructions":"` + instructions + `"}}`},
 		{"/api/flows", directFlowBody(name, name, "Bench")},
@@ -196,7 +196,7 @@ var benchFlows atomic.Int64
 // Management objects with the control plane's loopback identity (a token), not the
 // administrator's client certificate, which the kube API verifies at every request, and runs
 // resolve their Flow versions and agents from informers first.
-func benchServer(b *testing.B, s *store.Store) *httptest.Server {
+func benchServer(b testing.TB, s *store.Store) *httptest.Server {
 	b.Helper()
 	if env.Server() == nil {
 		return workServer(b, s) // against an existing cluster there is no loopback identity
