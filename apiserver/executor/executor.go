@@ -17,12 +17,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/provider"
 	"platform.dev/platform/apiserver/work"
-	flowvalidation "platform.dev/platform/controllers/flow"
 	"platform.dev/platform/internal/config"
 )
 
@@ -134,6 +132,9 @@ type Executor struct {
 	running   context.Context
 	reserved  sync.WaitGroup
 	reserveN  atomic.Int64
+
+	// pinned keeps what the runs' pinned Flows and agents decode to.
+	pinned pinnedCache
 }
 
 // New checks opts and builds an Executor.
@@ -463,6 +464,9 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 	// the steps in between are pure functions of the persisted data, so a crash before the
 	// commit only makes the next worker compute them again, with the same outcome.
 	var staged *work.Transition
+	// held is the run as the store holds it (run has the staged transitions applied): each
+	// commit checks against it that nobody changed the run meanwhile, instead of reading it.
+	held := *run
 	stage := func(t work.Transition) error {
 		if staged != nil {
 			t = staged.Then(t)
@@ -476,9 +480,9 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		}
 		t := *staged
 		staged = nil
-		next, err := e.work.Apply(ctx, run.ID, owner, t)
+		next, err := e.work.ApplyHeld(ctx, held, owner, t)
 		if err == nil {
-			*run = next
+			*run, held = next, next
 		}
 		return err
 	}
@@ -502,6 +506,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		return err
 	}
 	if !run.Pinned() {
+		ctx = context.WithValue(ctx, driveKey{}, &driveState{noToolCalls: true})
 		pin, input, reason, err := e.pin(ctx, run)
 		if err != nil {
 			return err
@@ -532,19 +537,13 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		log.Info("flow run step restarted after its worker stopped", "step", run.CurrentStep, "attempt", run.Attempt)
 		stepsRestarted.Inc()
 	}
-	var def platformv1.FlowDefinition
-	if err := json.Unmarshal(run.Snapshot, &def); err != nil {
-		return fail(fmt.Sprintf("the pinned flow snapshot is unreadable: %v", err))
+	g, reason := e.pinned.graph(run.Snapshot)
+	if reason != "" {
+		return fail(reason)
 	}
-	g, err := graphOf(def)
-	if err != nil {
-		return fail(err.Error())
-	}
-	agents := map[string]provider.Agent{}
-	if len(run.Agents) > 0 {
-		if err := json.Unmarshal(run.Agents, &agents); err != nil {
-			return fail(fmt.Sprintf("the pinned agents are unreadable: %v", err))
-		}
+	agents, reason := e.pinned.agentsOf(run.Agents)
+	if reason != "" {
+		return fail(reason)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -699,16 +698,16 @@ func (e *Executor) pin(ctx context.Context, run *work.FlowRun) (*work.Pin, strin
 			return nil, "", "", err
 		}
 	}
-	if errs := flowvalidation.ValidateDefinition(&def, field.NewPath("definition")); len(errs) > 0 {
+	invalid := func(errs error) string {
 		what := "version " + run.FlowVersion
 		if run.FlowDraft {
 			what = "draft revision " + run.FlowRevision
 		}
-		return nil, "", fmt.Sprintf("%s of flow %q is invalid: %v", what, run.FlowName, errs.ToAggregate()), nil
+		return fmt.Sprintf("%s of flow %q is invalid: %v", what, run.FlowName, errs)
 	}
-	g, err := graphOf(def)
-	if err != nil {
-		return nil, "", err.Error(), nil
+	g, snapshot, reason, err := e.pinned.version(def, !run.FlowDraft, invalid)
+	if err != nil || reason != "" {
+		return nil, "", reason, err
 	}
 	agents := map[string]provider.Agent{}
 	for _, name := range g.agentNames() {
@@ -720,10 +719,6 @@ func (e *Executor) pin(ctx context.Context, run *work.FlowRun) (*work.Pin, strin
 			return nil, "", "", err
 		}
 		agents[name] = a
-	}
-	snapshot, err := json.Marshal(def)
-	if err != nil {
-		return nil, "", "", err
 	}
 	pinnedAgents, err := json.Marshal(agents)
 	if err != nil {

@@ -28,6 +28,15 @@ type ToolRunner interface {
 // (Platform:Tools:MaxCallsPerStep).
 const DefaultMaxToolCallsPerStep = 16
 
+// driveState is what one execution of a run (drive) knows beyond the run's row.
+type driveState struct {
+	// noToolCalls: the run has no tool calls recorded, so an Agent step need not read them. True
+	// for a run this execution pinned (tool calls come after the pin) until it requests any.
+	noToolCalls bool
+}
+
+type driveKey struct{}
+
 // maxExtraTurns is how many answers past its tool-call budget a model gets to answer before its
 // step fails: a model that keeps calling tools it no longer has must not hold a worker.
 const maxExtraTurns = 3
@@ -54,9 +63,13 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 			req.Tools = append(req.Tools, provider.ToolSpec{Name: t.FunctionName, Description: t.Description, Parameters: t.InputSchema})
 		}
 	}
-	calls, err := e.work.ToolCalls(ctx, run.ID, step.Name)
-	if err != nil {
-		return provider.Action{}, &outcome{err: err}
+	var calls []work.ToolCall
+	drive, _ := ctx.Value(driveKey{}).(*driveState)
+	if drive == nil || !drive.noToolCalls {
+		var err error
+		if calls, err = e.work.ToolCalls(ctx, run.ID, step.Name); err != nil {
+			return provider.Action{}, &outcome{err: err}
+		}
 	}
 	// An answered question of the agent follows the step's tool calls it was asked after.
 	answered := req.Transcript
@@ -106,6 +119,9 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 				call.Tool, call.Provider = t.Tool, t.Provider
 			}
 			turn = append(turn, call)
+		}
+		if drive != nil {
+			drive.noToolCalls = false // from the request on, whether or not it committed
 		}
 		if err := e.work.RequestToolCalls(ctx, run.ID, run.LeaseOwner, turn); err != nil {
 			return provider.Action{}, &outcome{err: err}

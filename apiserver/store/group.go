@@ -114,7 +114,9 @@ func (s *Store) runShared(batch []*groupRequest) {
 	}
 	if err := tx.Commit(); err != nil {
 		everyoneAlone()
+		return
 	}
+	s.counter.commits.Add(1)
 }
 
 // runInSavepoint runs r's fn in a savepoint of tx; r.err is fn's error (its writes rolled back).
@@ -123,6 +125,7 @@ func (s *Store) runInSavepoint(tx *sql.Tx, r *groupRequest) bool {
 	if _, err := tx.Exec(`SAVEPOINT grouped`); err != nil {
 		return false
 	}
+	s.counter.transactions.Add(1)
 	if r.err = r.fn(tx); r.err != nil {
 		if _, err := tx.Exec(`ROLLBACK TO grouped`); err != nil {
 			return false

@@ -16,6 +16,7 @@ const maxCachedStatements = 512
 // preparing anything themselves.
 type statementCache struct {
 	driver.Connector
+	counter *counter
 }
 
 func (c statementCache) Connect(ctx context.Context) (driver.Conn, error) {
@@ -28,7 +29,7 @@ func (c statementCache) Connect(ctx context.Context) (driver.Conn, error) {
 		_ = conn.Close()
 		return nil, errors.New("store: the SQLite driver's connection lacks the methods the statement cache needs")
 	}
-	return &cachingConn{sqliteConn: inner, statements: map[string]*cachedStatement{}}, nil
+	return &cachingConn{sqliteConn: inner, statements: map[string]*cachedStatement{}, counter: c.counter}, nil
 }
 
 // sqliteConn is what the SQLite driver's connection implements and database/sql asks of it.
@@ -46,6 +47,17 @@ type sqliteConn interface {
 type cachingConn struct {
 	sqliteConn
 	statements map[string]*cachedStatement
+	counter    *counter
+}
+
+// ExecContext runs a statement without arguments at once (with arguments the driver skips to
+// preparing it, which counts it when it runs).
+func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	result, err := c.sqliteConn.ExecContext(ctx, query, args)
+	if !errors.Is(err, driver.ErrSkip) {
+		c.counter.statement(query)
+	}
+	return result, err
 }
 
 func (c *cachingConn) Prepare(query string) (driver.Stmt, error) {
@@ -53,23 +65,24 @@ func (c *cachingConn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if s, ok := c.statements[query]; ok {
-		if s.lent {
-			return c.sqliteConn.PrepareContext(ctx, query)
-		}
+	if s, ok := c.statements[query]; ok && !s.lent {
 		s.lent = true
 		return s, nil
 	}
 	stmt, err := c.sqliteConn.PrepareContext(ctx, query)
-	if err != nil || len(c.statements) >= maxCachedStatements {
-		return stmt, err
+	if err != nil {
+		return nil, err
 	}
 	inner, ok := stmt.(sqliteStmt)
 	if !ok {
-		return stmt, nil
+		_ = stmt.Close()
+		return nil, errors.New("store: the SQLite driver's statement lacks the methods the statement cache needs")
 	}
-	s := &cachedStatement{sqliteStmt: inner, lent: true}
-	c.statements[query] = s
+	s := &cachedStatement{sqliteStmt: inner, lent: true, query: query, counter: c.counter}
+	if _, taken := c.statements[query]; !taken && len(c.statements) < maxCachedStatements {
+		s.cached = true
+		c.statements[query] = s
+	}
 	return s, nil
 }
 
@@ -95,12 +108,29 @@ type sqliteStmt interface {
 
 // cachedStatement is returned to its connection's cache when database/sql closes it (after an
 // Exec, or when the rows of a Query close, which resets it).
+// One that is not cached (its query's is lent, or the cache is full) is finalized instead.
 type cachedStatement struct {
 	sqliteStmt
-	lent bool
+	lent    bool
+	cached  bool
+	query   string
+	counter *counter
+}
+
+func (s *cachedStatement) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	s.counter.statement(s.query)
+	return s.sqliteStmt.ExecContext(ctx, args)
+}
+
+func (s *cachedStatement) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	s.counter.statement(s.query)
+	return s.sqliteStmt.QueryContext(ctx, args)
 }
 
 func (s *cachedStatement) Close() error {
+	if !s.cached {
+		return s.sqliteStmt.Close()
+	}
 	s.lent = false
 	// Reset repeats the error of a failed last step, which its user has already seen.
 	_ = s.Reset()

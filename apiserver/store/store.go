@@ -19,8 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" database/sql driver, which tests use
 	"github.com/ncruces/go-sqlite3"
 	sqlitedriver "github.com/ncruces/go-sqlite3/driver" // its SQLite build comes with it
 	"github.com/pressly/goose/v3"
@@ -70,6 +71,8 @@ type Store struct {
 	// the same few queries are rebound at every call of the serving path.
 	rebound  sync.Map
 	reboundN atomic.Int64
+	// counter counts what the store runs (Counts), shared with its connections.
+	counter *counter
 }
 
 // maxRebound bounds Rebind's memory: queries built with a varying number of placeholders are
@@ -127,7 +130,8 @@ func openSQLite(ctx context.Context, dataDir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	db := sql.OpenDB(statementCache{connector})
+	counts := &counter{}
+	db := sql.OpenDB(statementCache{Connector: connector, counter: counts})
 	// A connection is costly to open (a SQLite instance and its pragmas): keep the ones that
 	// concurrent requests opened instead of the pool's default two.
 	db.SetMaxIdleConns(maxIdleConns)
@@ -135,7 +139,7 @@ func openSQLite(ctx context.Context, dataDir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	return &Store{db: db, dialect: SQLite}, nil
+	return &Store{db: db, dialect: SQLite, counter: counts}, nil
 }
 
 // sqliteDSN names the file with the settings every pooled connection gets: the driver runs the
@@ -171,10 +175,13 @@ func openPostgres(ctx context.Context, rawURL string) (*Store, error) {
 		}
 		return errors.New(strings.Join(strings.Fields(msg), " "))
 	}
-	db, err := sql.Open("pgx", rawURL)
+	config, err := pgx.ParseConfig(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("database %s is invalid: %v", shown, hide(err))
 	}
+	counts := &counter{}
+	config.Tracer = counts
+	db := stdlib.OpenDB(*config)
 	// A PostgreSQL connection is a server process: the pool keeps what it opened (instead of the
 	// default two idle, which under load opens and closes one per query) and stays well under
 	// the server's default max_connections of 100.
@@ -186,7 +193,7 @@ func openPostgres(ctx context.Context, rawURL string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("database %s: cannot connect: %v", shown, hide(err))
 	}
-	return &Store{db: db, dialect: Postgres}, nil
+	return &Store{db: db, dialect: Postgres, counter: counts}, nil
 }
 
 // redact returns the URL with its password replaced, or a placeholder when it does not parse.
@@ -360,10 +367,15 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	s.counter.transactions.Add(1)
 	if err := fn(tx); err != nil {
 		return errors.Join(err, ignoreDone(tx.Rollback()))
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.counter.commits.Add(1)
+	return nil
 }
 
 func ignoreDone(err error) error {

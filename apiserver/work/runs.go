@@ -237,12 +237,31 @@ func (t Transition) Then(u Transition) Transition {
 // ErrLeaseLost when the run is no longer Pending or Running under owner's lease (it was paused,
 // cancelled or claimed by another worker): the caller must drop the run without acting.
 func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (FlowRun, error) {
+	return s.apply(ctx, runID, nil, owner, t)
+}
+
+// ApplyHeld is Apply for the worker that holds the run as the store last returned it (Claim, a
+// leased Submit, or its previous ApplyHeld): instead of reading the run again, the write checks
+// that nothing changed it meanwhile (the same version, still Pending or Running under owner's
+// lease), and ErrLeaseLost otherwise. A transition costs a statement less. The lease's expiry,
+// which renewals move without a new version, is kept as the store has it, and the returned run
+// has held's.
+func (s *Store) ApplyHeld(ctx context.Context, held FlowRun, owner string, t Transition) (FlowRun, error) {
+	return s.apply(ctx, held.ID, &held, owner, t)
+}
+
+func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner string, t Transition) (FlowRun, error) {
 	var out FlowRun
 	// The worker holds the run: a transition of it makes nothing runnable for the others.
 	err := s.inTxNotify(ctx, func() []string { return runTopics(out, false) }, func(tx *sql.Tx) error {
-		run, err := s.lockRun(ctx, tx, runID, "")
-		if err != nil {
-			return err
+		var run FlowRun
+		if held != nil {
+			run = *held
+		} else {
+			var err error
+			if run, err = s.lockRun(ctx, tx, runID, ""); err != nil {
+				return err
+			}
 		}
 		if run.LeaseOwner != owner || (run.State != StatePending && run.State != StateRunning) {
 			return fmt.Errorf("run %s is %s under lease %q: %w", runID, run.State, run.LeaseOwner, ErrLeaseLost)
@@ -269,7 +288,13 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 		if next.State != StatePending && next.State != StateRunning {
 			next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
 		}
-		if out, err = s.saveRun(ctx, tx, run, next, now); err != nil {
+		var err error
+		if held != nil {
+			out, err = s.saveHeldRun(ctx, tx, run, next, owner, now)
+		} else {
+			out, err = s.saveRun(ctx, tx, run, next, now)
+		}
+		if err != nil {
 			return err
 		}
 		return s.appendEvents(ctx, tx, out, now, events...)
@@ -354,14 +379,32 @@ func (s *Store) lockRun(ctx context.Context, tx *sql.Tx, runID, workspaceID stri
 // saveRun writes next over old (the version read in the same transaction), bumps the version and
 // keeps the WorkItem's status, result and reason in step with the run.
 func (s *Store) saveRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time) (FlowRun, error) {
+	return s.writeRun(ctx, tx, old, next, now, `lease_expires_at = ?`, ` AND version = ?`, ms(next.LeaseExpiresAt), old.Version)
+}
+
+// saveHeldRun is saveRun over old as owner's worker holds it, not read in the transaction: the
+// write finds the run only if it is still that version, Pending or Running under owner's lease
+// (ErrLeaseLost otherwise), and keeps its lease expiry unless next gives the lease up.
+func (s *Store) saveHeldRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, owner string, now time.Time) (FlowRun, error) {
+	next, err := s.writeRun(ctx, tx, old, next, now, `lease_expires_at = CASE WHEN ? = '' THEN 0 ELSE lease_expires_at END`,
+		` AND version = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`, next.LeaseOwner, old.Version, owner)
+	if errors.Is(err, ErrStale) {
+		return next, fmt.Errorf("run %s was changed by another since its worker's last transition: %w", old.ID, ErrLeaseLost)
+	}
+	return next, err
+}
+
+// writeRun writes next's fields over the run old with the lease expiry set by leaseSet and the
+// condition where, leaseSet's and where's arguments in args; ErrStale when no run matched.
+func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time, leaseSet, where string, args ...any) (FlowRun, error) {
 	next.Version = old.Version + 1
 	next.UpdatedAt = now.UTC().Truncate(time.Millisecond)
 	res, err := s.txExec(ctx, tx, `UPDATE flow_runs SET flow_digest = ?, flow_snapshot = ?, agents = ?, state = ?,
 		paused_from = ?, current_step = ?, step_started = ?, attempt = ?, data = ?, result = ?, reason = ?, lease_owner = ?,
-		lease_expires_at = ?, version = ?, updated_at = ? WHERE id = ? AND version = ?`,
-		next.FlowDigest, nullJSON(next.Snapshot), nullJSON(next.Agents), next.State, next.PausedFrom, next.CurrentStep,
-		boolInt(next.StepStarted), next.Attempt, string(next.Data), nullJSON(next.Result), next.Reason, next.LeaseOwner,
-		ms(next.LeaseExpiresAt), next.Version, ms(now), old.ID, old.Version)
+		`+leaseSet+`, version = ?, updated_at = ? WHERE id = ?`+where,
+		append([]any{next.FlowDigest, nullJSON(next.Snapshot), nullJSON(next.Agents), next.State, next.PausedFrom, next.CurrentStep,
+			boolInt(next.StepStarted), next.Attempt, string(next.Data), nullJSON(next.Result), next.Reason, next.LeaseOwner,
+			args[0], next.Version, ms(now), old.ID}, args[1:]...)...)
 	if err != nil {
 		return next, err
 	}

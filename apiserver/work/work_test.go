@@ -338,3 +338,46 @@ func TestATransitionDoesNotWaitForATransactionReferringToItsRun(t *testing.T) {
 		g.Expect(child.Commit()).To(Succeed())
 	})
 }
+
+// A worker's transition written against the run as it holds it (ApplyHeld) persists only while
+// nobody changed the run: after a takeover or a pause it is refused as a lost lease, and a lease
+// renewed meanwhile keeps its new expiry.
+func TestATransitionOfTheHeldRunIsRefusedOnceTheRunChangedUnderIt(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, c := newStore(s)
+		_, run, _ := submit(t, w)
+		held, err := w.Claim(ctx, "worker-1", 10*time.Second)
+		g.Expect(err).NotTo(HaveOccurred())
+		renewed, err := w.RenewLease(ctx, run.ID, "worker-1", time.Minute)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(renewed).To(BeTrue())
+		next, err := w.ApplyHeld(ctx, *held, "worker-1", work.Transition{State: work.StateRunning, Events: []work.Event{{Type: work.EventRunStarted}}})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(next.State).To(Equal(work.StateRunning))
+		stored, err := w.Run(ctx, wsA.WorkspaceID, run.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(stored.Version).To(Equal(next.Version))
+		g.Expect(stored.LeaseExpiresAt).To(BeTemporally("~", c.Now().Add(time.Minute), time.Millisecond), "the renewal is kept")
+
+		_, err = w.ApplyHeld(ctx, *held, "worker-1", work.Transition{Attempt: 2})
+		g.Expect(err).To(MatchError(work.ErrLeaseLost), "a stale copy of the run is refused")
+
+		c.Add(2 * time.Minute)
+		taken, err := w.Claim(ctx, "worker-2", 10*time.Second)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(taken).NotTo(BeNil())
+		_, err = w.ApplyHeld(ctx, next, "worker-1", work.Transition{Attempt: 2})
+		g.Expect(err).To(MatchError(work.ErrLeaseLost), "the worker whose run was taken over cannot persist a transition")
+
+		_, err = w.Pause(ctx, wsA.WorkspaceID, run.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = w.ApplyHeld(ctx, *taken, "worker-2", work.Transition{Attempt: 2})
+		g.Expect(err).To(MatchError(work.ErrLeaseLost), "a paused run is not changed by its worker")
+		stored, err = w.Run(ctx, wsA.WorkspaceID, run.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(stored.State).To(Equal(work.StatePaused))
+		g.Expect(stored.Attempt).To(Equal(1))
+	})
+}

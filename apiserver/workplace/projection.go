@@ -76,12 +76,17 @@ func (s *Store) Observe(ctx context.Context, tx *sql.Tx, run work.FlowRun, event
 		}
 		c.interaction = &i
 	}
-	t, err := s.taskTx(ctx, tx, run.WorkTaskID)
-	switch {
-	case err == nil:
-		c.task = &t
-	case !errors.Is(err, ErrNotFound):
-		return err
+	// A WorkItem that is its own Task and was submitted in this transaction has no Task yet
+	// (a Task and the WorkItem of its id are created and deleted together, and the WorkItem's
+	// insert just succeeded): there is nothing to read.
+	if !created || run.WorkTaskID != run.WorkItemID {
+		t, err := s.taskTx(ctx, tx, run.WorkTaskID)
+		switch {
+		case err == nil:
+			c.task = &t
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
 	}
 	if c.task == nil && c.interaction != nil &&
 		TaskReferenceVisible(platformv1.TaskDisplay(c.interaction.TaskDisplay), TaskFacts{Observed: s.now().Sub(c.interaction.CreatedAt)}) {

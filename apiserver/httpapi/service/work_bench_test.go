@@ -29,7 +29,7 @@ import (
 	"platform.dev/platform/apiserver/store/storetest"
 )
 
-func benchCall(b *testing.B, server *httptest.Server, method, path, body string) (int, map[string]any) {
+func benchCall(b testing.TB, server *httptest.Server, method, path, body string) (int, map[string]any) {
 	req, err := http.NewRequest(method, server.URL+path, bytes.NewBufferString(body))
 	if err != nil {
 		b.Fatal(err)
@@ -49,7 +49,7 @@ func benchCall(b *testing.B, server *httptest.Server, method, path, body string)
 }
 
 // benchFlow creates an agent with instructions and a published, active Direct flow on it.
-func benchFlow(b *testing.B, server *httptest.Server, name, instructions string) {
+func benchFlow(b testing.TB, server *httptest.Server, name, instructions string) {
 	for _, c := range []struct{ path, body string }{
 		{"/api/agents", `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"` + name + `"},"definition":{"instructions":"` + instructions + `"}}`},
 		{"/api/flows", directFlowBody(name, name, "Bench")},
@@ -75,8 +75,10 @@ func reportLatencies(b *testing.B, unit string, latencies []time.Duration) {
 // measureClients runs once b.N times from the given number of concurrent clients and reports the
 // throughput and latencies in unit, and the process's CPU time per call (cpu-ms/op) with the
 // cores it kept busy: on this machine the CPU, not the store, bounds the rate, which these show.
+// What s ran meanwhile is reported per call (reportStoreCost), and the throughput's share of
+// rawCommits, the commits/s of the same store measured in the same run (of-raw).
 // A client stops at its first failed call.
-func measureClients(b *testing.B, clients int, unit string, once func() bool) {
+func measureClients(b *testing.B, s *store.Store, rawCommits float64, clients int, unit string, once func() bool) {
 	var (
 		next      atomic.Int64
 		mu        sync.Mutex
@@ -85,6 +87,7 @@ func measureClients(b *testing.B, clients int, unit string, once func() bool) {
 	)
 	cpuBefore := processCPU(b)
 	hostBefore, hostMeasured := hostCPU()
+	countsBefore := s.Counts()
 	b.ResetTimer()
 	for range clients {
 		wg.Add(1)
@@ -104,6 +107,8 @@ func measureClients(b *testing.B, clients int, unit string, once func() bool) {
 	wg.Wait()
 	if len(latencies) > 0 {
 		reportLatencies(b, unit, latencies)
+		b.ReportMetric(float64(len(latencies))/b.Elapsed().Seconds()/rawCommits, "of-raw")
+		reportStoreCost(b, s.Counts().Sub(countsBefore), len(latencies))
 		cpu := processCPU(b) - cpuBefore
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(latencies)), "cpu-ms/op")
 		b.ReportMetric(cpu.Seconds()/b.Elapsed().Seconds(), "cores")
@@ -113,6 +118,23 @@ func measureClients(b *testing.B, clients int, unit string, once func() bool) {
 			b.ReportMetric((hostAfter-hostBefore).Seconds()/b.Elapsed().Seconds(), "host-cores")
 		}
 	}
+}
+
+// reportStoreCost reports what the store ran per operation, as the store counted it: statements
+// (stmt/op), its callers' transactions (tx/op) and the commits they took (commits/op; on SQLite
+// concurrent transactions share one).
+func reportStoreCost(b *testing.B, ran store.Counts, ops int) {
+	b.ReportMetric(float64(ran.Statements)/float64(ops), "stmt/op")
+	b.ReportMetric(float64(ran.Transactions)/float64(ops), "tx/op")
+	b.ReportMetric(float64(ran.Commits)/float64(ops), "commits/op")
+}
+
+// rawCommitsNow measures the store's raw commits/s (storetest.BenchRawCommits) for a second, for
+// the Work benchmarks' ratio to the ceiling of the same store in the same run, and reports it.
+func rawCommitsNow(b *testing.B, s *store.Store) float64 {
+	rate := storetest.RawCommitsPerSecond(b, s, time.Second)
+	b.Logf("%s raw commits: %.0f/s", s.Dialect(), rate)
+	return rate
 }
 
 // hostCPU is the CPU time all of the machine's processors spent busy so far (Linux: /proc/stat);
@@ -174,7 +196,7 @@ var benchFlows atomic.Int64
 // Management objects with the control plane's loopback identity (a token), not the
 // administrator's client certificate, which the kube API verifies at every request, and runs
 // resolve their Flow versions and agents from informers first.
-func benchServer(b *testing.B, s *store.Store) *httptest.Server {
+func benchServer(b testing.TB, s *store.Store) *httptest.Server {
 	b.Helper()
 	if env.Server() == nil {
 		return workServer(b, s) // against an existing cluster there is no loopback identity
@@ -200,6 +222,7 @@ func benchServer(b *testing.B, s *store.Store) *httptest.Server {
 func BenchmarkWorkItemsEndToEnd(b *testing.B) {
 	storetest.ForEachDialectBench(b, func(b *testing.B, s *store.Store) {
 		server := benchServer(b, s)
+		rawCommits := rawCommitsNow(b, s)
 		for _, clients := range []int{1, 8, 64} {
 			b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 				flow := fmt.Sprintf("bench-%d", benchFlows.Add(1))
@@ -208,20 +231,16 @@ func BenchmarkWorkItemsEndToEnd(b *testing.B) {
 				// The time transactions spent writing the Workplace outbox, waits for the rows it
 				// locks included: where the transactions of one busy workspace would queue.
 				outboxBefore := outboxWriteSeconds(b)
-				// On SQLite, how busy the single writer was (near 1 it is the bound), and how many
-				// transactions an item took and how many shared each commit.
+				// On SQLite, how busy the single writer was with the grouped commits (near 1 it is
+				// the bound).
 				writerBefore := histogram(b, "platform_store_commit_group_seconds")
-				txBefore := histogram(b, "platform_store_commit_group_transactions")
 				defer func() {
 					b.ReportMetric((outboxWriteSeconds(b)-outboxBefore)*1000/float64(b.N), "outbox-ms/op")
 					if writer := histogram(b, "platform_store_commit_group_seconds"); writer.GetSampleCount() > writerBefore.GetSampleCount() {
 						b.ReportMetric((writer.GetSampleSum()-writerBefore.GetSampleSum())/b.Elapsed().Seconds(), "writer-busy")
-						tx := histogram(b, "platform_store_commit_group_transactions")
-						b.ReportMetric((tx.GetSampleSum()-txBefore.GetSampleSum())/float64(b.N), "tx/op")
-						b.ReportMetric((tx.GetSampleSum()-txBefore.GetSampleSum())/float64(tx.GetSampleCount()-txBefore.GetSampleCount()), "tx/commit")
 					}
 				}()
-				measureClients(b, clients, "items/s", func() bool {
+				measureClients(b, s, rawCommits, clients, "items/s", func() bool {
 					status, out := benchCall(b, server, http.MethodPost, "/api/work/workitems?waitSeconds=30", body)
 					if status != http.StatusAccepted || field(out, "flowRun", "state") != "Completed" {
 						b.Errorf("submit: %d %v", status, out)
@@ -241,7 +260,13 @@ func BenchmarkSuspendRespondResume(b *testing.B) {
 		server := benchServer(b, s)
 		flow := fmt.Sprintf("bench-ask-%d", benchFlows.Add(1))
 		benchFlow(b, server, flow, `@requestChoice Pick\n@option a A`)
+		rawCommits := rawCommitsNow(b, s)
 		latencies := make([]time.Duration, 0, b.N)
+		// What the answers alone cost: the submissions run with the timer stopped.
+		var (
+			ran store.Counts
+			cpu time.Duration
+		)
 		b.ResetTimer()
 		for range b.N {
 			b.StopTimer()
@@ -254,13 +279,22 @@ func BenchmarkSuspendRespondResume(b *testing.B) {
 			path := "/api/flowRuns/" + field(out, "flowRun", "id").(string) + "/pending-actions/" + action + "/responses?waitSeconds=30"
 			answer := `{"resumeToken":"` + out["resumeToken"].(string) + `","value":"a"}`
 			b.StartTimer()
+			countsBefore, cpuBefore := s.Counts(), processCPU(b)
 			began := time.Now()
 			status, out = benchCall(b, server, http.MethodPost, path, answer)
 			latencies = append(latencies, time.Since(began))
+			ran, cpu = addCounts(ran, s.Counts().Sub(countsBefore)), cpu+processCPU(b)-cpuBefore
 			if status != http.StatusOK || field(out, "flowRun", "state") != "Completed" {
 				b.Fatalf("respond: %d %v", status, out)
 			}
 		}
 		reportLatencies(b, "resumes/s", latencies)
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/rawCommits, "of-raw")
+		reportStoreCost(b, ran, b.N)
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	})
+}
+
+func addCounts(a, b store.Counts) store.Counts {
+	return store.Counts{Statements: a.Statements + b.Statements, Transactions: a.Transactions + b.Transactions, Commits: a.Commits + b.Commits}
 }

@@ -18,12 +18,13 @@ func BenchmarkQuickAnswerEndToEnd(b *testing.B) {
 	storetest.ForEachDialectBench(b, func(b *testing.B, s *store.Store) {
 		b.Run("raw-commits", func(b *testing.B) { storetest.BenchRawCommits(b, s) })
 		server := workServer(b, s)
+		rawCommits := rawCommitsNow(b, s)
 		ws := routingWorkspace(b)
 		publishDemo(b, ws)
 		path := "/api/workspaces/" + ws + "/entries/quick-answer/interactions?waitSeconds=30"
 		for _, clients := range []int{1, 64} {
 			b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-				measureClients(b, clients, "interactions/s", func() bool {
+				measureClients(b, s, rawCommits, clients, "interactions/s", func() bool {
 					status, out := benchCall(b, server, http.MethodPost, path, `{"input":{"question":"Why?"}}`)
 					if status != http.StatusCreated || field(out, "action", "type") != "respond" {
 						b.Errorf("open: %d %v", status, out)

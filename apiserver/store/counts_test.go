@@ -1,0 +1,54 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"platform.dev/platform/apiserver/store"
+	"platform.dev/platform/apiserver/store/storetest"
+)
+
+// The store counts what it runs where the statements reach the database, on both dialects:
+// each read and write once, prepared or not, transaction control not at all, each transaction
+// of its callers, and the commits, which grouped transactions share on SQLite.
+func TestTheStoreCountsItsStatementsTransactionsAndCommits(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		_, err := s.DB().ExecContext(ctx, `CREATE TABLE counted (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)`)
+		g.Expect(err).NotTo(HaveOccurred())
+
+		before := s.Counts()
+		stop := s.RecordStatements()
+		insert := s.Rebind(`INSERT INTO counted (id, n) VALUES (?, ?)`)
+		g.Expect(s.InTx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, insert, 1, 10); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, insert, 2, 20)
+			return err
+		})).To(Succeed())
+		var n int
+		g.Expect(s.DB().QueryRowContext(ctx, s.Rebind(`SELECT n FROM counted WHERE id = ?`), 2).Scan(&n)).To(Succeed())
+		g.Expect(s.DB().QueryRowContext(ctx, `SELECT count(*) FROM counted`).Scan(&n)).To(Succeed())
+		g.Expect(s.GroupInTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, insert, 3, 30)
+			return err
+		})).To(Succeed())
+		recorded := stop()
+
+		g.Expect(s.Counts().Sub(before)).To(Equal(store.Counts{Statements: 5, Transactions: 2, Commits: 2}))
+		g.Expect(recorded).To(Equal([]string{insert, insert, s.Rebind(`SELECT n FROM counted WHERE id = ?`), `SELECT count(*) FROM counted`, insert}))
+
+		// A failed transaction counts its statements and itself, but no commit.
+		before = s.Counts()
+		g.Expect(s.InTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, insert, 1, 99)
+			return err
+		})).NotTo(Succeed())
+		g.Expect(s.Counts().Sub(before)).To(Equal(store.Counts{Statements: 1, Transactions: 1}))
+	})
+}
