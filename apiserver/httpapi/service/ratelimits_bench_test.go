@@ -67,8 +67,9 @@ func BenchmarkAHotTokenLeavesAnotherWorkspaceAlone(b *testing.B) {
 			resp.Body.Close()
 			return resp.StatusCode
 		}
+		rawCommits := rawCommitsNow(b, s)
 		calmReads := func(b *testing.B) {
-			measureClients(b, 1, "calm-requests/s", func() bool {
+			measureClients(b, s, rawCommits, 1, "calm-requests/s", func() bool {
 				if status := read(calm); status != http.StatusOK {
 					b.Errorf("the calm workspace's read: %d", status)
 					return false
