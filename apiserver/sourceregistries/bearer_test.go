@@ -2,7 +2,6 @@ package sourceregistries
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,30 +22,7 @@ const bearerToken = "reg-token-7f3a91c2d4"
 // never be stored.
 func storedText(t *testing.T, db *store.Store) string {
 	t.Helper()
-	var all strings.Builder
-	for _, table := range []string{"registry_observations", "registry_observation_shards", "registry_states", "registry_refreshes", "registry_first_seen"} {
-		rows, err := db.DB().Query("SELECT * FROM " + table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			values := make([]sql.RawBytes, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range values {
-				ptrs[i] = &values[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range values {
-				all.Write(v)
-				all.WriteByte(' ')
-			}
-		}
-		rows.Close()
-	}
-	return all.String()
+	return storetest.RowsText(t, db, "registry_observations", "registry_observation_shards", "registry_states", "registry_refreshes", "registry_first_seen")
 }
 
 func TestAStaticBearerCredentialIsResolvedForEachRequestToTheRegistrationsOriginOnlyAndIsNeverStored(t *testing.T) {

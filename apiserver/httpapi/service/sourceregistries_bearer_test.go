@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"database/sql"
 	"net/http"
 	"strings"
 	"sync"
@@ -21,35 +20,6 @@ import (
 // realRegistries are the index URLs whose registrations the service tests refresh through the
 // guarded client (over HTTPS, at a test registry) instead of a fakeRegistry.
 var realRegistries sync.Map // index URL -> fetcher maker
-
-// rowsText is every row of tables, as text.
-func rowsText(t *testing.T, db *store.Store, tables ...string) string {
-	t.Helper()
-	var all strings.Builder
-	for _, table := range tables {
-		rows, err := db.DB().Query("SELECT * FROM " + table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			values := make([]sql.RawBytes, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range values {
-				ptrs[i] = &values[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range values {
-				all.Write(v)
-				all.WriteByte(' ')
-			}
-		}
-		rows.Close()
-	}
-	return all.String()
-}
 
 func TestAPrivateRegistrationsBearerIsAnInstanceSecretResolvedPerRequestAndNeverInOutputAuditOrStoredRows(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, db *store.Store) {
@@ -110,7 +80,7 @@ func TestAPrivateRegistrationsBearerIsAnInstanceSecretResolvedPerRequestAndNever
 		for _, raw := range seen {
 			g.Expect(raw).NotTo(ContainSubstring(token))
 		}
-		stored := rowsText(t, db, "registry_observations", "registry_observation_shards", "registry_states", "registry_refreshes", "registry_first_seen", "audit_events")
+		stored := storetest.RowsText(t, db, "registry_observations", "registry_observation_shards", "registry_states", "registry_refreshes", "registry_first_seen", "audit_events")
 		g.Expect(stored).To(ContainSubstring(created.body["uid"].(string)), "(the rows were read)")
 		g.Expect(stored).NotTo(ContainSubstring(token), "no registry row nor audit record holds the credential")
 	})

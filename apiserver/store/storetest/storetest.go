@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -366,4 +367,37 @@ func rawCommitter(b *testing.B, s *store.Store) func(i int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// RowsText is every row of tables, as text: a test looks in it for a value that must never be
+// stored (a token, a password).
+func RowsText(t testing.TB, db *store.Store, tables ...string) string {
+	t.Helper()
+	var all strings.Builder
+	for _, table := range tables {
+		rows, err := db.DB().Query("SELECT * FROM " + table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			values := make([]sql.RawBytes, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range values {
+				ptrs[i] = &values[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range values {
+				all.Write(v)
+				all.WriteByte(' ')
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	return all.String()
 }
