@@ -358,8 +358,11 @@ function RegistrationDetail({ name, onChanged }: { name: string; onChanged: () =
       <RegistrationEditor
         key={data.etag}
         existing={data}
-        onSaved={() => {
+        onSaved={(saved) => {
           setNote({ kind: "info", text: "Saved." });
+          // The write's answer carries the new ETag: a delete or another save right after must
+          // not send the one from before the save while the read below is still on its way.
+          if (saved.etag) setData({ r: saved, etag: saved.etag });
           void load();
           onChanged();
         }}
