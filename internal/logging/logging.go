@@ -13,8 +13,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
 	"github.com/spf13/pflag"
 	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -160,10 +162,18 @@ func Setup(l Level, w io.Writer) {
 }
 
 // Logger is the logr logger of the platform's own code and controller-runtime at level l: JSON
-// lines on w.
-func Logger(l Level, w io.Writer) logr.Logger {
-	return zap.New(zap.WriteTo(w), zap.UseDevMode(false), zap.Level(l.Zap()),
+// lines on w. While the SQL store does not answer, its errors are written once per outageEvery
+// with a count (see outages).
+func Logger(l Level, w io.Writer) logr.Logger { return logger(l, w, outageEvery) }
+
+func logger(l Level, w io.Writer, every time.Duration) logr.Logger {
+	raw := zap.NewRaw(zap.WriteTo(w), zap.UseDevMode(false), zap.Level(l.Zap()),
 		zap.RawZapOpts(uberzap.WrapCore(func(c zapcore.Core) zapcore.Core { return stopCore{c} })))
+	// Outside controller-runtime's sampler, which lets through 100 lines of a message a second and
+	// then one in a hundred: the outage's counts count every refusal.
+	return zapr.NewLogger(raw.WithOptions(uberzap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return outageCore{Core: c, o: newOutages(c, every)}
+	})))
 }
 
 // stopping is set once the process stops on a signal.

@@ -2,9 +2,16 @@ package logging
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
@@ -108,4 +115,67 @@ func TestTheLeaderElectorsCancelledLeaseReadIsNotAnErrorButOtherErrorsAre(t *tes
 	if !strings.Contains(out.String(), "connection refused") {
 		t.Errorf("a failed Lease read that no stop caused was dropped; output: %q", out.String())
 	}
+}
+
+// While PostgreSQL restarts every request and every worker's round fails alike: the log says so
+// once at once, then once per period with the count of what was refused and by what, and goes
+// quiet when the refusals stop; other errors are written as ever.
+func TestAnOutageOfTheSQLStoreIsLoggedOncePerPeriodWithWhatItRefused(t *testing.T) {
+	g := NewWithT(t)
+	var out syncBuffer
+	log := logger(Warn, &out, 300*time.Millisecond)
+	down := fmt.Errorf("list tasks: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"})
+	for range 500 {
+		log.WithName("httpapi").Error(down, "request failed", "method", "GET", "route", "GET /api/tasks", "status", 503)
+	}
+	for range 10 {
+		log.WithName("executor").Error(down, "executing a flow run")
+	}
+	log.WithName("executor").Error(errors.New("a step's expression does not compile"), "executing a flow run")
+
+	lines := out.lines()
+	g.Expect(lines).To(HaveLen(2), "the outage once, and the error that is not one")
+	g.Expect(lines[0]).To(And(ContainSubstring(`"msg":"request failed"`), ContainSubstring(`"route":"GET /api/tasks"`),
+		ContainSubstring(`"outage":"the SQL store does not answer: until it does, one line per 300ms counts what it refused"`)))
+	g.Expect(lines[0]).NotTo(ContainSubstring("stacktrace"), "an outage's stack says nothing")
+	g.Expect(lines[1]).To(And(ContainSubstring("does not compile"), ContainSubstring("stacktrace")))
+
+	// The period ends with what it refused.
+	g.Eventually(out.lines).WithTimeout(5 * time.Second).Should(HaveLen(3))
+	var summary struct {
+		Msg       string         `json:"msg"`
+		Refused   int            `json:"refused"`
+		RefusedBy map[string]int `json:"refusedBy"`
+		Error     string         `json:"error"`
+	}
+	g.Expect(json.Unmarshal([]byte(out.lines()[2]), &summary)).To(Succeed())
+	g.Expect(summary.Msg).To(Equal("the SQL store still does not answer: 509 refused in the last 300ms"))
+	g.Expect(summary.Refused).To(Equal(509))
+	g.Expect(summary.RefusedBy).To(Equal(map[string]int{"httpapi: request failed": 499, "executor: executing a flow run": 10}))
+	g.Expect(summary.Error).To(ContainSubstring("57P01"))
+
+	// A period without refusals ends the outage silently; the next one is written at once.
+	time.Sleep(700 * time.Millisecond)
+	g.Expect(out.lines()).To(HaveLen(3))
+	log.WithName("hub").Error(down, "numbering the Workplace outbox failed; trying again")
+	g.Expect(out.lines()).To(HaveLen(4))
+	g.Expect(out.lines()[3]).To(ContainSubstring("numbering the Workplace outbox failed"))
+}
+
+// syncBuffer is a log's output read while the log's timer may write to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Split(strings.TrimSpace(b.buf.String()), "\n")
 }

@@ -1,11 +1,13 @@
 package service_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -21,6 +23,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/httpapi/service"
 	"platform.dev/platform/internal/config"
+	"platform.dev/platform/internal/logging"
 )
 
 // A store that cannot be reached (a database restarting) is a 503 with Retry-After, which a
@@ -58,4 +61,41 @@ func TestAnUnreachableStoreIsA503WithRetryAfterAndReadinessSaysWhy(t *testing.T)
 	g.Expect(r.body).To(HaveKeyWithValue("detail", "not ready: the SQL store does not answer"))
 	g.Expect(r.header.Get("Retry-After")).NotTo(BeEmpty())
 	g.Expect(call(t, server, http.MethodGet, "/livez", "").status).To(Equal(http.StatusOK))
+}
+
+// Every request refused while the database restarts is a 503, but the log says it once (then
+// once per period with a count), not once per request with a stack each.
+func TestRequestsRefusedWhileTheStoreIsUnreachableAreLoggedOnceNotEach(t *testing.T) {
+	g := NewWithT(t)
+	ws := &corev1.Namespace{}
+	ws.Name = "ws"
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	unreachable := fake.NewClientBuilder().WithScheme(platformscheme.Scheme).WithObjects(ws).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*platformv1.Agent); ok {
+				return refused
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	var log bytes.Buffer
+	api, err := service.New(httpapi.Options{
+		Config: config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"}),
+		Kube:   unreachable,
+		Ready:  func(context.Context) error { return nil },
+		Log:    logging.Logger(logging.Warn, &log),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	server := httptest.NewServer(api.Handler())
+	t.Cleanup(server.Close)
+
+	for range 200 {
+		r := call(t, server, http.MethodGet, "/api/agents/helper", "", "X-Platform-Workspace", "ws")
+		g.Expect(r.status).To(Equal(http.StatusServiceUnavailable), r.raw)
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	g.Expect(lines).To(HaveLen(1), "one line for 200 refusals:\n%s", log.String())
+	g.Expect(lines[0]).To(And(ContainSubstring(`"msg":"request failed"`), ContainSubstring(`"status":503`),
+		ContainSubstring("connection refused"), ContainSubstring(`"outage":"the SQL store does not answer`)))
+	g.Expect(lines[0]).NotTo(ContainSubstring("stacktrace"))
 }
