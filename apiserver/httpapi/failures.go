@@ -39,6 +39,10 @@ func noteFailure(ctx context.Context, cause error) {
 	}
 }
 
+// NoteFailure records the cause of a 5xx that a handler writes itself (not through huma), for
+// the request's log line.
+func NoteFailure(ctx context.Context, cause error) { noteFailure(ctx, cause) }
+
 // internalError is a 5xx whose cause is logged, never answered.
 type internalError struct {
 	*huma.ErrorModel

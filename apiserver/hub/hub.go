@@ -87,6 +87,9 @@ type Options struct {
 	Authenticate func(*http.Request) (Caller, error)
 	// Problem answers a request with Problem Details.
 	Problem func(w http.ResponseWriter, status int, detail string)
+	// Failed, when set, is given the cause of a request's 5xx answer, for the log line of the
+	// request (the service API's, which logs an outage of the store once, not per request).
+	Failed func(r *http.Request, cause error)
 	// Upgraded, when set, is told of each request whose connection became a WebSocket (the
 	// service API's listener then never closes it to make room: the hub bounds its connections
 	// itself and drops the silent ones).
@@ -396,10 +399,12 @@ func (h *Hub) authenticate(w http.ResponseWriter, r *http.Request) (Caller, bool
 		return nil, false
 	case store.Unreachable(err):
 		// The database restarting: the client's reconnection will succeed in a moment.
+		h.failed(r, err)
 		w.Header().Set("Retry-After", "2")
 		h.opts.Problem(w, http.StatusServiceUnavailable, "the database does not answer; retry")
 		return nil, false
 	case err != nil:
+		h.failed(r, err)
 		h.opts.Log.Error(err, "authenticating a hub request failed")
 		h.opts.Problem(w, http.StatusInternalServerError, "internal error")
 		return nil, false
@@ -425,7 +430,7 @@ func (h *Hub) ServeNegotiate(w http.ResponseWriter, r *http.Request) {
 	}
 	s, err := h.reserve(caller.PrincipalID())
 	if err != nil {
-		h.refuse(w, err)
+		h.refuse(w, r, err)
 		return
 	}
 	type transport struct {
@@ -448,7 +453,14 @@ func (h *Hub) ServeNegotiate(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-func (h *Hub) refuse(w http.ResponseWriter, err error) {
+// failed hands the cause of a 5xx answer to the request's log line, when someone keeps it.
+func (h *Hub) failed(r *http.Request, cause error) {
+	if h.opts.Failed != nil {
+		h.opts.Failed(r, cause)
+	}
+}
+
+func (h *Hub) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	var many tooMany
 	switch {
 	case errors.As(err, &many):
@@ -457,9 +469,11 @@ func (h *Hub) refuse(w http.ResponseWriter, err error) {
 	case errors.Is(err, errStopping):
 		h.opts.Problem(w, http.StatusServiceUnavailable, err.Error())
 	case store.Unreachable(err):
+		h.failed(r, err)
 		w.Header().Set("Retry-After", "2")
 		h.opts.Problem(w, http.StatusServiceUnavailable, "the database does not answer; retry")
 	default:
+		h.failed(r, err)
 		h.opts.Problem(w, http.StatusInternalServerError, "internal error")
 	}
 }
@@ -477,7 +491,7 @@ func (h *Hub) ServeWebSocket(w http.ResponseWriter, r *http.Request) {
 	if token == "" {
 		var err error
 		if s, err = h.reserve(caller.PrincipalID()); err != nil {
-			h.refuse(w, err)
+			h.refuse(w, r, err)
 			return
 		}
 	}
@@ -502,7 +516,7 @@ func (h *Hub) ServeWebSocket(w http.ResponseWriter, r *http.Request) {
 	if h.stopping {
 		h.releaseLocked(s.token)
 		h.mu.Unlock()
-		h.refuse(w, errStopping)
+		h.refuse(w, r, errStopping)
 		return
 	}
 	s.attached = true

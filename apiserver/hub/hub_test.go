@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -887,4 +889,31 @@ func FuzzFrames(f *testing.F) {
 			}
 		}
 	})
+}
+
+// While the database restarts, negotiate answers 503 with Retry-After and hands the cause to the
+// request's log line, which knows an outage from a fault and logs the outage once, not per
+// reconnecting client.
+func TestAnUnreachableStoreAtNegotiateIsA503WhoseCauseReachesTheLog(t *testing.T) {
+	g := NewWithT(t)
+	down := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	var (
+		mu     sync.Mutex
+		causes []error
+	)
+	e := newEnv(t, func(o *Options) {
+		o.Authenticate = func(*http.Request) (Caller, error) { return nil, down }
+		o.Failed = func(_ *http.Request, cause error) {
+			mu.Lock()
+			defer mu.Unlock()
+			causes = append(causes, cause)
+		}
+	})
+	status, body, header := e.negotiate("alice", nil)
+	g.Expect(status).To(Equal(http.StatusServiceUnavailable))
+	g.Expect(header.Get("Retry-After")).NotTo(BeEmpty())
+	g.Expect(body).To(HaveKeyWithValue("detail", "the database does not answer; retry"))
+	mu.Lock()
+	defer mu.Unlock()
+	g.Expect(causes).To(ConsistOf(MatchError(down)))
 }

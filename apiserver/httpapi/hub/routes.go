@@ -74,6 +74,7 @@ func Routes(s *httpapi.Server) {
 		Changes:                    s.Work().Changes(),
 		Authenticate:               l.authenticate,
 		Problem:                    httpapi.WriteProblem,
+		Failed:                     func(r *http.Request, cause error) { httpapi.NoteFailure(r.Context(), cause) },
 		Upgraded:                   func(r *http.Request) { listener.Keep(r.Context()) },
 		AllowedOrigins:             allowedOrigins(cfg, log),
 		MaxConnections:             setting(cfg, log, SettingMaxConnections, maxConnections, 1_000_000),
