@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -127,6 +128,41 @@ func (c *cluster) postgres(args ...string) error {
 	return nil
 }
 
+// etcdKeys lists the keys under prefix as etcd member n (1 to 3) holds them itself: a
+// serializable read through its gRPC gateway, answered from the member's own copy, not the
+// leader's.
+func (c *cluster) etcdKeys(n int, prefix string) ([]string, error) {
+	end := []byte(prefix)
+	end[len(end)-1]++
+	body, _ := json.Marshal(map[string]any{"key": []byte(prefix), "range_end": end, "keys_only": true, "serializable": true, "limit": 1000})
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Post(fmt.Sprintf("http://127.0.0.1:%d/v3/kv/range", c.base+n-1), "application/json", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Kvs []struct {
+			Key []byte `json:"key"`
+		} `json:"kvs"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("etcd member %d: %s", n, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(out.Kvs))
+	for _, kv := range out.Kvs {
+		keys = append(keys, string(kv.Key))
+	}
+	return keys, nil
+}
+
+// disabledTrigger is a Trigger that never fires, named by its %s: an object written to etcd.
+const disabledTrigger = `{"apiVersion":"platform/v1","kind":"Trigger","metadata":{"name":"%s"},"definition":{"displayName":"Never",
+	"enabled":false,"source":{"kind":"schedule","schedule":{"type":"interval","expression":"01:00:00","timeZone":"UTC"}},
+	"target":{"kind":"flow","flow":{"name":"report"},"input":{"request":"tick"}},"concurrencyPolicy":"allow"}}`
+
 // freePortRange finds n consecutive free ports on loopback and returns the first, below Linux's
 // ephemeral range (32768 and up), from which the cluster's own outgoing connections would take
 // a port of a replica not started yet.
@@ -242,11 +278,14 @@ type item struct {
 // TestAClusterLosesNothingWhenAReplicaIsKilledAndAnEtcdMemberStopsUnderLoad runs the README's
 // cluster (three replicas, three etcd members, PostgreSQL) under 64 clients submitting WorkItems
 // and answering their questions through every replica, and a Trigger firing every second. Mid-run
-// one replica is SIGKILLed and one etcd member stopped (and later both started again). Afterwards
-// every acknowledged item completed exactly once with no step completed twice, the Trigger fired
-// at most once per instant, and a hub client of the killed replica, reconnected to another and
+// one replica is SIGKILLed and one etcd member stopped (and later both started again; the member,
+// on its data, catches up on the writes acknowledged while it was down). Afterwards every
+// acknowledged item completed exactly once with no step completed twice, the Trigger fired at
+// most once per instant, and a hub client of the killed replica, reconnected to another and
 // refreshed over REST, knows every completion. Then PostgreSQL is restarted under load: requests
-// answer 503 with Retry-After meanwhile, never 500, and everything recovers by itself.
+// answer 503 with Retry-After meanwhile, never 500, everything recovers by itself and what was
+// acknowledged completes once. Last, two etcd members are killed: readiness says so until the
+// quorum is back.
 func TestAClusterLosesNothingWhenAReplicaIsKilledAndAnEtcdMemberStopsUnderLoad(t *testing.T) {
 	requireTools(t)
 	g := NewWithT(t)
@@ -355,6 +394,9 @@ func TestAClusterLosesNothingWhenAReplicaIsKilledAndAnEtcdMemberStopsUnderLoad(t
 	// The faults: replica 1 SIGKILLed, etcd member 3 stopped; both started again a little later.
 	faultsDone := make(chan struct{})
 	restarted := make(chan error, 1)
+	// writtenWhileDown are the Triggers whose creation the kube API acknowledged while etcd
+	// member 3 was down: the member, started again on its data, must catch up on them.
+	var writtenWhileDown []string
 	go func() {
 		defer close(faultsDone)
 		time.Sleep(4 * time.Second)
@@ -363,13 +405,23 @@ func TestAClusterLosesNothingWhenAReplicaIsKilledAndAnEtcdMemberStopsUnderLoad(t
 		killed.Store(true)
 		time.Sleep(2 * time.Second)
 		_ = syscall.Kill(c.pid("etcd-3"), syscall.SIGTERM)
-		time.Sleep(5 * time.Second)
-		// The kube API answers with two of three members.
+		time.Sleep(3 * time.Second)
+		// The kube API answers with two of three members: reads, and writes.
 		got := a.call(c.replica(2), http.MethodGet, "/api/triggers/every-second", "")
 		if got.status != http.StatusOK {
 			restarted <- fmt.Errorf("reading a Trigger with one etcd member down: %d %v %v", got.status, got.err, got.body)
 			return
 		}
+		for k := range 5 {
+			name := fmt.Sprintf("member-down-%d", k)
+			created := a.call(c.replica(2+k%2), http.MethodPost, "/api/triggers", fmt.Sprintf(disabledTrigger, name))
+			if created.status != http.StatusCreated {
+				restarted <- fmt.Errorf("creating a Trigger with one etcd member down: %d %v %v", created.status, created.err, created.body)
+				return
+			}
+			writtenWhileDown = append(writtenWhileDown, name)
+		}
+		time.Sleep(time.Second)
 		out, err := c.script("start", 3)
 		if err != nil {
 			err = fmt.Errorf("cluster.sh start again: %v\n%s", err, out)
@@ -410,6 +462,17 @@ func TestAClusterLosesNothingWhenAReplicaIsKilledAndAnEtcdMemberStopsUnderLoad(t
 	loadDone.Wait()
 	<-faultsDone
 	g.Expect(<-restarted).To(Succeed())
+	// Etcd member 3, started again on its data, rejoined and caught up: its own (serializable)
+	// reads hold every write acknowledged while it was down.
+	g.Expect(writtenWhileDown).To(HaveLen(5))
+	g.Eventually(func() ([]string, error) { return c.etcdKeys(3, "/registry/platform.dev/triggers/") }).
+		WithTimeout(15*time.Second).WithPolling(250*time.Millisecond).Should(ContainElements(func() []any {
+		var want []any
+		for _, name := range writtenWhileDown {
+			want = append(want, HaveSuffix("/"+name))
+		}
+		return want
+	}()...), "etcd member 3 caught up on the Triggers created while it was down")
 	mu.Lock()
 	acked := items
 	mu.Unlock()
@@ -417,67 +480,8 @@ func TestAClusterLosesNothingWhenAReplicaIsKilledAndAnEtcdMemberStopsUnderLoad(t
 	g.Expect(results.bad).To(BeEmpty(), "no 500, every 503 with Retry-After")
 	g.Expect(len(acked)).To(BeNumerically(">=", clients), "the load ran")
 
-	// Every acknowledged item completed exactly once, no step completed twice.
-	tasks := map[string]string{}
-	var (
-		verify   sync.WaitGroup
-		tasksMu  sync.Mutex
-		failures []string
-	)
-	// The checks run concurrently: their failures are collected and reported from the test's
-	// goroutine.
-	vg := NewGomega(func(message string, _ ...int) {
-		tasksMu.Lock()
-		failures = append(failures, message)
-		tasksMu.Unlock()
-	})
-	var restarts atomic.Int64
-	sem := make(chan struct{}, 16)
-	for _, it := range acked {
-		verify.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if !it.answered {
-				answerItem(a, &results, it, func(j int) string { return pick(j) })
-			}
-			var run answer
-			vg.Eventually(func() string {
-				run = a.call(pick(rand.IntN(3)), http.MethodGet, "/api/flowRuns/"+it.run, "")
-				return str(run.body, "state")
-			}).WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(Equal("Completed"), "run %s of %s", it.run, it.workItem)
-			tasksMu.Lock()
-			tasks[it.run] = str(run.body, "correlation", "workTaskId")
-			tasksMu.Unlock()
-			events := a.call(pick(rand.IntN(3)), http.MethodGet, "/api/flowRuns/"+it.run+"/events?take=100", "")
-			vg.Expect(events.status).To(Equal(http.StatusOK), "%v", events.body)
-			completedSteps := map[string]int{}
-			runCompleted := 0
-			list, _ := events.body["items"].([]any)
-			for _, x := range list {
-				e := x.(map[string]any)
-				switch str(e, "type") {
-				case "StepCompleted":
-					// One execution of a step (its attempt's runtime execution, the idempotency key
-					// of the agent call) completes once; the agent step of this flow runs twice,
-					// before and after its question, as two executions.
-					completedSteps[str(e, "step")+" "+str(e, "correlation", "runtimeExecutionId")+" "+str(e, "state")]++
-				case "StepRestarted":
-					restarts.Add(1)
-				case "RunCompleted":
-					runCompleted++
-				}
-			}
-			vg.Expect(runCompleted).To(Equal(1), "run %s completed once: %v", it.run, list)
-			for step, n := range completedSteps {
-				vg.Expect(n).To(Equal(1), "step %s of run %s completed %d times: %v", step, it.run, n, list)
-			}
-		})
-	}
-	verify.Wait()
-	if len(failures) > 0 {
-		t.Fatalf("%d checks failed; the first:\n%s", len(failures), failures[0])
-	}
-	t.Logf("every acknowledged run completed once; %d steps were taken over from the killed replica", restarts.Load())
+	tasks, restarts := eachCompletedOnce(t, c, a, &results, acked)
+	t.Logf("every acknowledged run completed once; %d steps were taken over from the killed replica", restarts)
 
 	// The hub client of the killed replica knows every completion: from its first connection,
 	// from the REST refresh after reconnecting, or from the events of its new connection.
@@ -525,7 +529,76 @@ func TestAClusterLosesNothingWhenAReplicaIsKilledAndAnEtcdMemberStopsUnderLoad(t
 	t.Logf("the Trigger fired %d instants", len(instants))
 
 	postgresRestartedUnderLoad(t, c, a)
+	etcdQuorumLostAndRegained(t, c, a)
 	t.Logf("done in %s", time.Since(began).Round(time.Millisecond))
+}
+
+// eachCompletedOnce answers every acknowledged item's question not answered yet and checks that
+// its run completed exactly once with no step completed twice; it returns each run's Task and how
+// many steps were restarted (taken over from a dead executor).
+func eachCompletedOnce(t *testing.T, c *cluster, a *api, results *outcomes, acked []*item) (map[string]string, int64) {
+	t.Helper()
+	pick := func(k int) string { return c.replica(k%3 + 1) }
+	tasks := map[string]string{}
+	var (
+		verify   sync.WaitGroup
+		tasksMu  sync.Mutex
+		failures []string
+	)
+	// The checks run concurrently: their failures are collected and reported from the test's
+	// goroutine.
+	vg := NewGomega(func(message string, _ ...int) {
+		tasksMu.Lock()
+		failures = append(failures, message)
+		tasksMu.Unlock()
+	})
+	var restarts atomic.Int64
+	sem := make(chan struct{}, 16)
+	for _, it := range acked {
+		verify.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if !it.answered {
+				answerItem(a, results, it, func(j int) string { return pick(j) })
+			}
+			var run answer
+			vg.Eventually(func() string {
+				run = a.call(pick(rand.IntN(3)), http.MethodGet, "/api/flowRuns/"+it.run, "")
+				return str(run.body, "state")
+			}).WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(Equal("Completed"), "run %s of %s", it.run, it.workItem)
+			tasksMu.Lock()
+			tasks[it.run] = str(run.body, "correlation", "workTaskId")
+			tasksMu.Unlock()
+			events := a.call(pick(rand.IntN(3)), http.MethodGet, "/api/flowRuns/"+it.run+"/events?take=100", "")
+			vg.Expect(events.status).To(Equal(http.StatusOK), "%v", events.body)
+			completedSteps := map[string]int{}
+			runCompleted := 0
+			list, _ := events.body["items"].([]any)
+			for _, x := range list {
+				e := x.(map[string]any)
+				switch str(e, "type") {
+				case "StepCompleted":
+					// One execution of a step (its attempt's runtime execution, the idempotency key
+					// of the agent call) completes once; the agent step of this flow runs twice,
+					// before and after its question, as two executions.
+					completedSteps[str(e, "step")+" "+str(e, "correlation", "runtimeExecutionId")+" "+str(e, "state")]++
+				case "StepRestarted":
+					restarts.Add(1)
+				case "RunCompleted":
+					runCompleted++
+				}
+			}
+			vg.Expect(runCompleted).To(Equal(1), "run %s completed once: %v", it.run, list)
+			for step, n := range completedSteps {
+				vg.Expect(n).To(Equal(1), "step %s of run %s completed %d times: %v", step, it.run, n, list)
+			}
+		})
+	}
+	verify.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d checks failed; the first:\n%s", len(failures), failures[0])
+	}
+	return tasks, restarts.Load()
 }
 
 // answerItem answers the item's question with the resume token, through the replicas that via
@@ -568,20 +641,30 @@ func answerItem(a *api, results *outcomes, it *item, via func(int) string) {
 
 // postgresRestartedUnderLoad stops PostgreSQL while clients keep calling every replica: each
 // answer is a 2xx or a 503 with Retry-After, /readyz fails with its reason and /livez does not;
-// once PostgreSQL is back every replica is ready again without a restart.
+// once PostgreSQL is back every replica is ready again without a restart, and every WorkItem
+// acknowledged before, during or after the restart completes exactly once.
 func postgresRestartedUnderLoad(t *testing.T, c *cluster, a *api) {
 	g := NewWithT(t)
 	var (
 		results outcomes
 		stop    atomic.Bool
 		load    sync.WaitGroup
+		mu      sync.Mutex
+		acked   []*item
 	)
 	for w := range 8 {
 		load.Go(func() {
 			for k := w; !stop.Load(); k++ {
 				base := c.replica(k%3 + 1)
 				if k%2 == 0 {
-					results.note("submit", a.call(base, http.MethodPost, "/api/work/workitems", `{"type":"report","title":"pg","instruction":"x","flowReference":{"name":"report"}}`))
+					sub := a.call(base, http.MethodPost, "/api/work/workitems", fmt.Sprintf(`{"type":"report","title":"pg-%d-%d","instruction":"x","flowReference":{"name":"report"}}`, w, k))
+					results.note("submit", sub)
+					if sub.status == http.StatusCreated || sub.status == http.StatusAccepted {
+						mu.Lock()
+						acked = append(acked, &item{workItem: str(sub.body, "workItem", "id"), run: str(sub.body, "flowRun", "id"),
+							token: str(sub.body, "resumeToken"), action: str(sub.body, "flowRun", "pendingAction", "id")})
+						mu.Unlock()
+					}
 				} else {
 					results.note("list tasks", a.call(base, http.MethodGet, "/api/workspaces/default/tasks?take=5", ""))
 				}
@@ -619,4 +702,45 @@ func postgresRestartedUnderLoad(t *testing.T, c *cluster, a *api) {
 	for n := 1; n <= 3; n++ {
 		g.Expect(probe(c.replica(n), "/livez").status).To(Equal(http.StatusOK), "replica %d survived", n)
 	}
+	g.Expect(acked).NotTo(BeEmpty())
+	eachCompletedOnce(t, c, a, &results, acked)
+	g.Expect(results.bad).To(BeEmpty(), "no 500 after PostgreSQL came back")
+	t.Logf("PostgreSQL restart: the %d WorkItems acknowledged around it completed once each", len(acked))
+}
+
+// etcdQuorumLostAndRegained kills two of the three etcd members: every replica's /readyz then
+// fails, saying etcd does not answer, while /livez stays up; started again on their data, the
+// members restore the quorum and every replica is ready again by itself, and writes are taken.
+func etcdQuorumLostAndRegained(t *testing.T, c *cluster, a *api) {
+	g := NewWithT(t)
+	began := time.Now()
+	for _, member := range []string{"etcd-2", "etcd-3"} {
+		g.Expect(syscall.Kill(c.pid(member), syscall.SIGKILL)).To(Succeed())
+	}
+	// What each replica's probe answers, asked of the three at once as a load balancer does.
+	probeAll := func(path string) []answer {
+		out := make([]answer, 3)
+		var wg sync.WaitGroup
+		for n := range 3 {
+			wg.Go(func() { out[n] = probe(c.replica(n+1), path) })
+		}
+		wg.Wait()
+		return out
+	}
+	detail := func(a answer) string { return str(a.body, "detail") }
+	status := func(a answer) int { return a.status }
+	g.Eventually(func() []answer { return probeAll("/readyz") }).WithTimeout(15*time.Second).WithPolling(250*time.Millisecond).
+		Should(HaveEach(WithTransform(detail, Equal("not ready: the kube API or its etcd does not answer"))), "no replica is ready without an etcd quorum")
+	g.Expect(probeAll("/livez")).To(HaveEach(WithTransform(status, Equal(http.StatusOK))), "every replica lives")
+	lost := time.Since(began)
+	if out, err := c.script("start", 3); err != nil {
+		t.Fatalf("cluster.sh start again: %v\n%s", err, out)
+	}
+	g.Eventually(func() []answer { return probeAll("/readyz") }).WithTimeout(20*time.Second).WithPolling(250*time.Millisecond).
+		Should(HaveEach(WithTransform(status, Equal(http.StatusOK))), "every replica is ready again with the quorum")
+	g.Eventually(func() int {
+		return a.call(c.replica(1), http.MethodPost, "/api/triggers", fmt.Sprintf(disabledTrigger, "quorum-regained")).status
+	}).WithTimeout(10 * time.Second).Should(Equal(http.StatusCreated))
+	t.Logf("etcd quorum: every replica not ready %s after losing it, ready again %s after it returned", lost.Round(time.Millisecond),
+		(time.Since(began) - lost).Round(time.Millisecond))
 }
