@@ -95,3 +95,46 @@ func TestBootstrapRefusesABadWorkspaceName(t *testing.T) {
 		}
 	})
 }
+
+// Replicas (each its own store and pool on one PostgreSQL database) asked to bootstrap at the same
+// moment create exactly one first administrator: the others are told the platform is initialized.
+func TestReplicasBootstrappingAtOnceCreateExactlyOneAdministrator(t *testing.T) {
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		if opts.DatabaseURL == "" {
+			t.Skip("one process owns a SQLite database: there are no other replicas")
+		}
+		g := NewWithT(t)
+		ctx := context.Background()
+		const replicas = 3
+		services := make([]*identity.Service, replicas)
+		for i := range replicas {
+			s, err := store.Open(ctx, opts)
+			g.Expect(err).NotTo(HaveOccurred())
+			t.Cleanup(func() { s.Close() })
+			services[i], _ = newService(s)
+		}
+		errs := make([]error, replicas)
+		var wg sync.WaitGroup
+		for i, svc := range services {
+			wg.Go(func() { _, _, _, errs[i] = svc.Bootstrap(ctx, bootstrapRequest(), noProvision) })
+		}
+		wg.Wait()
+		wins := 0
+		for i, err := range errs {
+			if err == nil {
+				wins++
+				continue
+			}
+			g.Expect(errors.Is(err, identity.ErrAlreadyInitialized)).To(BeTrue(), "replica %d: %v", i, err)
+		}
+		g.Expect(wins).To(Equal(1))
+		var admins, accounts int
+		db := services[0].Store.DB()
+		g.Expect(db.QueryRow(`SELECT COUNT(*) FROM platform_administrators`).Scan(&admins)).To(Succeed())
+		g.Expect(db.QueryRow(`SELECT COUNT(*) FROM local_accounts`).Scan(&accounts)).To(Succeed())
+		g.Expect([]int{admins, accounts}).To(Equal([]int{1, 1}), "one administrator, one account")
+		for _, svc := range services {
+			g.Expect(svc.Initialized(ctx)).To(BeTrue())
+		}
+	})
+}

@@ -282,3 +282,86 @@ func outboxWrites(t *testing.T) uint64 {
 	}
 	return m.GetHistogram().GetSampleCount()
 }
+
+// Replicas (each its own store and pool on one PostgreSQL database) changing one Principal's
+// unread count at once while each numbers the outbox lose no change: the count is the sum of
+// every committed change, whichever replica reads it, and the events that tell it count up one by
+// one in the order they are numbered.
+func TestReplicasChangingOneUnreadCountAtOnceLoseNoChangeAndTellItInOrder(t *testing.T) {
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		if opts.DatabaseURL == "" {
+			t.Skip("one process owns a SQLite database: there are no other replicas")
+		}
+		g := NewWithT(t)
+		ctx := context.Background()
+		type replica struct {
+			work   *work.Store
+			places *Store
+		}
+		var replicas []replica
+		for range 2 {
+			s, err := store.Open(ctx, opts)
+			g.Expect(err).NotTo(HaveOccurred())
+			t.Cleanup(func() { s.Close() })
+			w, places := workAndPlaces(s)
+			replicas = append(replicas, replica{w, places})
+		}
+		const writersPerReplica, commits = 2, 25
+		var producing, numbering sync.WaitGroup
+		errs := make(chan error, 2*writersPerReplica+2)
+		for _, r := range replicas {
+			for range writersPerReplica {
+				producing.Go(func() {
+					for range commits {
+						if err := r.work.InTx(ctx, func(tx *sql.Tx) error { return r.places.unreadChanged(ctx, tx, "ws-a", "p1", 1) }); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+		}
+		done := make(chan struct{})
+		for _, r := range replicas {
+			numbering.Go(func() {
+				for {
+					if err := r.places.NumberEvents(ctx); err != nil {
+						errs <- err
+						return
+					}
+					select {
+					case <-done:
+						return
+					default:
+					}
+				}
+			})
+		}
+		producing.Wait()
+		close(done)
+		numbering.Wait()
+		close(errs)
+		for err := range errs {
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		const total = 2 * writersPerReplica * commits
+		for i, r := range replicas {
+			n, err := r.places.UnreadCount(ctx, "ws-a", "p1")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n).To(Equal(total), "replica %d reads every change", i)
+		}
+		g.Expect(replicas[1].places.NumberEvents(ctx)).To(Succeed())
+		events, err := replicas[0].places.Events(ctx, "ws-a", 0, 1000)
+		g.Expect(err).NotTo(HaveOccurred())
+		var told []string
+		for _, e := range events {
+			if e.Name == EventUnreadNotificationCountChanged {
+				told = append(told, string(e.Payload))
+			}
+		}
+		g.Expect(told).To(HaveLen(total))
+		for i, payload := range told {
+			g.Expect(payload).To(Equal(fmt.Sprintf(`{"unreadCount":%d}`, i+1)), "event %d tells the count its change left", i+1)
+		}
+	})
+}
