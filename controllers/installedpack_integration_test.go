@@ -8,10 +8,13 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/packs/packstest"
+	"platform.dev/platform/controllers/installedpack"
 	"platform.dev/platform/controllers/workspace"
 	"platform.dev/platform/internal/pack"
 	"platform.dev/platform/internal/resourcenamespace"
@@ -94,6 +97,53 @@ var _ = Describe("InstalledPack", func() {
 				}
 			}
 		}, time.Second).Should(Succeed())
+	})
+
+	It("journals each step once and ends Installed while a second replica's reconciler (a deposed leader still running) works on the same installation", func() {
+		ws := newWorkspace()
+		// The second replica's reconciler, apart from the manager's: its own cache of archives,
+		// the same kube API.
+		second := &installedpack.Reconciler{Client: platformClient, Recorder: events.NewFakeRecorder(100), Archives: packArchives, Reader: platformClient}
+		key := client.ObjectKey{Namespace: ws, Name: "acme.hello"}
+		stop := make(chan struct{})
+		failed := make(chan error, 100)
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// A conflict with the other replica's write is the journal refusing a stale step:
+				// the reconciler drops it, as after losing a race for the status.
+				if _, err := second.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+					select {
+					case failed <- err:
+					default:
+					}
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+		ip := install(ws, helloPack("1.0.0", "Say hello."))
+		expectState(ip, platformv1.PackInstalled)
+		close(stop)
+		<-done
+		Expect(failed).NotTo(Receive(), "the second replica's reconciles failed only by losing a race")
+		Expect(ip.Status.Operation.Phase).To(Equal(platformv1.PackOperationDone))
+		var order []string
+		for _, s := range ip.Status.Operation.Steps {
+			order = append(order, string(s.Kind)+"/"+string(s.Name))
+			Expect(s.Done).To(BeTrue())
+		}
+		Expect(order).To(Equal([]string{"Agent/greeter", "Flow/greet", "Entry/hello"}), "each step journaled once, in order")
+		Expect(ip.Status.Resources).To(HaveLen(3))
+		for _, m := range ip.Status.Resources {
+			Expect(m.MatchesInstalled).To(BeTrue(), "%s/%s", m.Kind, m.Name)
+		}
 	})
 
 	It("resolves an installed Entry's Flow in the Pack's namespace, not the workspace's", func() {
