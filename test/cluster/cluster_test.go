@@ -269,6 +269,13 @@ func (o *outcomes) note(what string, a answer) {
 	o.counts[key]++
 }
 
+// wrong records an answer that is not what the store holds.
+func (o *outcomes) wrong(what string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.bad = append(o.bad, what)
+}
+
 // item is a WorkItem the cluster acknowledged (201 or 202), with what answering its question needs.
 type item struct {
 	workItem, run, token, action string
@@ -528,7 +535,12 @@ func TestAClusterLosesNothingWhenAReplicaIsKilledAndAnEtcdMemberStopsUnderLoad(t
 	g.Expect(after).To(BeNumerically(">", 0), "the Trigger fired after the kill: %v", instants)
 	t.Logf("the Trigger fired %d instants", len(instants))
 
-	postgresRestartedUnderLoad(t, c, a)
+	completedRun := ""
+	for run := range tasks {
+		completedRun = run
+		break
+	}
+	postgresRestartedUnderLoad(t, c, a, completedRun)
 	etcdQuorumLostAndRegained(t, c, a)
 	t.Logf("done in %s", time.Since(began).Round(time.Millisecond))
 }
@@ -642,8 +654,9 @@ func answerItem(a *api, results *outcomes, it *item, via func(int) string) {
 // postgresRestartedUnderLoad stops PostgreSQL while clients keep calling every replica: each
 // answer is a 2xx or a 503 with Retry-After, /readyz fails with its reason and /livez does not;
 // once PostgreSQL is back every replica is ready again without a restart, and every WorkItem
-// acknowledged before, during or after the restart completes exactly once.
-func postgresRestartedUnderLoad(t *testing.T, c *cluster, a *api) {
+// acknowledged before, during or after the restart completes exactly once. A completed run read
+// meanwhile is either itself or a 503, never a wrong answer.
+func postgresRestartedUnderLoad(t *testing.T, c *cluster, a *api, completedRun string) {
 	g := NewWithT(t)
 	var (
 		results outcomes
@@ -665,8 +678,16 @@ func postgresRestartedUnderLoad(t *testing.T, c *cluster, a *api) {
 							token: str(sub.body, "resumeToken"), action: str(sub.body, "flowRun", "pendingAction", "id")})
 						mu.Unlock()
 					}
-				} else {
+				} else if k%4 == 1 {
 					results.note("list tasks", a.call(base, http.MethodGet, "/api/workspaces/default/tasks?take=5", ""))
+				} else {
+					// A run that completed before: the store's outage is a 503, never another
+					// answer about it (a 404, another state).
+					got := a.call(base, http.MethodGet, "/api/flowRuns/"+completedRun, "")
+					results.note("read a completed run", got)
+					if got.err == nil && got.status != http.StatusServiceUnavailable && (got.status != http.StatusOK || str(got.body, "state") != "Completed") {
+						results.wrong(fmt.Sprintf("read completed run %s: %d %v", completedRun, got.status, got.body))
+					}
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
@@ -697,7 +718,7 @@ func postgresRestartedUnderLoad(t *testing.T, c *cluster, a *api) {
 	stop.Store(true)
 	load.Wait()
 	t.Logf("PostgreSQL restart: answers %v", results.counts)
-	g.Expect(results.bad).To(BeEmpty(), "no 500 while PostgreSQL restarts, every 503 with Retry-After")
+	g.Expect(results.bad).To(BeEmpty(), "no 500 and no wrong answer while PostgreSQL restarts, every 503 with Retry-After")
 	g.Expect(results.counts["503"]).To(BeNumerically(">", 0), "requests were refused cleanly while PostgreSQL was down")
 	for n := 1; n <= 3; n++ {
 		g.Expect(probe(c.replica(n), "/livez").status).To(Equal(http.StatusOK), "replica %d survived", n)
