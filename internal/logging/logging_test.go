@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,23 +135,29 @@ func TestAnOutageOfTheSQLStoreIsLoggedOncePerPeriodWithWhatItRefused(t *testing.
 		log.WithName("executor").Error(down, "executing a flow run")
 	}
 	log.WithName("executor").Error(errors.New("a step's expression does not compile"), "executing a flow run")
+	// An outbound request's network error is no outage of the store: written each time.
+	for range 2 {
+		log.WithName("sourceregistries").Error(&url.Error{Op: "Get", URL: "https://registry.example/index.json",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, "scheduled refresh")
+	}
 
 	lines := out.lines()
-	g.Expect(lines).To(HaveLen(2), "the outage once, and the error that is not one")
+	g.Expect(lines).To(HaveLen(4), "the outage once, and each error that is not one")
+	g.Expect(lines[2]).To(And(ContainSubstring("scheduled refresh"), Not(ContainSubstring(`"outage"`))))
 	g.Expect(lines[0]).To(And(ContainSubstring(`"msg":"request failed"`), ContainSubstring(`"route":"GET /api/tasks"`),
 		ContainSubstring(`"outage":"the SQL store does not answer: until it does, one line per 300ms counts what it refused"`)))
 	g.Expect(lines[0]).NotTo(ContainSubstring("stacktrace"), "an outage's stack says nothing")
 	g.Expect(lines[1]).To(And(ContainSubstring("does not compile"), ContainSubstring("stacktrace")))
 
 	// The period ends with what it refused.
-	g.Eventually(out.lines).WithTimeout(5 * time.Second).Should(HaveLen(3))
+	g.Eventually(out.lines).WithTimeout(5 * time.Second).Should(HaveLen(5))
 	var summary struct {
 		Msg       string         `json:"msg"`
 		Refused   int            `json:"refused"`
 		RefusedBy map[string]int `json:"refusedBy"`
 		Error     string         `json:"error"`
 	}
-	g.Expect(json.Unmarshal([]byte(out.lines()[2]), &summary)).To(Succeed())
+	g.Expect(json.Unmarshal([]byte(out.lines()[4]), &summary)).To(Succeed())
 	g.Expect(summary.Msg).To(Equal("the SQL store still does not answer: 509 refused in the last 300ms"))
 	g.Expect(summary.Refused).To(Equal(509))
 	g.Expect(summary.RefusedBy).To(Equal(map[string]int{"httpapi: request failed": 499, "executor: executing a flow run": 10}))
@@ -156,10 +165,10 @@ func TestAnOutageOfTheSQLStoreIsLoggedOncePerPeriodWithWhatItRefused(t *testing.
 
 	// A period without refusals ends the outage silently; the next one is written at once.
 	time.Sleep(700 * time.Millisecond)
-	g.Expect(out.lines()).To(HaveLen(3))
+	g.Expect(out.lines()).To(HaveLen(5))
 	log.WithName("hub").Error(down, "numbering the Workplace outbox failed; trying again")
-	g.Expect(out.lines()).To(HaveLen(4))
-	g.Expect(out.lines()[3]).To(ContainSubstring("numbering the Workplace outbox failed"))
+	g.Expect(out.lines()).To(HaveLen(6))
+	g.Expect(out.lines()[5]).To(ContainSubstring("numbering the Workplace outbox failed"))
 }
 
 // syncBuffer is a log's output read while the log's timer may write to it.

@@ -1,7 +1,9 @@
 package logging
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"time"
 
@@ -107,7 +109,7 @@ func (c outageCore) Check(e zapcore.Entry, checked *zapcore.CheckedEntry) *zapco
 
 func (c outageCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	err := errorOf(fields)
-	if err == nil || !store.Unreachable(err) {
+	if err == nil || !sqlOutage(err) {
 		return c.Core.Write(e, fields)
 	}
 	if !c.o.refuse(e, err) {
@@ -116,6 +118,14 @@ func (c outageCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	e.Stack = ""
 	fields = append(fields[:len(fields):len(fields)], zap.String("outage", fmt.Sprintf(outageNote, c.o.every)))
 	return c.Core.Write(e, fields)
+}
+
+// sqlOutage says err is the SQL store's not answering. store.Unreachable takes any network error;
+// those of the platform's outbound requests (a registry, a model provider, the kube API) come
+// wrapped in *url.Error by net/http, which the store's never are, and are written as ever.
+func sqlOutage(err error) bool {
+	var outbound *url.Error
+	return store.Unreachable(err) && !errors.As(err, &outbound)
 }
 
 // errorOf is the error of an entry (logr's Error puts it in the field "error").
