@@ -101,6 +101,16 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 		ctx = huma.WithValue(ctx, hostKey{}, ctx.Host())
 		token, bearer := bearerToken(ctx.Header("Authorization"))
 		var err error
+		if s.identity != nil && s.mode != ModeDevelopment && s.mode != ModeDisabled && (bearer || s.Sessions() && hasSessionCookie(ctx)) {
+			// What this request resolves of its caller is checked against the identity
+			// generation as of now, read once here (identity.Service.Snapshot).
+			snapshot, err := s.identity.Snapshot(ctx.Context())
+			if err != nil {
+				WriteError(api, ctx, Internal(err))
+				return
+			}
+			ctx = huma.WithContext(ctx, snapshot)
+		}
 		switch {
 		case s.mode == ModeDevelopment:
 			ctx = huma.WithValue(ctx, callerKey{}, Caller{ID: DevelopmentPrincipal, Credential: CredentialDevelopment, DefaultWorkspace: DevelopmentWorkspace})
@@ -161,6 +171,12 @@ func (s *Server) authenticatePAT(ctx huma.Context, token string) (huma.Context, 
 		ID: pat.PrincipalID, Credential: CredentialPAT,
 		PAT: &PATGrant{TokenID: pat.ID, WorkspaceID: pat.WorkspaceID, Allow: pat.Permissions},
 	}), nil
+}
+
+// hasSessionCookie reports whether the request presents a session cookie.
+func hasSessionCookie(ctx huma.Context) bool {
+	cookie, err := huma.ReadCookie(ctx, SessionCookie)
+	return err == nil && cookie.Value != ""
 }
 
 // bearerToken returns the token of an Authorization: Bearer header (the scheme is
