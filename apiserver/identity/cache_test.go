@@ -2,6 +2,7 @@ package identity_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -86,26 +87,32 @@ func TestAChangeToACallerAppliesToTheNextRequest(t *testing.T) {
 			want: identity.RoleMember.Permissions(),
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		ctx := context.Background()
+		s, err := store.Open(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		// Another replica: its own connections to the same database, its own Service.
+		other := s
+		if s.Dialect() == store.Postgres {
+			if other, err = store.Open(ctx, opts); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Close() })
+		}
+		base := newPATFixture(t, s)
+		n := 0
+		for name, tc := range cases {
+			n++
+			t.Run(name, func(t *testing.T) {
 				g := NewWithT(t)
-				ctx := context.Background()
-				s, err := store.Open(ctx, opts)
-				g.Expect(err).NotTo(HaveOccurred())
-				t.Cleanup(func() { s.Close() })
-				// Another replica: its own connections to the same database, its own Service.
-				other := s
-				if s.Dialect() == store.Postgres {
-					other, err = store.Open(ctx, opts)
-					g.Expect(err).NotTo(HaveOccurred())
-					t.Cleanup(func() { other.Close() })
-				}
-				f := newPATFixture(t, s)
+				f, username := base.withNewMember(t, n)
 				replica := identity.New(other)
 				replica.Clock = f.clock.Now
 				pat, secret := f.createPAT(t, f.member.ID, f.ws.RouteName)
-				session, _, err := f.svc.Login(ctx, memberUsername, password)
+				session, _, err := f.svc.Login(ctx, username, password)
 				g.Expect(err).NotTo(HaveOccurred())
 				for range 2 {
 					_, err = f.svc.AuthenticatePAT(ctx, secret)
@@ -139,8 +146,27 @@ func TestAChangeToACallerAppliesToTheNextRequest(t *testing.T) {
 					g.Expect(a.Permissions).To(Equal(tc.want))
 				}
 			})
-		})
+		}
+	})
+}
+
+// withNewMember is f with a new Member of a new workspace of the same tenant, and its username:
+// the cases of one database do not share who they change.
+func (f patFixture) withNewMember(t *testing.T, n int) (patFixture, string) {
+	t.Helper()
+	ctx := context.Background()
+	username := fmt.Sprintf("member-%d", n)
+	acct, member, err := f.svc.CreateLocalAccount(ctx, f.admin.ID, identity.NewLocalAccount{Username: username, Password: password})
+	if err != nil {
+		t.Fatal(err)
 	}
+	ws, err := f.svc.CreateWorkspace(ctx, f.ws.TenantID, fmt.Sprintf("ws-%d", n), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.member, f.memberAccount, f.ws = member, acct, ws
+	f.setRole(t, member.ID, ws.ID, identity.RoleMember)
+	return f, username
 }
 
 // A session ended elsewhere, by a password change or a sign-out on another replica, is refused
@@ -158,13 +184,16 @@ func TestAnEndedSessionOrTokenIsRefusedAtOnce(t *testing.T) {
 			f.clock.Advance(24 * 365 * time.Hour)
 		},
 	}
-	for name, change := range cases {
-		t.Run(name, func(t *testing.T) {
-			storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		base := newPATFixture(t, s)
+		n := 0
+		for name, change := range cases {
+			n++
+			t.Run(name, func(t *testing.T) {
 				g := NewWithT(t)
 				ctx := context.Background()
-				f := newPATFixture(t, s)
-				session, _, err := f.svc.Login(ctx, memberUsername, password)
+				f, username := base.withNewMember(t, n)
+				session, _, err := f.svc.Login(ctx, username, password)
 				g.Expect(err).NotTo(HaveOccurred())
 				for range 2 {
 					_, err = f.svc.Authenticate(ctx, session.Token)
@@ -174,13 +203,11 @@ func TestAnEndedSessionOrTokenIsRefusedAtOnce(t *testing.T) {
 				_, err = f.svc.Authenticate(ctx, session.Token)
 				g.Expect(err).To(MatchError(identity.ErrUnauthenticated))
 			})
-		})
-	}
-	t.Run("a kept token ends at its expiry", func(t *testing.T) {
-		storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		}
+		t.Run("a kept token ends at its expiry", func(t *testing.T) {
 			g := NewWithT(t)
 			ctx := context.Background()
-			f := newPATFixture(t, s)
+			f, _ := base.withNewMember(t, 0)
 			_, secret := f.createPAT(t, f.member.ID, f.ws.RouteName)
 			_, err := f.svc.AuthenticatePAT(ctx, secret)
 			g.Expect(err).NotTo(HaveOccurred())
