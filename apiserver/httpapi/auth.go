@@ -131,7 +131,7 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 			}
 		case bearer:
 			ctx, err = s.authenticatePAT(ctx, a, token)
-		case s.Sessions():
+		case s.Sessions() && ctx.Header("Cookie") != "":
 			cookie, cerr := huma.ReadCookie(ctx, SessionCookie)
 			if cerr != nil || cookie.Value == "" {
 				break

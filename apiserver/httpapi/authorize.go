@@ -234,7 +234,7 @@ func (s *Server) resolveWorkspace(ctx huma.Context, caller Caller) (RequestConte
 	}
 	// The selection cookie counts only when the request selects none itself.
 	var cookie string
-	if explicit == "" {
+	if explicit == "" && ctx.Header("Cookie") != "" {
 		if c, err := huma.ReadCookie(ctx, WorkspaceCookie); err == nil && IsWorkspaceSelector(c.Value) {
 			cookie = c.Value
 		}
