@@ -63,12 +63,26 @@ type PATGrant struct {
 	Allow       identity.Permissions
 }
 
-type callerKey struct{}
-
 func CallerFrom(ctx context.Context) (Caller, bool) {
-	c, ok := ctx.Value(callerKey{}).(Caller)
-	return c, ok
+	a, ok := ctx.Value(authenticatedKey{}).(*authenticated)
+	if !ok || !a.hasCaller {
+		return Caller{}, false
+	}
+	return a.caller, true
 }
+
+// authenticated is what authenticate learned of a request, under one context key: each value
+// added to a request's context costs two allocations, at every request.
+type authenticated struct {
+	overTLS   bool
+	host      string
+	caller    Caller
+	hasCaller bool
+	// session is the session cookie's token that authenticated the request.
+	session string
+}
+
+func (a *authenticated) authenticate(c Caller) { a.caller, a.hasCaller = c, true }
 
 // authenticationMode reads and checks the mode: Development and Disabled exist for tests and
 // diagnostics only, so any other environment refuses to start with them.
@@ -97,27 +111,32 @@ func authenticationMode(cfg *config.Config) (string, error) {
 // operations).
 func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
-		ctx = huma.WithValue(ctx, tlsKey{}, ctx.TLS() != nil)
-		ctx = huma.WithValue(ctx, hostKey{}, ctx.Host())
+		a := &authenticated{overTLS: ctx.TLS() != nil, host: ctx.Host()}
 		token, bearer := bearerToken(ctx.Header("Authorization"))
 		var err error
 		switch {
 		case s.mode == ModeDevelopment:
-			ctx = huma.WithValue(ctx, callerKey{}, Caller{ID: DevelopmentPrincipal, Credential: CredentialDevelopment, DefaultWorkspace: DevelopmentWorkspace})
+			a.authenticate(Caller{ID: DevelopmentPrincipal, Credential: CredentialDevelopment, DefaultWorkspace: DevelopmentWorkspace})
 		case bearer && !strings.HasPrefix(token, personalAccessTokenPrefix):
+			if ctx, err = s.snapshot(ctx); err != nil {
+				break
+			}
 			caller, ok, err := s.authenticateJWT(ctx.Context(), token)
 			if err != nil {
 				WriteError(api, ctx, Internal(err))
 				return
 			}
 			if ok {
-				ctx = huma.WithValue(ctx, callerKey{}, caller)
+				a.authenticate(caller)
 			}
 		case bearer:
-			ctx, err = s.authenticatePAT(ctx, token)
-		case s.Sessions():
-			cookie, err := huma.ReadCookie(ctx, SessionCookie)
-			if err != nil || cookie.Value == "" {
+			ctx, err = s.authenticatePAT(ctx, a, token)
+		case s.Sessions() && ctx.Header("Cookie") != "":
+			cookie, cerr := huma.ReadCookie(ctx, SessionCookie)
+			if cerr != nil || cookie.Value == "" {
+				break
+			}
+			if ctx, err = s.snapshot(ctx); err != nil {
 				break
 			}
 			p, err := s.identity.Authenticate(ctx.Context(), cookie.Value)
@@ -129,14 +148,14 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 				return
 			}
 			// The default workspace is looked up only by requests that select none (see workspace).
-			ctx = huma.WithValue(ctx, callerKey{}, Caller{ID: p.ID, Credential: CredentialSession})
-			ctx = huma.WithValue(ctx, sessionKey{}, cookie.Value)
+			a.authenticate(Caller{ID: p.ID, Credential: CredentialSession})
+			a.session = cookie.Value
 		}
 		if err != nil {
 			WriteError(api, ctx, Internal(err))
 			return
 		}
-		next(ctx)
+		next(huma.WithValue(ctx, authenticatedKey{}, a))
 	}
 }
 
@@ -145,10 +164,14 @@ func (s *Server) authenticate(api huma.API) func(huma.Context, func(huma.Context
 // revoked or expired token leaves the request unauthenticated, like a missing one: a presented
 // bearer token is the request's credential and the session cookie is not consulted. The error
 // is an internal one (the store failed).
-func (s *Server) authenticatePAT(ctx huma.Context, token string) (huma.Context, error) {
+func (s *Server) authenticatePAT(ctx huma.Context, a *authenticated, token string) (huma.Context, error) {
 	// Disabled mode has no callers; without the identity store there are no tokens.
 	if s.identity == nil || s.mode == ModeDisabled {
 		return ctx, nil
+	}
+	ctx, err := s.snapshot(ctx)
+	if err != nil {
+		return ctx, err
 	}
 	pat, err := s.identity.AuthenticatePAT(ctx.Context(), token)
 	if errors.Is(err, identity.ErrUnauthenticated) {
@@ -157,10 +180,25 @@ func (s *Server) authenticatePAT(ctx huma.Context, token string) (huma.Context, 
 	if err != nil {
 		return ctx, err
 	}
-	return huma.WithValue(ctx, callerKey{}, Caller{
+	a.authenticate(Caller{
 		ID: pat.PrincipalID, Credential: CredentialPAT,
 		PAT: &PATGrant{TokenID: pat.ID, WorkspaceID: pat.WorkspaceID, Allow: pat.Permissions},
-	}), nil
+	})
+	return ctx, nil
+}
+
+// snapshot reads the identity generation once for the request: what it resolves of its caller
+// (its token or session, its rights in the workspace) is then checked against the store as of
+// now, from memory when nothing changed since (identity.Service.Snapshot).
+func (s *Server) snapshot(ctx huma.Context) (huma.Context, error) {
+	if s.identity == nil {
+		return ctx, nil
+	}
+	snapshot, err := s.identity.Snapshot(ctx.Context())
+	if err != nil {
+		return ctx, err
+	}
+	return huma.WithContext(ctx, snapshot), nil
 }
 
 // bearerToken returns the token of an Authorization: Bearer header (the scheme is
@@ -187,13 +225,17 @@ func (s *Server) Sessions() bool {
 }
 
 type (
-	tlsKey     struct{}
-	hostKey    struct{}
-	sessionKey struct{}
+	// tlsKey holds whether a web page's request came over TLS (WithTLS); authenticatedKey holds
+	// the *authenticated of a request that passed the authenticate middleware.
+	tlsKey           struct{}
+	authenticatedKey struct{}
 )
 
 // OverTLS reports whether the request came over TLS (its cookies are then Secure).
 func OverTLS(ctx context.Context) bool {
+	if a, ok := ctx.Value(authenticatedKey{}).(*authenticated); ok {
+		return a.overTLS
+	}
 	v, _ := ctx.Value(tlsKey{}).(bool)
 	return v
 }
@@ -206,15 +248,19 @@ func WithTLS(ctx context.Context, overTLS bool) context.Context {
 
 // RequestHost is the Host the request was sent to.
 func RequestHost(ctx context.Context) string {
-	host, _ := ctx.Value(hostKey{}).(string)
-	return host
+	if a, ok := ctx.Value(authenticatedKey{}).(*authenticated); ok {
+		return a.host
+	}
+	return ""
 }
 
 // SessionToken is the session cookie's token that authenticated the request, "" for any other
 // credential.
 func SessionToken(ctx context.Context) string {
-	token, _ := ctx.Value(sessionKey{}).(string)
-	return token
+	if a, ok := ctx.Value(authenticatedKey{}).(*authenticated); ok {
+		return a.session
+	}
+	return ""
 }
 
 // protected is the security requirement of every operation that needs a caller: a JWT bearer

@@ -232,9 +232,12 @@ func (s *Server) resolveWorkspace(ctx huma.Context, caller Caller) (RequestConte
 	if explicit != "" && !IsWorkspaceSelector(explicit) {
 		return RequestContext{}, huma.Error404NotFound("workspace not found: workspaces are named by a DNS label")
 	}
+	// The selection cookie counts only when the request selects none itself.
 	var cookie string
-	if c, err := huma.ReadCookie(ctx, WorkspaceCookie); err == nil && IsWorkspaceSelector(c.Value) {
-		cookie = c.Value
+	if explicit == "" && ctx.Header("Cookie") != "" {
+		if c, err := huma.ReadCookie(ctx, WorkspaceCookie); err == nil && IsWorkspaceSelector(c.Value) {
+			cookie = c.Value
+		}
 	}
 	var (
 		rc  RequestContext

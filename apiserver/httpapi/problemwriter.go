@@ -55,17 +55,28 @@ func answerProblems(next, notFoundPage http.Handler, log logr.Logger) http.Handl
 // namable reports whether every segment of an escaped path (a trailing slash aside) is a name
 // an object could have.
 func namable(escaped string) bool {
-	segments := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
-	for i, seg := range segments {
-		name, err := url.PathUnescape(seg)
+	rest := strings.TrimPrefix(escaped, "/")
+	for {
+		seg, after, more := strings.Cut(rest, "/")
+		name := seg
+		// Only a segment with an escape is unescaped (which allocates): every request passes here.
+		if strings.Contains(seg, "%") {
+			var err error
+			if name, err = url.PathUnescape(seg); err != nil {
+				return false
+			}
+		}
 		switch {
-		case err != nil, name == "." || name == "..", strings.ContainsAny(name, `/\`):
+		case name == "." || name == "..", strings.ContainsAny(name, `/\`):
 			return false
-		case name == "" && i != len(segments)-1:
+		case name == "" && more:
 			return false
 		}
+		if !more {
+			return true
+		}
+		rest = after
 	}
-	return true
 }
 
 // problemWriter holds back the plain-text error that net/http writes (http.Error sets these two

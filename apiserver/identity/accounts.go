@@ -121,6 +121,8 @@ type Service struct {
 	memberships sync.Mutex
 	// externalMu serializes the link changes of this process (see UnlinkExternalIdentity).
 	externalMu sync.Mutex
+	// cache keeps resolved callers under the identity generation (see cache.go).
+	cache resolutions
 }
 
 // New returns a Service over s with the default policy and its Audit on the same store. A Service
@@ -533,7 +535,19 @@ func (r sessionRow) ended(now time.Time) bool {
 // with ErrUnauthenticated when there is no such session, it expired, the account is disabled, or
 // the security stamp was rotated since the session was issued.
 func (s *Service) Authenticate(ctx context.Context, token string) (Principal, error) {
-	now := s.now()
+	if token == "" {
+		return Principal{}, ErrUnauthenticated
+	}
+	generation, err := s.generation(ctx)
+	if err != nil {
+		return Principal{}, err
+	}
+	now, key := s.now(), cachedSessionKey+tokenDigest(token)
+	if v, ok := s.cache.get(generation, key); ok {
+		if c := v.(cachedSession); now.Before(c.expiresAt) {
+			return c.principal, s.sessionSeen(ctx, generation, key, c, now)
+		}
+	}
 	r, err := s.readSession(ctx, s.Store.DB(), token)
 	if err != nil {
 		return Principal{}, err
@@ -544,12 +558,26 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Principal, er
 		}
 		return Principal{}, ErrUnauthenticated
 	}
-	if now.Sub(r.lastSeen) >= lastSeenResolution {
-		if _, err := s.Store.DB().ExecContext(ctx, s.q(`UPDATE sessions SET last_seen_at = ? WHERE id = ?`), now, r.digest); err != nil {
-			return Principal{}, err
-		}
+	p, err := s.Principal(ctx, r.principalID)
+	if err != nil {
+		return Principal{}, err
 	}
-	return s.Principal(ctx, r.principalID)
+	return p, s.sessionSeen(ctx, generation, key, cachedSession{principal: p, expiresAt: r.expiresAt, lastSeen: r.lastSeen}, now)
+}
+
+// sessionSeen records the use of a valid session, at most once per lastSeenResolution, and keeps
+// it for the next request.
+func (s *Service) sessionSeen(ctx context.Context, generation int64, key string, c cachedSession, now time.Time) error {
+	if now.Sub(c.lastSeen) < lastSeenResolution {
+		s.cache.put(generation, key, c)
+		return nil
+	}
+	if _, err := s.Store.DB().ExecContext(ctx, s.q(`UPDATE sessions SET last_seen_at = ? WHERE id = ?`), now, key[len(cachedSessionKey):]); err != nil {
+		return err
+	}
+	c.lastSeen = now
+	s.cache.put(generation, key, c)
+	return nil
 }
 
 // Logout ends the session of token. Ending an unknown or already ended session is no error and

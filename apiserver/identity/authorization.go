@@ -143,6 +143,14 @@ func (s *Service) Access(ctx context.Context, principalID, selector string) (Acc
 	if selector == "" {
 		return Access{}, ErrWorkspaceNotFound
 	}
+	generation, err := s.generation(ctx)
+	if err != nil {
+		return Access{}, err
+	}
+	key := cachedAccess + principalID + "\x00" + selector
+	if v, ok := s.cache.get(generation, key); ok {
+		return v.(Access), nil
+	}
 	db := s.Store.DB()
 	ws, err := s.scanWorkspace(db.QueryRowContext(ctx, s.q(`SELECT `+workspaceColumns+activeWorkspaces+
 		` AND (w.id = ? OR w.route_name = ?)`), selector, selector))
@@ -157,7 +165,9 @@ func (s *Service) Access(ctx context.Context, principalID, selector string) (Acc
 	if permissions == 0 {
 		return Access{}, ErrWorkspaceNotFound
 	}
-	return Access{Workspace: ws, Permissions: permissions}, nil
+	a := Access{Workspace: ws, Permissions: permissions}
+	s.cache.put(generation, key, a)
+	return a, nil
 }
 
 // String is the set as a comma-separated list, for messages.

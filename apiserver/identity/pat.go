@@ -367,6 +367,18 @@ func (s *Service) AuthenticatePAT(ctx context.Context, raw string) (PersonalAcce
 		return PersonalAccessToken{}, ErrUnauthenticated
 	}
 	digest := secret.Digest()
+	generation, err := s.generation(ctx)
+	if err != nil {
+		return PersonalAccessToken{}, fmt.Errorf("authenticate personal access token: %w", err)
+	}
+	now, key := s.now(), cachedPAT+digest
+	if v, ok := s.cache.get(generation, key); ok {
+		// Everything but the time was checked under this generation.
+		if t := v.(PersonalAccessToken); t.Status(now) == PATStatusActive {
+			return s.patUsed(ctx, generation, key, t, now)
+		}
+		return PersonalAccessToken{}, ErrUnauthenticated
+	}
 	var stored, kind, status string
 	t, err := scanPAT(s.Store.DB().QueryRowContext(ctx, s.q(`SELECT `+patColumns+`, t.digest, p.kind, p.status`+patTables+`
 		JOIN principals p ON p.id = t.principal_id WHERE t.digest = ?`), digest), &stored, &kind, &status)
@@ -381,7 +393,6 @@ func (s *Service) AuthenticatePAT(ctx context.Context, raw string) (PersonalAcce
 	if subtle.ConstantTimeCompare([]byte(stored), []byte(digest)) != 1 {
 		return PersonalAccessToken{}, ErrUnauthenticated
 	}
-	now := s.now()
 	if t.Status(now) != PATStatusActive || kind != KindHuman || status != StatusActive {
 		return PersonalAccessToken{}, ErrUnauthenticated
 	}
@@ -392,11 +403,18 @@ func (s *Service) AuthenticatePAT(ctx context.Context, raw string) (PersonalAcce
 	} else if err != nil {
 		return PersonalAccessToken{}, fmt.Errorf("authenticate personal access token: %w", err)
 	}
+	return s.patUsed(ctx, generation, key, t, now)
+}
+
+// patUsed records the use of a valid token, at most once per lastUsedResolution, and keeps it for
+// the next request.
+func (s *Service) patUsed(ctx context.Context, generation int64, key string, t PersonalAccessToken, now time.Time) (PersonalAccessToken, error) {
 	if now.Sub(t.LastUsedAt) >= lastUsedResolution {
 		if _, err := s.Store.DB().ExecContext(ctx, s.q(`UPDATE personal_access_tokens SET last_used_at = ? WHERE id = ?`), now, t.ID); err != nil {
 			return PersonalAccessToken{}, fmt.Errorf("authenticate personal access token: %w", err)
 		}
 		t.LastUsedAt = now
 	}
+	s.cache.put(generation, key, t)
 	return t, nil
 }

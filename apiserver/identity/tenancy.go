@@ -245,9 +245,21 @@ func (s *Service) CreateWorkspace(ctx context.Context, tenantID, routeName, disp
 // IsPlatformAdministrator reports whether the Principal holds the instance grant and is active: a
 // disabled Principal keeps its grant, which applies again once it is enabled.
 func (s *Service) IsPlatformAdministrator(ctx context.Context, principalID string) (bool, error) {
-	err := s.requireActiveAdministrator(ctx, s.Store.DB(), principalID)
+	generation, err := s.generation(ctx)
+	if err != nil {
+		return false, err
+	}
+	key := cachedAdministrator + principalID
+	if v, ok := s.cache.get(generation, key); ok {
+		return v.(bool), nil
+	}
+	err = s.requireActiveAdministrator(ctx, s.Store.DB(), principalID)
 	if errors.Is(err, ErrNotPlatformAdministrator) {
+		s.cache.put(generation, key, false)
 		return false, nil
+	}
+	if err == nil {
+		s.cache.put(generation, key, true)
 	}
 	return err == nil, err
 }
@@ -277,6 +289,22 @@ func (s *Service) scanWorkspace(row *sql.Row) (Workspace, error) {
 // workspace. For others: the first active workspace they are a member of (directly or through
 // the tenant). ErrWorkspaceNotFound when there is none.
 func (s *Service) DefaultWorkspace(ctx context.Context, principalID string) (Workspace, error) {
+	generation, err := s.generation(ctx)
+	if err != nil {
+		return Workspace{}, err
+	}
+	key := cachedDefaultWorkspace + principalID
+	if v, ok := s.cache.get(generation, key); ok {
+		return v.(Workspace), nil
+	}
+	w, err := s.defaultWorkspace(ctx, principalID)
+	if err == nil {
+		s.cache.put(generation, key, w)
+	}
+	return w, err
+}
+
+func (s *Service) defaultWorkspace(ctx context.Context, principalID string) (Workspace, error) {
 	admin, err := s.IsPlatformAdministrator(ctx, principalID)
 	if err != nil {
 		return Workspace{}, err
