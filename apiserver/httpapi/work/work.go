@@ -213,7 +213,7 @@ func (s *routes) registerWork() {
 				return nil, httpapi.FieldErrors(field.ErrorList{field.Invalid(field.NewPath("flowReference", "version"), field.OmitValueType{}, err.Detail)})
 			}
 		}
-		version, err := executor.KubeResolver{Client: s.Reads(), Flows: s.Kube()}.ResolveReference(ctx, rc.Namespace, ref.Name, ref.Version)
+		version, err := executor.KubeResolver{Client: s.Reads()}.ResolveReference(ctx, rc.Namespace, ref.Name, ref.Version)
 		switch {
 		case errors.Is(err, executor.ErrFlowNotFound):
 			return nil, httpapi.FieldErrors(field.ErrorList{field.NotFound(field.NewPath("flowReference"), field.OmitValueType{})})
