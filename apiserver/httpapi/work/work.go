@@ -340,12 +340,15 @@ func (s *routes) registerWork() {
 		if err != nil {
 			return nil, err
 		}
+		// A worker of this process, when one is free, gets the resumed run with the answer.
+		reserved, lease := s.Reserve(rc.WorkspaceID)
 		action, run, token, err := s.Work().Respond(ctx, domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
-			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason}})
+			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason},
+			Lease: lease})
+		s.StartReserved(reserved, run, err)
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		s.wakeExecutor()
 		if run, err = s.waitForRun(ctx, rc.WorkspaceID, run, in.WaitSeconds); err != nil {
 			return nil, err
 		}
