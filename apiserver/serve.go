@@ -225,9 +225,14 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
-	// Runs resolve their Flow versions and agents, and agent calls their model profiles and
-	// providers, from informers instead of a kube API request each (the API answers what the
-	// cache does not have yet). The informers stop with the executor, before the kube API.
+	// What these two clients write is read from the kube API until the informers below have
+	// shown it: a caller who changes a Flow or an Agent and submits at once runs what it wrote.
+	writes := executor.NewWrites(platformscheme.Scheme)
+	kube, serviceKube = writes.Track(kube), writes.Track(serviceKube)
+	// Submissions resolve their Flows and versions, runs their agents, and agent calls their model
+	// profiles and providers, from informers instead of a kube API request each (the API answers
+	// what the cache does not have yet, and what this process wrote and the cache does not show
+	// yet). The informers stop with the executor, before the kube API.
 	informers, err := cache.New(server.LoopbackConfig, cache.Options{Scheme: platformscheme.Scheme})
 	if err != nil {
 		return err
@@ -244,7 +249,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		stopInformers()
 		<-informersStopped
 	}()
-	resolve := executor.CacheFirst{Cache: informers, Live: kube}
+	resolve := executor.CacheFirst{Cache: informers, Live: kube, Writes: writes}
 	// The Workplace (conversations, Tasks, notifications) is a projection of the runs, written in
 	// their transactions (workStore.Observer); artifact bytes are files of the data directory.
 	execOpts.Work, execOpts.Resolver, execOpts.Log = workStore, executor.KubeResolver{Client: resolve}, ctrl.Log.WithName("executor")

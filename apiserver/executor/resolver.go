@@ -32,12 +32,11 @@ type Resolver interface {
 }
 
 // KubeResolver reads Flows, FlowVersions and Agents from the kube API.
+// Their active versions, enablement and revisions change: a Client that answers from a cache
+// must answer what its process wrote a moment ago (CacheFirst with Writes), so that a version
+// activated a moment ago is the one a new run executes.
 type KubeResolver struct {
 	Client client.Reader
-	// Flows reads the Flows that ResolveReference resolves: their active version and enablement
-	// change, so a caller that answers the rest from a cache reads them live here, and a version
-	// activated a moment ago is the one a new run executes. Optional: Client.
-	Flows client.Reader
 }
 
 // FlowVersion reads a published version of a Flow.
@@ -92,12 +91,8 @@ func (r KubeResolver) Agent(ctx context.Context, namespace, name string) (provid
 // itself when given (exact), else the Flow's active version. The Flow must exist and be enabled,
 // and the version must be published.
 func (r KubeResolver) ResolveReference(ctx context.Context, namespace, name, version string) (string, error) {
-	flows := r.Flows
-	if flows == nil {
-		flows = r.Client
-	}
 	flow := &platformv1.Flow{}
-	err := flows.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, flow)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, flow)
 	if apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("flow %q: %w", name, ErrFlowNotFound)
 	}

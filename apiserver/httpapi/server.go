@@ -348,6 +348,39 @@ type Executor interface {
 	Reserve(workspace string) (work.Reservation, bool)
 }
 
+// Reserve takes a free worker of this process's executor for a run of workspace about to become
+// runnable (submitted or answered): the run is committed leased to it (the returned lease) and
+// StartReserved starts it at once, without the commit of a claim and the wait for a worker to
+// wake. Both are nil when no worker is free; the run is then left for any worker to claim.
+func (s *Server) Reserve(workspace string) (work.Reservation, *work.Lease) {
+	if s.executor == nil {
+		return nil, nil
+	}
+	r, ok := s.executor.Reserve(workspace)
+	if !ok {
+		return nil, nil
+	}
+	lease := r.Lease()
+	return r, &lease
+}
+
+// StartReserved starts run on the worker reserved for it when the run was committed leased to it
+// (err nil and the run runnable under that lease), and otherwise gives the worker back and wakes
+// the executor for whatever became runnable.
+func (s *Server) StartReserved(r work.Reservation, run work.FlowRun, err error) {
+	if r != nil && err == nil && run.LeaseOwner == r.Lease().Owner &&
+		(run.State == work.StatePending || run.State == work.StateRunning) {
+		r.Start(run)
+		return
+	}
+	if r != nil {
+		r.Cancel()
+	}
+	if s.executor != nil && err == nil {
+		s.executor.Wake()
+	}
+}
+
 // Tools reaches tool providers; nil when the server runs without it.
 func (s *Server) Tools() *tools.Manager { return s.tools }
 

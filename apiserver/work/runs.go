@@ -461,6 +461,10 @@ type Response struct {
 	// SkipToken answers without the resume token: for the question of an autonomous Task,
 	// which nobody received a token for. The caller has checked who may answer.
 	SkipToken bool
+	// Lease, when set, commits the resumed run already leased to a worker of this process that
+	// starts it at once (Reservation), instead of leaving it for any worker to claim. A run that
+	// stays Paused is not leased.
+	Lease *Lease
 }
 
 // checkAnswer validates an answer against the action and returns the value recorded.
@@ -545,6 +549,9 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 			return err
 		}
 		events := next.events
+		if r.Lease != nil && next.run.State == StateRunning {
+			next.run.LeaseOwner, next.run.LeaseExpiresAt = r.Lease.Owner, r.Lease.Until
+		}
 		var newHash string
 		token, newHash = NewResumeToken()
 		if run, err = s.saveRun(ctx, tx, old, next.run, now); err != nil {

@@ -46,6 +46,9 @@ type Opening struct {
 	// Submitted is the exact JSON the caller sent.
 	Submitted json.RawMessage
 	Submission
+	// Lease, when set, commits the first run leased to a worker of this process that starts it at
+	// once (work.Submission.Lease).
+	Lease *work.Lease
 }
 
 // RunInput is the input of a conversation's run: the Entry's field values by name, the
@@ -112,7 +115,7 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 	}
 	input := RunInput(o.Text, o.Values, nil)
 	sub := work.Submission{Context: o.Context, InteractionID: i.ID, Type: "interaction", Title: title,
-		Instruction: o.Text, FlowName: o.Target.Flow, FlowVersion: o.Target.Version, Input: input}
+		Instruction: o.Text, FlowName: o.Target.Flow, FlowVersion: o.Target.Version, Input: input, Lease: o.Lease}
 	sub.Namespace = o.Target.Namespace
 	var (
 		run   work.FlowRun

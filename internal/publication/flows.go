@@ -96,6 +96,23 @@ func FindFlowVersion(ctx context.Context, c client.Reader, namespace, flowName s
 	return nil, nil
 }
 
+// GetFlowVersion is FindFlowVersion that first reads the object name every publication gives a
+// version (FlowVersionName): one read, from a cache when c has one, instead of a list of the
+// namespace's versions; it lists only when that object is not the version (one named otherwise).
+func GetFlowVersion(ctx context.Context, c client.Reader, namespace, flowName string, version platformv1.SemanticVersion) (*platformv1.FlowVersion, error) {
+	if name, ok := FlowVersionName(flowName, string(version)); ok {
+		v := &platformv1.FlowVersion{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, v)
+		if err == nil && string(v.Definition.FlowName) == flowName && v.Definition.Version == version {
+			return v, nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return FindFlowVersion(ctx, c, namespace, flowName, version)
+}
+
 // FlowVersionResult is what PublishFlowVersion did.
 type FlowVersionResult struct {
 	Version *platformv1.FlowVersion

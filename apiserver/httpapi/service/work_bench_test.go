@@ -213,7 +213,7 @@ func benchServer(b testing.TB, s *store.Store) *httptest.Server {
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = informers.Start(ctx) }()
 	b.Cleanup(func() { cancel(); <-stopped })
-	return workServerOn(b, s, loopback, executor.CacheFirst{Cache: informers, Live: loopback}, nil, nil)
+	return workServerOn(b, s, loopback, executor.CacheFirst{Cache: informers, Live: loopback, Writes: executor.NewWrites(platformscheme.Scheme)}, nil, nil)
 }
 
 // BenchmarkWorkItemsEndToEnd: WorkItems submitted through the Work API and executed by the

@@ -52,6 +52,11 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 	values := map[string]string{"Platform:Authentication:Mode": "Development"}
 	maps.Copy(values, settings)
 	cfg := config.FromMap(config.Testing, values)
+	pk := client.Client(platformKube)
+	if cached, ok := resolve.(executor.CacheFirst); ok && cached.Writes != nil {
+		// As `platform serve` does: what the service API writes is read live until the cache shows it.
+		kube, pk = cached.Writes.Track(kube), cached.Writes.Track(platformKube)
+	}
 	store := work.New(s)
 	places := workplace.NewStore(s, store, workplace.FileArtifacts{Dir: filepath.Join(t.TempDir(), "artifacts")})
 	store.Observer = places
@@ -71,12 +76,12 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 	done := make(chan struct{})
 	go func() { defer close(done); exec.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	access, err := httpapi.TriggerAccess(cfg, nil, platformKube)
+	access, err := httpapi.TriggerAccess(cfg, nil, pk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: platformKube, Reads: resolve, Work: store, Workplace: places, Executor: exec,
-		Triggers: &triggers.Service{DB: s, Work: store, Kube: platformKube, Access: access},
+	api, err := service.New(httpapi.Options{Config: cfg, Kube: kube, PlatformKube: pk, Reads: resolve, Work: store, Workplace: places, Executor: exec,
+		Triggers: &triggers.Service{DB: s, Work: store, Kube: pk, Access: access},
 		Ready:    func(ctx context.Context) error { return env.Server().Ready(ctx) }})
 	if err != nil {
 		t.Fatal(err)
@@ -437,7 +442,7 @@ func TestMetricsAreServedOnTheServicePortOnlyWhereTheOperatorSaysSo(t *testing.T
 	})
 }
 
-func TestASubmissionRightAfterActivationPinsTheVersionJustActivatedEvenWhenReadsComeFromInformers(t *testing.T) {
+func TestASubmissionRightAfterAFlowOrAgentChangedRunsTheChangeEvenWhenReadsComeFromInformers(t *testing.T) {
 	if env.Server() == nil {
 		t.Skip("against an existing cluster there is no loopback identity for informers")
 	}
@@ -448,22 +453,77 @@ func TestASubmissionRightAfterActivationPinsTheVersionJustActivatedEvenWhenReads
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = informers.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-stopped })
-	server := workServerOn(t, storeFor(t), kube, executor.CacheFirst{Cache: informers, Live: kube}, nil, nil)
-	for i, version := range []string{"1.0.0", "2.0.0"} {
-		if i == 0 {
+	server := workServerOn(t, storeFor(t), kube, executor.CacheFirst{Cache: informers, Live: kube, Writes: executor.NewWrites(platformscheme.Scheme)}, nil, nil)
+	submit := func(name string) response {
+		return call(t, server, http.MethodPost, "/api/work/workitems?waitSeconds=10",
+			`{"type":"t","title":"t","instruction":"i","flowReference":{"name":"`+name+`"}}`)
+	}
+	replace := func(g Gomega, path, body string) {
+		current := call(t, server, http.MethodGet, path, "")
+		g.Expect(current.status).To(Equal(http.StatusOK), "%v", current.body)
+		r := call(t, server, http.MethodPut, path, body, "If-Match", current.header.Get("ETag"))
+		g.Expect(r.status).To(Equal(http.StatusOK), "%v", r.body)
+	}
+	for name, tc := range map[string]struct {
+		// change changes the Flow (or its agent) named name, whose active version 1.0.0 ran a moment ago.
+		change func(g Gomega, name string)
+		expect func(g Gomega, submitted response)
+	}{
+		"a version activated a moment ago is the version pinned": {
+			change: func(g Gomega, name string) {
+				r := call(t, server, http.MethodPost, "/api/flows/"+name+"/versions", `{"version":"2.0.0","activate":true}`)
+				g.Expect(r.status).To(Equal(http.StatusCreated), "%v", r.body)
+			},
+			expect: func(g Gomega, submitted response) {
+				g.Expect(submitted.status).To(Equal(http.StatusAccepted), "%v", submitted.body)
+				g.Expect(field(submitted.body, "flowRun", "flow", "version")).To(Equal("2.0.0"), "%v", submitted.body)
+			},
+		},
+		"a Flow disabled a moment ago refuses the submission": {
+			change: func(g Gomega, name string) {
+				replace(g, "/api/flows/"+name, strings.Replace(directFlowBody(name, name, "Off"), `"enabled":true`, `"enabled":false`, 1))
+			},
+			expect: func(g Gomega, submitted response) {
+				g.Expect(submitted.status).To(Equal(http.StatusConflict), "%v", submitted.body)
+			},
+		},
+		"a Flow deleted a moment ago is not found": {
+			change: func(g Gomega, name string) {
+				flow := call(t, server, http.MethodGet, "/api/flows/"+name, "")
+				g.Expect(call(t, server, http.MethodDelete, "/api/flows/"+name, "", "If-Match", flow.header.Get("ETag")).status).To(Equal(http.StatusNoContent))
+			},
+			expect: func(g Gomega, submitted response) {
+				g.Expect(submitted.status).To(Equal(http.StatusUnprocessableEntity), "%v", submitted.body)
+			},
+		},
+		"an agent changed a moment ago answers with its new instructions": {
+			change: func(g Gomega, name string) {
+				replace(g, "/api/agents/"+name, `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"`+name+`"},"definition":{"instructions":"@respond changed"}}`)
+			},
+			expect: func(g Gomega, submitted response) {
+				g.Expect(submitted.status).To(Equal(http.StatusAccepted), "%v", submitted.body)
+				result := call(t, server, http.MethodGet, "/api/work/workitems/"+field(submitted.body, "workItem", "id").(string)+"/result", "")
+				g.Expect(fmt.Sprint(result.body["result"])).To(ContainSubstring("changed"), "%v", result.body)
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			suffixes[t.Name()]++
+			flow := fmt.Sprintf("fresh-%d%d", time.Now().UnixNano()%100000, suffixes[t.Name()])
 			for _, c := range []struct{ path, body string }{
-				{"/api/agents", `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"fresh"},"definition":{"instructions":"@respond done"}}`},
-				{"/api/flows", directFlowBody("fresh", "fresh", "Fresh")},
+				{"/api/agents", `{"apiVersion":"platform/v1","kind":"Agent","metadata":{"name":"` + flow + `"},"definition":{"instructions":"@respond done"}}`},
+				{"/api/flows", directFlowBody(flow, flow, "Fresh")},
+				{"/api/flows/" + flow + "/versions", `{"version":"1.0.0","activate":true}`},
 			} {
 				r := call(t, server, http.MethodPost, c.path, c.body)
 				g.Expect(r.status).To(Equal(http.StatusCreated), "%s: %v", c.path, r.body)
 			}
-		}
-		r := call(t, server, http.MethodPost, "/api/flows/fresh/versions", `{"version":"`+version+`","activate":true}`)
-		g.Expect(r.status).To(Equal(http.StatusCreated), "%v", r.body)
-		submitted := call(t, server, http.MethodPost, "/api/work/workitems?waitSeconds=10",
-			`{"type":"t","title":"t","instruction":"i","flowReference":{"name":"fresh"}}`)
-		g.Expect(submitted.status).To(Equal(http.StatusAccepted), "%v", submitted.body)
-		g.Expect(field(submitted.body, "flowRun", "flow", "version")).To(Equal(version), "%v", submitted.body)
+			// The first submission fills the informers with the Flow, its version and its agent.
+			first := submit(flow)
+			g.Expect(field(first.body, "flowRun", "state")).To(Equal("Completed"), "%v", first.body)
+			tc.change(g, flow)
+			tc.expect(g, submit(flow))
+		})
 	}
 }

@@ -17,7 +17,7 @@ import (
 func BenchmarkQuickAnswerEndToEnd(b *testing.B) {
 	storetest.ForEachDialectBench(b, func(b *testing.B, s *store.Store) {
 		b.Run("raw-commits", func(b *testing.B) { storetest.BenchRawCommits(b, s) })
-		server := workServer(b, s)
+		server := benchServer(b, s) // as `platform serve` runs: the loopback identity and informers
 		rawCommits := rawCommitsNow(b, s)
 		ws := routingWorkspace(b)
 		publishDemo(b, ws)

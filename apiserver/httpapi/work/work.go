@@ -213,7 +213,7 @@ func (s *routes) registerWork() {
 				return nil, httpapi.FieldErrors(field.ErrorList{field.Invalid(field.NewPath("flowReference", "version"), field.OmitValueType{}, err.Detail)})
 			}
 		}
-		version, err := executor.KubeResolver{Client: s.Reads(), Flows: s.Kube()}.ResolveReference(ctx, rc.Namespace, ref.Name, ref.Version)
+		version, err := executor.KubeResolver{Client: s.Reads()}.ResolveReference(ctx, rc.Namespace, ref.Name, ref.Version)
 		switch {
 		case errors.Is(err, executor.ErrFlowNotFound):
 			return nil, httpapi.FieldErrors(field.ErrorList{field.NotFound(field.NewPath("flowReference"), field.OmitValueType{})})
@@ -340,12 +340,15 @@ func (s *routes) registerWork() {
 		if err != nil {
 			return nil, err
 		}
+		// A worker of this process, when one is free, gets the resumed run with the answer.
+		reserved, lease := s.Reserve(rc.WorkspaceID)
 		action, run, token, err := s.Work().Respond(ctx, domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
-			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason}})
+			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason},
+			Lease: lease})
+		s.StartReserved(reserved, run, err)
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		s.wakeExecutor()
 		if run, err = s.waitForRun(ctx, rc.WorkspaceID, run, in.WaitSeconds); err != nil {
 			return nil, err
 		}

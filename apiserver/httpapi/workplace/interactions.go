@@ -355,7 +355,9 @@ func (s *routes) open(ctx context.Context, name, rns string, raw []byte, body Op
 	if len(body.Attachments) > 0 {
 		return nil, httpapi.FieldErrors(field.ErrorList{field.Forbidden(field.NewPath("attachments"), "this Entry accepts no attachments")})
 	}
-	ns, err := resourcenamespace.Resolve(ctx, s.Kube(), rc.Namespace, platformv1.ResourceNamespace(rns))
+	// The Entry, its Flows and their namespaces are read from the informers (what this process
+	// wrote a moment ago from the kube API): not a kube API request each per conversation.
+	ns, err := resourcenamespace.Resolve(ctx, s.Reads(), rc.Namespace, platformv1.ResourceNamespace(rns))
 	if errors.Is(err, resourcenamespace.ErrNotFound) {
 		return nil, huma.Error404NotFound(fmt.Sprintf("entry %q not found", name))
 	}
@@ -363,7 +365,7 @@ func (s *routes) open(ctx context.Context, name, rns string, raw []byte, body Op
 		return nil, httpapi.Problem(err)
 	}
 	published := &platformv1.PublishedEntry{}
-	if err := s.Kube().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, published); err != nil {
+	if err := s.Reads().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, published); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, huma.Error404NotFound(fmt.Sprintf("entry %q is not published in the workspace", name))
 		}
@@ -384,18 +386,23 @@ func (s *routes) open(ctx context.Context, name, rns string, raw []byte, body Op
 			return nil, err
 		}
 	}
+	// A worker of this process, when one is free, gets the first run with the conversation.
+	reserved, lease := s.Reserve(rc.WorkspaceID)
 	i, run, token, err := s.workplace.Open(ctx, domain.Opening{
 		Context:        work.Context{TenantID: rc.TenantID, WorkspaceID: rc.WorkspaceID, Namespace: rc.Namespace, PrincipalID: rc.PrincipalID},
 		EntryNamespace: rns, EntryName: name, EntryGeneration: def.EntryGeneration, Title: entryTitle(def, name),
 		TaskDisplay: string(def.Task.Display), Participants: string(def.Participants.Visibility), ResultsDisplay: string(def.Results.Display),
 		FollowUpPolicy: string(def.FollowUps.Policy),
-		Target:         target, Continuation: continuation, Submitted: raw, Submission: submission,
+		Target:         target, Continuation: continuation, Submitted: raw, Submission: submission, Lease: lease,
 	})
+	committed := err
+	if run.ID != "" {
+		committed = nil // the conversation and its run were committed; only reading it back failed
+	}
+	s.StartReserved(reserved, run, committed)
 	if err != nil {
 		return nil, httpapi.Problem(err)
 	}
-	_ = run
-	s.wakeExecutor()
 	if i, err = s.settle(ctx, i, wait); err != nil {
 		return nil, err
 	}
@@ -420,7 +427,7 @@ func (s *routes) executable(ctx context.Context, from string, ref platformv1.Flo
 	refused := func(reason, detail string) (domain.FlowTarget, error) {
 		return domain.FlowTarget{}, huma.Error409Conflict(fmt.Sprintf("the Entry cannot start now (%s): %s", reason, detail))
 	}
-	ns, err := resourcenamespace.Resolve(ctx, s.Kube(), from, ref.Namespace)
+	ns, err := resourcenamespace.Resolve(ctx, s.Reads(), from, ref.Namespace)
 	if errors.Is(err, resourcenamespace.ErrNotFound) {
 		return refused(platformv1.FlowNotFoundReason, "the resource namespace of its Flow is gone")
 	}
@@ -428,7 +435,7 @@ func (s *routes) executable(ctx context.Context, from string, ref platformv1.Flo
 		return domain.FlowTarget{}, httpapi.Problem(err)
 	}
 	flow := &platformv1.Flow{}
-	if err := s.Kube().Get(ctx, client.ObjectKey{Namespace: ns, Name: string(ref.Name)}, flow); err != nil {
+	if err := s.Reads().Get(ctx, client.ObjectKey{Namespace: ns, Name: string(ref.Name)}, flow); err != nil {
 		if apierrors.IsNotFound(err) {
 			return refused(platformv1.FlowNotFoundReason, fmt.Sprintf("Flow %q does not exist", ref.Name))
 		}
@@ -437,7 +444,7 @@ func (s *routes) executable(ctx context.Context, from string, ref platformv1.Flo
 	if flow.Definition.Enabled != nil && !*flow.Definition.Enabled {
 		return refused(platformv1.FlowDisabledReason, fmt.Sprintf("Flow %q is disabled", ref.Name))
 	}
-	version, err := publication.FindFlowVersion(ctx, s.Kube(), ns, string(ref.Name), ref.Version)
+	version, err := publication.GetFlowVersion(ctx, s.Reads(), ns, string(ref.Name), ref.Version)
 	if err != nil {
 		return domain.FlowTarget{}, httpapi.Problem(err)
 	}
@@ -485,15 +492,17 @@ func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, a
 		artifact = &stored
 		ans.File = &work.FileAnswer{Name: f.Name, MediaType: f.MediaType, Length: stored.Length, ArtifactID: stored.ID}
 	}
-	action, _, token, err := s.Work().Respond(ctx, work.Response{WorkspaceID: rc.WorkspaceID, RunID: runID, ActionID: actionID,
-		Token: body.ResumeToken, SkipToken: !needToken, PrincipalID: rc.PrincipalID, Answer: ans})
+	// A worker of this process, when one is free, gets the resumed run with the answer.
+	reserved, lease := s.Reserve(rc.WorkspaceID)
+	action, run, token, err := s.Work().Respond(ctx, work.Response{WorkspaceID: rc.WorkspaceID, RunID: runID, ActionID: actionID,
+		Token: body.ResumeToken, SkipToken: !needToken, PrincipalID: rc.PrincipalID, Answer: ans, Lease: lease})
+	s.StartReserved(reserved, run, err)
 	if err != nil {
 		if artifact != nil {
 			_ = s.workplace.DeleteArtifact(context.WithoutCancel(ctx), *artifact)
 		}
 		return action, "", httpapi.Problem(err)
 	}
-	s.wakeExecutor()
 	return action, token, nil
 }
 
