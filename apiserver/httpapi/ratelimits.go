@@ -41,6 +41,9 @@ func startsRun(operationID string) bool {
 	return false
 }
 
+// LimitDefaults reads the instance's default limits (the kube API applies them too).
+func LimitDefaults(cfg *config.Config) (ratelimit.Limits, error) { return limitDefaultsFrom(cfg) }
+
 // limitDefaultsFrom reads the instance's default limits.
 func limitDefaultsFrom(cfg *config.Config) (ratelimit.Limits, error) {
 	var out ratelimit.Limits
