@@ -340,6 +340,9 @@ func (s *routes) registerWork() {
 		if err != nil {
 			return nil, err
 		}
+		if err := s.MayAnswer(ctx, rc.PrincipalID, rc.WorkspaceID, in.RunID, in.ActionID); err != nil {
+			return nil, err
+		}
 		action, run, token, err := s.Work().Respond(ctx, domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
 			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason}})
 		if err != nil {
