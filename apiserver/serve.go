@@ -159,6 +159,15 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		tokens.JWT = oidcProvider.Verifier()
 	}
 	workspaces := &kubeauth.Authorizer{Identity: ids}
+	// One counter of the rate limits for every surface: a token's requests count together
+	// whether they reach the service API, /mcp, the hub or the kube API.
+	rateLimits := &ratelimit.Counter{DB: db}
+	limitDefaults, err := httpapi.LimitDefaults(cfg)
+	if err != nil {
+		return err
+	}
+	kubeLimits := &kubeauth.Limits{Counter: rateLimits, Defaults: limitDefaults, Authorizer: workspaces}
+	opts.Limit, opts.Prelimit = kubeLimits.Authorized, kubeLimits.Unauthenticated
 	opts.Authenticators = append(opts.Authenticators, tokens.Request())
 	opts.Authorizers = append(opts.Authorizers, workspaces)
 	opts.NamespaceVisibility = workspaces.Visibility
@@ -356,7 +365,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		Secrets:            secretValues,
 		Triggers:           occurrences,
 		PackProjects:       packprojects.NewStore(db),
-		RateLimits:         &ratelimit.Counter{DB: db},
+		RateLimits:         rateLimits,
 		Packs:              packStore,
 		Registries:         registryRefresher.Store,
 		RegistryFetchers:   registryClients.Fetcher,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -48,6 +49,9 @@ type Options struct {
 	// Admission plugins run after the namespace lifecycle, for every request; the platform's
 	// rules about Management objects are enforced here, once for every client.
 	Admission []admission.Interface
+	// Limit wraps the handler of authenticated, authorized requests, and Prelimit the whole
+	// handler chain, before authentication (the rate limits; see kubeauth.Limits); nil: none.
+	Limit, Prelimit func(http.Handler) http.Handler
 	// MaxConnections caps the kube API's open connections (see package listener); unlimited
 	// when zero.
 	MaxConnections int

@@ -276,6 +276,19 @@ func newAPIServer(o *Options, etcdServers []string, files pki.Files, listener ne
 	}
 	config.SecureServing.ClientCA = clientCA
 	config.Authentication.Authenticator = newAuthenticator(clientCA, o.Authenticators)
+	if o.Limit != nil || o.Prelimit != nil {
+		limit, prelimit := o.Limit, o.Prelimit
+		config.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+			if limit != nil {
+				h = limit(h)
+			}
+			h = genericapiserver.DefaultBuildHandlerChain(h, c)
+			if prelimit != nil {
+				h = prelimit(h)
+			}
+			return h
+		}
+	}
 	if config.Authorization.Authorizer, err = newAuthorizer(o.Authorizers); err != nil {
 		return nil, err
 	}

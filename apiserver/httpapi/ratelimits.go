@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -38,6 +41,9 @@ func startsRun(operationID string) bool {
 	return false
 }
 
+// LimitDefaults reads the instance's default limits (the kube API applies them too).
+func LimitDefaults(cfg *config.Config) (ratelimit.Limits, error) { return limitDefaultsFrom(cfg) }
+
 // limitDefaultsFrom reads the instance's default limits.
 func limitDefaultsFrom(cfg *config.Config) (ratelimit.Limits, error) {
 	var out ratelimit.Limits
@@ -67,9 +73,10 @@ func (s *Server) RateLimits() *ratelimit.Counter { return s.rateLimits }
 
 // limit counts a workspace-scoped request against the limits of its workspace and of its
 // personal access token once authorize resolved them, before its handler does any work: a caller
-// past a limit is answered 429 with Retry-After at the cost of one upsert, and another workspace's
-// requests count on other rows. A store that cannot count lets the request through: the limits
-// protect the service, they must not be what takes it down.
+// past a limit is answered 429 with Retry-After, from the replica's memory (ratelimit.Counter
+// leases the store's count in batches), and another workspace's requests count on other rows. A
+// store that cannot count lets the request through: the limits protect the service, they must
+// not be what takes it down.
 func (s *Server) limit(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		rc, ok := RequestContextFrom(ctx.Context())
@@ -78,7 +85,8 @@ func (s *Server) limit(api huma.API) func(huma.Context, func(huma.Context)) {
 			return
 		}
 		var token string
-		if caller, _ := CallerFrom(ctx.Context()); caller.PAT != nil {
+		caller, _ := CallerFrom(ctx.Context())
+		if caller.PAT != nil {
 			token = caller.PAT.TokenID
 		}
 		refusal, err := s.rateLimits.Take(ctx.Context(), rc.WorkspaceID, token, s.LimitsOf(rc), startsRun(ctx.Operation().OperationID))
@@ -89,18 +97,23 @@ func (s *Server) limit(api huma.API) func(huma.Context, func(huma.Context)) {
 			next(ctx)
 			return
 		}
+		if caller.PAT != nil {
+			if raw, ok := bearerToken(ctx.Header("Authorization")); ok {
+				s.rateLimits.RememberBearer(sha256.Sum256([]byte(raw)), caller.PAT.WorkspaceID, caller.PAT.TokenID)
+			}
+		}
 		writeRefusal(ctx, refusal)
 	}
 }
 
-// limitToken refuses, right after authentication, a request of a personal access token whose
-// window this replica already saw full: a flooding token costs no workspace resolution, no
-// permission check and no write.
-func (s *Server) limitToken(api huma.API) func(huma.Context, func(huma.Context)) {
+// limitBearer refuses, before authentication, a request of a personal access token that was
+// refused lately and whose window this replica saw full: a flooding token costs no
+// authentication, no workspace resolution, no permission check and no store access.
+func (s *Server) limitBearer(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
-		if s.rateLimits != nil {
-			if caller, ok := CallerFrom(ctx.Context()); ok && caller.PAT != nil {
-				if refusal := s.rateLimits.TokenRefused(caller.PAT.WorkspaceID, caller.PAT.TokenID, startsRun(ctx.Operation().OperationID)); refusal != nil {
+		if s.rateLimits != nil && s.rateLimits.RemembersBearers() {
+			if raw, ok := bearerToken(ctx.Header("Authorization")); ok {
+				if refusal := s.rateLimits.BearerRefused(sha256.Sum256([]byte(raw)), startsRun(ctx.Operation().OperationID)); refusal != nil {
 					writeRefusal(ctx, refusal)
 					return
 				}
@@ -110,15 +123,39 @@ func (s *Server) limitToken(api huma.API) func(huma.Context, func(huma.Context))
 	}
 }
 
+// refusalBodies are the bodies of 429 answers already written, by limit, value and Retry-After:
+// a flood's refusals are answered without building them again. Bounded: past maxRefusalBodies
+// kinds, a body is built each time.
+var refusalBodies sync.Map
+
+const maxRefusalBodies = 1024
+
+var refusalBodyCount atomic.Int64
+
+type refusalKey struct {
+	limit          string
+	allowed, after int
+}
+
 // writeRefusal answers 429 Problem Details with the limit and Retry-After.
 func writeRefusal(ctx huma.Context, refusal *ratelimit.Refusal) {
-	p := NewCodedProblem(http.StatusTooManyRequests, RateLimitedCode, refusal.Detail(), nil)
-	body, _ := json.Marshal(struct {
-		*CodedProblem
-		Limit string `json:"limit"`
-	}{p, refusal.Limit})
-	ctx.SetHeader("Retry-After", strconv.Itoa(refusal.RetryAfterSeconds()))
+	key := refusalKey{refusal.Limit, refusal.Allowed, refusal.RetryAfterSeconds()}
+	body, ok := refusalBodies.Load(key)
+	if !ok {
+		p := NewCodedProblem(http.StatusTooManyRequests, RateLimitedCode, refusal.Detail(), nil)
+		b, _ := json.Marshal(struct {
+			*CodedProblem
+			Limit string `json:"limit"`
+		}{p, refusal.Limit})
+		body = b
+		if refusalBodyCount.Load() < maxRefusalBodies {
+			if _, loaded := refusalBodies.LoadOrStore(key, b); !loaded {
+				refusalBodyCount.Add(1)
+			}
+		}
+	}
+	ctx.SetHeader("Retry-After", strconv.Itoa(key.after))
 	ctx.SetHeader("Content-Type", "application/problem+json")
 	ctx.SetStatus(http.StatusTooManyRequests)
-	_, _ = ctx.BodyWriter().Write(body)
+	_, _ = ctx.BodyWriter().Write(body.([]byte))
 }

@@ -240,7 +240,7 @@ func New(opts Options, areas ...Area) (*Server, error) {
 		return nil, err
 	}
 	s.rateLimits = opts.RateLimits
-	api.UseMiddleware(checkInput(api), s.authenticate(api), s.limitToken(api), s.authorize(api), s.limit(api))
+	api.UseMiddleware(checkInput(api), s.limitBearer(api), s.authenticate(api), s.authorize(api), s.limit(api))
 
 	s.registerHealth()
 	for _, area := range areas {

@@ -265,6 +265,13 @@ func (c *conn) complete(id *string, reason string) {
 // invoke runs a hub method: JoinWorkspace or LeaveWorkspace, each with the workspace's id (or
 // route name).
 func (c *conn) invoke(m message) {
+	if limited, ok := c.caller.(Limited); ok {
+		// A caller past its rate limit gets the invocation's completion with the reason.
+		if refused, _ := limited.Limit(c.hub.ctx); refused != "" {
+			c.complete(m.InvocationID, refused)
+			return
+		}
+	}
 	var workspace string
 	if len(m.Arguments) != 1 || json.Unmarshal(m.Arguments[0], &workspace) != nil || workspace == "" || len(workspace) > 256 {
 		if m.Target == "JoinWorkspace" || m.Target == "LeaveWorkspace" {

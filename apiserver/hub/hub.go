@@ -69,6 +69,13 @@ type Caller interface {
 	Check(ctx context.Context, workspaceIDs []string) (denied string, err error)
 }
 
+// Limited is what a Caller may also be: one held to rate limits. Limit counts one request of it
+// (a negotiation, an upgrade, an invocation) and answers, when a limit is reached, why (the
+// client sees it) and after how many seconds to try again; "" when the request goes on.
+type Limited interface {
+	Limit(ctx context.Context) (refused string, retryAfterSeconds int)
+}
+
 // Source is the Workplace outbox.
 type Source interface {
 	Events(ctx context.Context, workspaceID string, afterSeq int64, take int) ([]workplace.Event, error)
@@ -408,6 +415,13 @@ func (h *Hub) authenticate(w http.ResponseWriter, r *http.Request) (Caller, bool
 		h.opts.Log.Error(err, "authenticating a hub request failed")
 		h.opts.Problem(w, http.StatusInternalServerError, "internal error")
 		return nil, false
+	}
+	if limited, ok := caller.(Limited); ok {
+		if refused, after := limited.Limit(r.Context()); refused != "" {
+			w.Header().Set("Retry-After", strconv.Itoa(after))
+			h.opts.Problem(w, http.StatusTooManyRequests, refused)
+			return nil, false
+		}
 	}
 	return caller, true
 }

@@ -91,6 +91,9 @@ type world struct {
 	mu      sync.Mutex
 	members map[string]map[string]string // principal -> workspace name or id -> id
 	denied  map[string]string
+	// budget is how many more requests a principal may make before its rate limit refuses
+	// them; a principal absent is not limited.
+	budget map[string]int
 }
 
 type testCaller struct {
@@ -113,6 +116,21 @@ func (c testCaller) Check(_ context.Context, workspaces []string) (string, error
 	c.w.mu.Lock()
 	defer c.w.mu.Unlock()
 	return c.w.denied[c.id], nil
+}
+
+// Limit is the world's rate limit of the caller (Limited).
+func (c testCaller) Limit(context.Context) (string, int) {
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	n, limited := c.w.budget[c.id]
+	if !limited {
+		return "", 0
+	}
+	if n == 0 {
+		return "the limit of 3 requests per second with this access token is reached; retry after 1 s", 1
+	}
+	c.w.budget[c.id] = n - 1
+	return "", 0
 }
 
 func (w *world) authenticate(r *http.Request) (Caller, error) {
@@ -716,6 +734,27 @@ func TestARevokedCallerIsClosedWithinTheRevalidation(t *testing.T) {
 	_, more := bob.within(time.Second)
 	g.Expect(more).To(BeFalse(), "another caller's connection stays")
 	g.Expect(e.hub.Connections()).To(Equal(1))
+}
+
+// A caller past its rate limit is answered 429 with Retry-After when it negotiates, and an
+// invocation past it gets its completion with the reason: the connection stays.
+func TestARateLimitRefusesNegotiationsAndInvocations(t *testing.T) {
+	g := NewWithT(t)
+	e := newEnv(t, nil)
+	e.world.mu.Lock()
+	e.world.budget = map[string]int{"alice": 3}
+	e.world.mu.Unlock()
+	cl := e.connect("alice") // a negotiation and an upgrade
+	g.Expect(cl.invoke("1", "JoinWorkspace", "one")).NotTo(HaveKey("error"))
+	g.Expect(cl.invoke("2", "JoinWorkspace", "two")["error"]).To(ContainSubstring("limit of 3 requests per second"))
+	status, body, header := e.negotiate("alice", nil)
+	g.Expect(status).To(Equal(http.StatusTooManyRequests))
+	g.Expect(header.Get("Retry-After")).To(Equal("1"))
+	g.Expect(body["detail"]).To(ContainSubstring("retry after 1 s"))
+	status, _, _ = e.negotiate("bob", nil)
+	g.Expect(status).To(Equal(http.StatusOK), "another caller is not held to alice's limit")
+	e.source.add("w1", workplace.EventTaskCreated, "", map[string]any{"taskId": "t"})
+	g.Expect(decode(t, cl.next())).To(HaveKeyWithValue("target", "TaskCreated"), "the limited connection still receives its events")
 }
 
 func TestBoundsAnswer429AtNegotiate(t *testing.T) {

@@ -178,3 +178,15 @@ func (s Permissions) String() string {
 	}
 	return strings.Join(names, ",")
 }
+
+// IsOwnerOrAdmin reports whether the Principal, active, is an Owner or an Admin of the workspace
+// or of its tenant: those an escalated question is re-addressed to.
+func (s *Service) IsOwnerOrAdmin(ctx context.Context, principalID, workspaceID string) (bool, error) {
+	var n int
+	err := s.Store.DB().QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM memberships m JOIN principals p ON p.id = m.principal_id
+		JOIN workspaces w ON w.id = ?
+		WHERE m.principal_id = ? AND p.status = 'Active' AND m.role IN ('Owner', 'Admin') AND
+		((m.scope_kind = 'workspace' AND m.scope_id = w.id) OR (m.scope_kind = 'tenant' AND m.scope_id = w.tenant_id))`),
+		workspaceID, principalID).Scan(&n)
+	return n > 0, err
+}

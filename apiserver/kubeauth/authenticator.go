@@ -55,6 +55,7 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*a
 			ExtraCredential:     {CredentialPAT},
 			ExtraPATWorkspaceID: {pat.WorkspaceID},
 			ExtraPATPermissions: permissions,
+			ExtraTokenID:        {pat.ID},
 		}), true, nil
 	}
 	if a.JWT == nil {

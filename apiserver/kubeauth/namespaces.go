@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -68,4 +69,23 @@ func (z *Authorizer) workspaceOf(ctx context.Context, namespace string) (string,
 		return "", fmt.Errorf("namespace %s: %w", namespace, err)
 	}
 	return resourcenamespace.WorkspaceOf(ns), nil
+}
+
+// workspaceNamespace is the namespace of the workspace namespace belongs to (itself, or the
+// workspace of a resource namespace), from the informer's cache; nil before the cache synced or
+// when there is none.
+func (z *Authorizer) workspaceNamespace(ctx context.Context, namespace string) (*corev1.Namespace, error) {
+	n := z.namespaces.Load()
+	if n == nil || !n.synced() {
+		return nil, nil
+	}
+	workspace, err := z.workspaceOf(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := n.lister.Get(workspace)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return ns, err
 }

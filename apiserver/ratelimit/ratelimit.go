@@ -112,10 +112,18 @@ var refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Requests refused with 429 because a rate limit of their workspace or access token was reached, by limit.",
 }, []string{"limit"})
 
+// refusedBy are refused's counters, resolved once: a refusal costs no label lookup.
+var refusedBy = map[string]prometheus.Counter{
+	WorkspaceRequests: refused.WithLabelValues(WorkspaceRequests),
+	WorkspaceRuns:     refused.WithLabelValues(WorkspaceRuns),
+	TokenRequests:     refused.WithLabelValues(TokenRequests),
+	TokenRuns:         refused.WithLabelValues(TokenRuns),
+}
+
 // takeDuration is what counting costs a request that has limits.
 var takeDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Name:    "platform_rate_limit_check_seconds",
-	Help:    "Time to count one request against its limits in the store.",
+	Help:    "Time to lease a share of a limit's window from the store.",
 	Buckets: prometheus.ExponentialBuckets(0.0001, 4, 8),
 })
 
@@ -131,30 +139,76 @@ const (
 	sweepEvery   = 15 * time.Second
 )
 
-// Counter counts in the store.
+// DefaultMaxKeys bounds the counters (and the access tokens' digests) a replica remembers when
+// Counter.MaxKeys is 0: a counter it cannot remember is counted in the store request by request.
+const DefaultMaxKeys = 100_000
+
+// leaseShare is the largest share of a limit one replica leases from the store at once: a limit
+// under 2*leaseShare is counted one request at a time (exactly), a bigger one in leases of up to
+// limit/leaseShare.
+const leaseShare = 10
+
+// bearerMemory is how long a replica remembers the access token of a refused request, so that
+// the token's later refusals are answered before its authentication.
+const bearerMemory = time.Minute
+
+// Counter counts in the store, and in front of it: a replica leases a counter's window from the
+// store in batches (one upsert adds a batch to the window's count and answers how much of it is
+// under the limit) and admits requests from its lease without touching the store; a replica that
+// saw the store's count reach the limit refuses the rest of the window from memory. Across
+// replicas a window never admits more than its limit; a replica holds at most
+// ceil(limit/leaseShare) units it has not used yet, so with R replicas a window admits at least
+// the limit minus (R-1) such leases (one replica, or a limit under 2*leaseShare: exactly the limit).
 type Counter struct {
 	DB *store.Store
 	// Now is the clock; time.Now when nil.
-	Now       func() time.Time
+	Now func() time.Time
+	// MaxKeys bounds the counters and access tokens remembered; DefaultMaxKeys when 0.
+	MaxKeys int
+
 	lastSweep atomic.Int64
 
-	// full remembers the counters whose current window this replica saw past its limit, until
-	// the window ends (counter -> *fullWindow): counts only grow within a window, so every later
-	// request of it is refused without a write, and a flood costs the store nothing more.
-	full sync.Map
-	// refusedHere are the refusals answered from full not yet added to the store's count of
-	// refusals, by workspace; flushed flushEvery after the first of them.
-	mu          sync.Mutex
-	refusedHere map[string]int64
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	bearers map[[32]byte]bearer
+	// bearerCount is len(bearers), read without mu.
+	bearerCount atomic.Int64
+	// swept is when mu's maps were last swept of the windows that ended.
+	swept time.Time
+
+	// refusedHere are the refusals not yet added to the store's count of refusals, by
+	// workspace; flushed flushEvery after the first of them, in one upsert per workspace.
+	refusedMu     sync.Mutex
+	refusedHere   map[string]int64
+	refusedMinute time.Time
+	// flushing are the refusals being written to the store, still counted by Recent.
+	flushing map[string]int64
 }
 
-// fullWindow is a full window of a counter: its refusal, until the window ends.
-type fullWindow struct {
+// bucket is what a replica knows of one counter's current window.
+type bucket struct {
+	mu sync.Mutex
+	// start and ends bound the window; left is the lease not yet used, taken what this replica
+	// admitted in the window, batch the size of its next lease.
+	start, ends time.Time
+	left, taken int
+	batch       int
+	// full: the store's count reached the limit; once left is used, the window is refused.
+	full bool
+	// refusal is the refusal of the full window.
 	refusal Refusal
-	ends    time.Time
+	// refilling is closed when the lease under way is in; nil when none is.
+	refilling chan struct{}
 }
 
-// flushEvery bounds how late the store learns the refusals a replica answered from memory.
+// bearer is the workspace and token of an access token (by the digest of what its caller sends)
+// that was refused, until when it is remembered.
+type bearer struct {
+	workspaceID, tokenID string
+	until                time.Time
+}
+
+// flushEvery bounds how late the store learns the refusals a replica answered.
 const flushEvery = time.Second
 
 func (c *Counter) now() time.Time {
@@ -162,6 +216,13 @@ func (c *Counter) now() time.Time {
 		return c.Now()
 	}
 	return time.Now()
+}
+
+func (c *Counter) maxKeys() int {
+	if c.MaxKeys > 0 {
+		return c.MaxKeys
+	}
+	return DefaultMaxKeys
 }
 
 type hit struct {
@@ -173,181 +234,310 @@ type hit struct {
 
 // Take counts one request of workspaceID (tokenID: its personal access token, "" for another
 // credential) against limits, and one started run when startsRun, and answers the first limit the
-// request goes past, or nil. Every attempt counts, refused ones too: a caller that keeps trying
-// past its limit stays refused until it waits the Retry-After. Nothing is counted, and the store
-// is not touched, when no limit applies.
+// request goes past, or nil. A request is admitted from this replica's lease when it holds one
+// and refused from memory once the window is full: only a lease touches the store. Nothing is
+// counted, and the store is not touched, when no limit applies.
 func (c *Counter) Take(ctx context.Context, workspaceID, tokenID string, limits Limits, startsRun bool) (*Refusal, error) {
-	hits := make([]hit, 0, 4)
-	add := func(allowed int, counter, limit string, window time.Duration) {
+	var (
+		buf  [4]hit
+		hits = buf[:0]
+	)
+	add := func(allowed int, kind, owner, limit string, window time.Duration) {
 		if allowed > 0 {
-			hits = append(hits, hit{counter: counter, limit: limit, allowed: allowed, window: window})
+			hits = append(hits, hit{counter: kind + owner, limit: limit, allowed: allowed, window: window})
 		}
 	}
-	add(limits.RequestsPerSecond, "requests/workspace/"+workspaceID, WorkspaceRequests, time.Second)
+	add(limits.RequestsPerSecond, "requests/workspace/", workspaceID, WorkspaceRequests, time.Second)
 	if tokenID != "" {
-		add(limits.TokenRequestsPerSecond, "requests/token/"+tokenID, TokenRequests, time.Second)
+		add(limits.TokenRequestsPerSecond, "requests/token/", tokenID, TokenRequests, time.Second)
 	}
 	if startsRun {
-		add(limits.RunsPerMinute, "runs/workspace/"+workspaceID, WorkspaceRuns, time.Minute)
+		add(limits.RunsPerMinute, "runs/workspace/", workspaceID, WorkspaceRuns, time.Minute)
 		if tokenID != "" {
-			add(limits.TokenRunsPerMinute, "runs/token/"+tokenID, TokenRuns, time.Minute)
+			add(limits.TokenRunsPerMinute, "runs/token/", tokenID, TokenRuns, time.Minute)
 		}
 	}
-	if len(hits) == 0 {
-		return nil, nil
-	}
-	now := c.now()
 	for _, h := range hits {
-		if r := c.fromMemory(now, workspaceID, h.counter); r != nil {
-			return r, nil
+		r, err := c.take(ctx, h)
+		if err != nil {
+			return nil, err
 		}
-	}
-	defer prometheus.NewTimer(takeDuration).ObserveDuration()
-	counts, err := c.count(ctx, now, hits)
-	if err != nil {
-		return nil, err
-	}
-	c.sweep(now)
-	for i, h := range hits {
-		if counts[i] > int64(h.allowed) {
-			start := now.Truncate(h.window)
-			r := &Refusal{Limit: h.limit, Allowed: h.allowed, RetryAfter: start.Add(h.window).Sub(now)}
-			c.full.Store(h.counter, &fullWindow{refusal: *r, ends: start.Add(h.window)})
-			refused.WithLabelValues(h.limit).Inc()
-			// The Console's count of refusals is news, not the answer: a failure to record it
-			// does not change the 429.
-			_, _ = c.count(ctx, now, []hit{{counter: "refused/workspace/" + workspaceID, window: time.Minute}})
+		if r != nil {
+			refusedBy[r.Limit].Inc()
+			c.noteRefusal(workspaceID)
 			return r, nil
 		}
 	}
 	return nil, nil
 }
 
-// fromMemory is the refusal of counter when this replica saw its current window full, else nil.
-func (c *Counter) fromMemory(now time.Time, workspaceID, counter string) *Refusal {
-	f, ok := c.full.Load(counter)
-	if !ok {
-		return nil
+// take admits one request against h from the lease of its counter's window, leasing more from
+// the store when the lease is used up; the refusal when the window is full.
+func (c *Counter) take(ctx context.Context, h hit) (*Refusal, error) {
+	b := c.bucket(h.counter)
+	if b == nil {
+		// Too many counters to remember: this one is counted in the store, one request at a time.
+		now := c.now()
+		start := now.Truncate(h.window)
+		granted, err := c.lease(ctx, h, start, 1)
+		if err != nil || granted > 0 {
+			return nil, err
+		}
+		return &Refusal{Limit: h.limit, Allowed: h.allowed, RetryAfter: start.Add(h.window).Sub(now)}, nil
 	}
-	w := f.(*fullWindow)
-	if !now.Before(w.ends) {
-		c.full.CompareAndDelete(counter, f)
-		return nil
+	b.mu.Lock()
+	for {
+		now := c.now()
+		if start := now.Truncate(h.window); start.After(b.start) {
+			// A new window: the lease of the last one is void. The next lease is sized after
+			// what the last window admitted here, so a busy counter needs few of them.
+			b.batch = min(max(1, b.taken/4), maxBatch(h.allowed))
+			b.start, b.ends, b.left, b.taken, b.full = start, start.Add(h.window), 0, 0, false
+		}
+		if b.left > 0 {
+			b.left--
+			b.taken++
+			b.mu.Unlock()
+			return nil, nil
+		}
+		if b.full {
+			r := b.refusal
+			r.RetryAfter = b.ends.Sub(now)
+			b.mu.Unlock()
+			return &r, nil
+		}
+		if ch := b.refilling; ch != nil {
+			// One lease at a time per counter: the others wait for it, then take from it.
+			b.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			b.mu.Lock()
+			continue
+		}
+		ch, start, n := make(chan struct{}), b.start, max(1, b.batch)
+		b.refilling = ch
+		b.mu.Unlock()
+		timer := prometheus.NewTimer(takeDuration)
+		granted, err := c.lease(ctx, h, start, n)
+		timer.ObserveDuration()
+		b.mu.Lock()
+		b.refilling = nil
+		close(ch)
+		if err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
+		if b.start.Equal(start) {
+			b.left += granted
+			b.batch = min(2*n, maxBatch(h.allowed))
+			if granted < n {
+				b.full = true
+				b.refusal = Refusal{Limit: h.limit, Allowed: h.allowed}
+			}
+		}
+		c.sweepStore(now)
 	}
-	r := w.refusal
-	r.RetryAfter = w.ends.Sub(now)
-	refused.WithLabelValues(r.Limit).Inc()
-	c.refusedFromMemory(now, workspaceID)
-	return &r
+}
+
+// maxBatch is the largest lease of a limit of allowed.
+func maxBatch(allowed int) int { return max(1, allowed/leaseShare) }
+
+// bucket is the bucket of counter, nil when the replica remembers as many as it may and none of
+// them is over.
+func (c *Counter) bucket(counter string) *bucket {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b, ok := c.buckets[counter]; ok {
+		return b
+	}
+	if c.buckets == nil {
+		c.buckets = map[string]*bucket{}
+	}
+	if len(c.buckets) >= c.maxKeys() {
+		c.sweepLocked(c.now(), true)
+		if len(c.buckets) >= c.maxKeys() {
+			return nil
+		}
+	} else {
+		c.sweepLocked(c.now(), false)
+	}
+	b := &bucket{batch: 1}
+	c.buckets[counter] = b
+	return b
+}
+
+// sweepLocked forgets the windows that ended and the tokens no longer remembered, at most every
+// sweepEvery unless forced: the memory holds only the counters and tokens in use.
+func (c *Counter) sweepLocked(now time.Time, force bool) {
+	if !force && now.Sub(c.swept) < sweepEvery {
+		return
+	}
+	c.swept = now
+	for k, b := range c.buckets {
+		// A bucket another request holds is left alone; its window has not ended for it.
+		if b.mu.TryLock() {
+			if !now.Before(b.ends) && b.refilling == nil {
+				delete(c.buckets, k)
+			}
+			b.mu.Unlock()
+		}
+	}
+	for k, e := range c.bearers {
+		if !now.Before(e.until) {
+			delete(c.bearers, k)
+		}
+	}
+	c.bearerCount.Store(int64(len(c.bearers)))
+}
+
+// Remembered is how many counters and access tokens the replica remembers now.
+func (c *Counter) Remembered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.buckets) + len(c.bearers)
+}
+
+// lease adds n to counter h's window that starts at start, in the store, and answers how many of
+// those n are under the limit.
+func (c *Counter) lease(ctx context.Context, h hit, start time.Time, n int) (int, error) {
+	count, err := c.count(ctx, h.counter, start, start.Add(h.window+counterRetention), n)
+	if err != nil {
+		return 0, err
+	}
+	return min(n, max(0, h.allowed-int(count-int64(n)))), nil
 }
 
 // TokenRefused is the refusal of a request of a personal access token (of workspace workspaceID)
-// whose window this replica already saw full, answered from memory before the request's
-// workspace and permissions are resolved; nil when the request must be counted (Take).
+// whose window this replica already saw full, answered from memory; nil when the request must
+// be counted (Take).
 func (c *Counter) TokenRefused(workspaceID, tokenID string, startsRun bool) *Refusal {
-	now := c.now()
-	if r := c.fromMemory(now, workspaceID, "requests/token/"+tokenID); r != nil {
-		return r
+	r := c.fullNow("requests/token/"+tokenID, "requests/workspace/"+workspaceID)
+	if r == nil && startsRun {
+		r = c.fullNow("runs/token/"+tokenID, "runs/workspace/"+workspaceID)
 	}
-	if startsRun {
-		return c.fromMemory(now, workspaceID, "runs/token/"+tokenID)
+	if r != nil {
+		refusedBy[r.Limit].Inc()
+		c.noteRefusal(workspaceID)
+	}
+	return r
+}
+
+// fullNow is the refusal of the first of counters whose current window is full here and whose
+// lease is used up, else nil.
+func (c *Counter) fullNow(counters ...string) *Refusal {
+	now := c.now()
+	for _, counter := range counters {
+		c.mu.Lock()
+		b := c.buckets[counter]
+		c.mu.Unlock()
+		if b == nil {
+			continue
+		}
+		b.mu.Lock()
+		if b.full && b.left == 0 && now.Before(b.ends) && !now.Before(b.start) {
+			r := b.refusal
+			r.RetryAfter = b.ends.Sub(now)
+			b.mu.Unlock()
+			return &r
+		}
+		b.mu.Unlock()
 	}
 	return nil
 }
 
-// refusedFromMemory notes a refusal answered without the store; the ones noted are added to the
-// store's count of the workspace's refusals flushEvery later, in one upsert per workspace.
-func (c *Counter) refusedFromMemory(now time.Time, workspaceID string) {
+// RememberBearer notes that a request of personal access token tokenID (of workspace
+// workspaceID), sent as the credential whose SHA-256 digest is digest, was refused: the
+// token's requests are then refused by BearerRefused, before their authentication, while its
+// windows stay full. It is forgotten bearerMemory after its last refusal.
+func (c *Counter) RememberBearer(digest [32]byte, workspaceID, tokenID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.bearers == nil {
+		c.bearers = map[[32]byte]bearer{}
+	}
+	now := c.now()
+	if _, ok := c.bearers[digest]; !ok && len(c.bearers) >= c.maxKeys() {
+		c.sweepLocked(now, true)
+		if len(c.bearers) >= c.maxKeys() {
+			return
+		}
+	}
+	c.bearers[digest] = bearer{workspaceID: workspaceID, tokenID: tokenID, until: now.Add(bearerMemory)}
+	c.bearerCount.Store(int64(len(c.bearers)))
+}
+
+// RemembersBearers reports whether any access token is remembered: while none is, a request
+// need not compute its credential's digest for BearerRefused.
+func (c *Counter) RemembersBearers() bool { return c.bearerCount.Load() > 0 }
+
+// BearerRefused is the refusal of a request whose credential has the SHA-256 digest digest,
+// when it is a remembered access token (RememberBearer) with a window full now; nil otherwise,
+// and the request goes on to be authenticated. A token revoked meanwhile is answered 429 rather
+// than 401 until that window ends.
+func (c *Counter) BearerRefused(digest [32]byte, startsRun bool) *Refusal {
+	c.mu.Lock()
+	e, ok := c.bearers[digest]
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return c.TokenRefused(e.workspaceID, e.tokenID, startsRun)
+}
+
+// noteRefusal notes a refusal; the ones noted are added to the store's count of the
+// workspace's refusals flushEvery later, in one upsert per workspace, so that a refusal costs the
+// request no write.
+func (c *Counter) noteRefusal(workspaceID string) {
+	c.refusedMu.Lock()
+	defer c.refusedMu.Unlock()
 	if c.refusedHere == nil {
 		c.refusedHere = map[string]int64{}
-		minute := now.Truncate(time.Minute)
+		minute := c.now().Truncate(time.Minute)
+		c.refusedMinute = minute
 		time.AfterFunc(flushEvery, func() { c.flushRefusals(minute) })
 	}
 	c.refusedHere[workspaceID]++
 }
 
 func (c *Counter) flushRefusals(minute time.Time) {
-	c.mu.Lock()
+	c.refusedMu.Lock()
 	pending := c.refusedHere
-	c.refusedHere = nil
-	c.mu.Unlock()
+	c.refusedHere, c.flushing = nil, pending
+	c.refusedMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for ws, n := range pending {
-		_, _ = c.DB.DB().ExecContext(ctx, c.DB.Rebind(`INSERT INTO rate_counters (counter, window_start, hits, expires_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (counter, window_start) DO UPDATE SET hits = rate_counters.hits + ?`),
-			"refused/workspace/"+ws, minute.UnixMilli(), n, minute.Add(time.Minute+refusalRetention).UnixMilli(), n)
+		_, _ = c.count(ctx, "refused/workspace/"+ws, minute, minute.Add(time.Minute+refusalRetention), int(n))
+		c.refusedMu.Lock()
+		delete(c.flushing, ws)
+		c.refusedMu.Unlock()
 	}
 }
 
-// count adds one to each counter's current window in one upsert and answers the counts, in the
-// order of hits. On SQLite the upserts of concurrent requests share a commit (GroupInTx): one
+// count adds n to the counter's window that starts at start in one upsert and answers the
+// window's count. On SQLite the upserts of concurrent requests share a commit (GroupInTx): one
 // fsync for many; on PostgreSQL it is one statement, committed on its own, whose row lock is the
 // counter's only: another workspace's counters never wait for it.
-func (c *Counter) count(ctx context.Context, now time.Time, hits []hit) ([]int64, error) {
-	var (
-		b    strings.Builder
-		args = make([]any, 0, 4*len(hits))
-	)
-	b.WriteString(`INSERT INTO rate_counters (counter, window_start, hits, expires_at) VALUES `)
-	for i, h := range hits {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, 1, ?)")
-		start := now.Truncate(h.window)
-		retention := counterRetention
-		if strings.HasPrefix(h.counter, "refused/") {
-			retention = refusalRetention
-		}
-		args = append(args, h.counter, start.UnixMilli(), start.Add(h.window+retention).UnixMilli())
-	}
-	b.WriteString(` ON CONFLICT (counter, window_start) DO UPDATE SET hits = rate_counters.hits + 1 RETURNING counter, hits`)
-	query := c.DB.Rebind(b.String())
-	counts := make([]int64, len(hits))
-	read := func(rows *sql.Rows) error {
-		defer rows.Close()
-		byCounter := make(map[string]int64, len(hits))
-		for rows.Next() {
-			var (
-				counter string
-				n       int64
-			)
-			if err := rows.Scan(&counter, &n); err != nil {
-				return err
-			}
-			byCounter[counter] = n
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for i, h := range hits {
-			counts[i] = byCounter[h.counter]
-		}
-		return nil
-	}
+func (c *Counter) count(ctx context.Context, counter string, start, expires time.Time, n int) (int64, error) {
+	query := c.DB.Rebind(`INSERT INTO rate_counters (counter, window_start, hits, expires_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (counter, window_start) DO UPDATE SET hits = rate_counters.hits + ? RETURNING hits`)
+	args := []any{counter, start.UnixMilli(), n, expires.UnixMilli(), n}
+	var count int64
 	if c.DB.Dialect() != store.SQLite {
-		rows, err := c.DB.DB().QueryContext(ctx, query, args...)
-		if err != nil {
-			return nil, err
-		}
-		return counts, read(rows)
+		return count, c.DB.DB().QueryRowContext(ctx, query, args...).Scan(&count)
 	}
 	err := c.DB.GroupInTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		return read(rows)
+		return tx.QueryRowContext(ctx, query, args...).Scan(&count)
 	})
-	return counts, err
+	return count, err
 }
 
-// sweep deletes the rows whose windows are long over, at most every sweepEvery per replica, in
-// the background: the table holds only the recent windows of the active workspaces and tokens.
-func (c *Counter) sweep(now time.Time) {
+// sweepStore deletes the rows whose windows are long over, at most every sweepEvery per replica,
+// in the background: the table holds only the recent windows of the active workspaces and tokens.
+func (c *Counter) sweepStore(now time.Time) {
 	last := c.lastSweep.Load()
 	if now.UnixMilli()-last < sweepEvery.Milliseconds() || !c.lastSweep.CompareAndSwap(last, now.UnixMilli()) {
 		return
@@ -360,8 +550,8 @@ func (c *Counter) sweep(now time.Time) {
 }
 
 // Recent is how many requests of the workspace were refused with 429 in the last RecentWindow,
-// and when the last one was (zero when none was). The refusals a replica answered from memory
-// are counted up to flushEvery later.
+// and when the last one was (zero when none was): the store's count, with this replica's
+// refusals not yet flushed to it (another replica's are counted up to flushEvery later).
 func (c *Counter) Recent(ctx context.Context, workspaceID string) (count int64, last time.Time, err error) {
 	var lastStart sql.NullInt64
 	err = c.DB.DB().QueryRowContext(ctx, c.DB.Rebind(`SELECT COALESCE(SUM(hits), 0), MAX(window_start) FROM rate_counters
@@ -369,5 +559,13 @@ func (c *Counter) Recent(ctx context.Context, workspaceID string) (count int64, 
 	if lastStart.Valid {
 		last = time.UnixMilli(lastStart.Int64).UTC()
 	}
+	c.refusedMu.Lock()
+	if n := c.refusedHere[workspaceID] + c.flushing[workspaceID]; n > 0 {
+		count += n
+		if c.refusedMinute.After(last) {
+			last = c.refusedMinute.UTC()
+		}
+	}
+	c.refusedMu.Unlock()
 	return count, last, err
 }

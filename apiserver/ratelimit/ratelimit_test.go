@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,7 +29,9 @@ func open(t *testing.T, opts store.Options) *store.Store {
 }
 
 // Two replicas on one database count the same requests together: the counters live in the store,
-// not in a replica's memory, and concurrent requests are counted exactly, none lost.
+// and each replica leases its share of a window from them. A window never admits more than its
+// limit, and at most one lease (a tenth of the limit) fewer: what the other replica leased and
+// had not used yet.
 func TestTwoReplicasOnOneDatabaseCountTogether(t *testing.T) {
 	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
 		g := NewWithT(t)
@@ -53,7 +56,8 @@ func TestTwoReplicasOnOneDatabaseCountTogether(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		g.Expect(refused).To(HaveLen(10), "40 of 50 requests pass, wherever they arrive")
+		g.Expect(len(refused)).To(BeNumerically(">=", 10), "at most 40 of 50 requests pass, wherever they arrive")
+		g.Expect(len(refused)).To(BeNumerically("<=", 14), "at least 40 pass but the other replica's lease of at most 4")
 		g.Expect(refused[0].Limit).To(Equal(ratelimit.WorkspaceRequests))
 		g.Expect(refused[0].RetryAfter).To(Equal(900*time.Millisecond), "the second's window ends 900 ms later")
 		g.Expect(refused[0].RetryAfterSeconds()).To(Equal(1))
@@ -64,7 +68,7 @@ func TestTwoReplicasOnOneDatabaseCountTogether(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			n, last, err := replicas[0].Recent(context.Background(), "ws-a")
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(n).To(BeNumerically("==", 10), "both replicas' refusals are counted for the Console, those answered from memory too")
+			g.Expect(n).To(BeNumerically("==", len(refused)), "both replicas' refusals are counted for the Console")
 			g.Expect(last).To(Equal(now.Truncate(time.Minute).UTC()))
 		}).WithTimeout(5 * time.Second).Should(Succeed())
 
@@ -88,6 +92,68 @@ func TestNoLimitCountsNothing(t *testing.T) {
 	var n int
 	g.Expect(s.DB().QueryRow(`SELECT COUNT(*) FROM rate_counters`).Scan(&n)).To(Succeed())
 	g.Expect(n).To(BeZero())
+}
+
+// A replica alone counts a window exactly, and a flood past the limit costs the store a few
+// leases, not a write per request: 100 of 1,000 requests pass, in at most 15 statements.
+func TestAFloodPastItsLimitCostsTheStoreAFewLeases(t *testing.T) {
+	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
+		g := NewWithT(t)
+		s := open(t, opts)
+		now := time.Now().Truncate(time.Minute).Add(100 * time.Millisecond)
+		c := &ratelimit.Counter{DB: s, Now: func() time.Time { return now }}
+		limits := ratelimit.Limits{TokenRequestsPerSecond: 100}
+		before := s.Counts()
+		var (
+			wg            sync.WaitGroup
+			passed, shown atomic.Int64
+		)
+		for range 8 {
+			wg.Go(func() {
+				for range 125 {
+					r, err := c.Take(context.Background(), "ws", "token", limits, false)
+					g.Expect(err).NotTo(HaveOccurred())
+					if r == nil {
+						passed.Add(1)
+					} else if r.Limit == ratelimit.TokenRequests {
+						shown.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		g.Expect(passed.Load()).To(BeNumerically("==", 100), "exactly the limit passes on one replica")
+		g.Expect(shown.Load()).To(BeNumerically("==", 900))
+		g.Expect(s.Counts().Sub(before).Statements).To(BeNumerically("<=", 15), "leases of 1, 2, 4, 8 and then 10 at a time, and the full window from memory")
+	})
+}
+
+// The counters of workspaces and tokens that never come back are forgotten once their windows
+// ended, and a replica never remembers more than MaxKeys of them: past it, a counter is counted in
+// the store request by request, still limited.
+func TestAReplicaRemembersABoundedNumberOfCounters(t *testing.T) {
+	g := NewWithT(t)
+	s := open(t, store.Options{DataDir: t.TempDir()})
+	now := time.Now().Truncate(time.Minute).Add(100 * time.Millisecond)
+	c := &ratelimit.Counter{DB: s, Now: func() time.Time { return now }, MaxKeys: 10}
+	limits := ratelimit.Limits{RequestsPerSecond: 1}
+	for i := range 30 {
+		r, err := c.Take(context.Background(), fmt.Sprintf("ws-%d", i), "", limits, false)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r).To(BeNil())
+		var digest [32]byte
+		digest[0] = byte(i)
+		c.RememberBearer(digest, fmt.Sprintf("ws-%d", i), "token")
+	}
+	g.Expect(c.Remembered()).To(BeNumerically("<=", 20), "at most 10 counters and 10 tokens")
+	r, err := c.Take(context.Background(), "ws-29", "", limits, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r).NotTo(BeNil(), "a counter not remembered is still limited, by the store")
+
+	now = now.Add(2 * time.Minute)
+	_, err = c.Take(context.Background(), "ws-new", "", limits, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Remembered()).To(Equal(1), "the windows that ended and the tokens not refused lately are forgotten")
 }
 
 // BenchmarkTake is what counting costs one request with a workspace and a token limit (one upsert

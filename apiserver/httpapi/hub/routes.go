@@ -19,6 +19,7 @@ import (
 	domain "platform.dev/platform/apiserver/hub"
 	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/listener"
+	"platform.dev/platform/apiserver/ratelimit"
 	"platform.dev/platform/internal/config"
 )
 
@@ -156,6 +157,44 @@ type hubCaller struct {
 	*listeners
 	caller httpapi.Caller
 	cred   httpapi.Credential
+
+	// limits are the rate limits of a personal access token's workspace, read at limitsAt and
+	// kept for the listeners' ttl: the invocations of a connection do not resolve them each.
+	limitsMu sync.Mutex
+	limits   ratelimit.Limits
+	limitsAt time.Time
+}
+
+// Limit holds a personal access token's negotiations, upgrades and invocations to the rate
+// limits of the token and its workspace, on the service API's counters (hub.Limited). Other
+// credentials are not limited here. A store that cannot count lets the request through.
+func (l *hubCaller) Limit(ctx context.Context) (string, int) {
+	counter, pat := l.server.RateLimits(), l.caller.PAT
+	if counter == nil || pat == nil {
+		return "", 0
+	}
+	if r := counter.TokenRefused(pat.WorkspaceID, pat.TokenID, false); r != nil {
+		return r.Detail(), r.RetryAfterSeconds()
+	}
+	l.limitsMu.Lock()
+	limits, at := l.limits, l.limitsAt
+	l.limitsMu.Unlock()
+	if at.IsZero() || time.Since(at) >= l.ttl {
+		rc, err := l.server.WorkspaceContext(ctx, l.caller, pat.WorkspaceID)
+		if err != nil {
+			// Join and Check answer a caller who may no longer reach the workspace.
+			return "", 0
+		}
+		limits = l.server.LimitsOf(rc)
+		l.limitsMu.Lock()
+		l.limits, l.limitsAt = limits, time.Now()
+		l.limitsMu.Unlock()
+	}
+	r, err := counter.Take(ctx, pat.WorkspaceID, pat.TokenID, limits, false)
+	if err != nil || r == nil {
+		return "", 0
+	}
+	return r.Detail(), r.RetryAfterSeconds()
 }
 
 func (l *hubCaller) PrincipalID() string { return l.caller.ID }

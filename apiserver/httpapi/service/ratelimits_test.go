@@ -95,3 +95,24 @@ func TestARateLimitAnswers429WithRetryAfterAndLeavesOtherWorkspacesAndTokensAlon
 		g.Expect(field(limits.body, "recent", "refused")).To(BeNumerically("==", 3))
 	})
 }
+
+// /mcp is held to the same limits as the rest of the service API: an access token's MCP
+// requests past its requests per second are answered 429 Problem Details with Retry-After.
+func TestMCPRequestsCountAgainstTheTokensLimit(t *testing.T) {
+	g := NewWithT(t)
+	w := newPATWorld(t, store.Options{DataDir: t.TempDir()})
+	stopLimitsClock(t)
+	_, token := w.createPAT(t, w.member, w.ws, "resources/read")
+	annotateWorkspace(t, w.ws, map[string]string{ratelimit.TokenRequestsPerSecondAnnotation: "2"})
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
+	mcp := func() response {
+		return w.call(t, http.MethodPost, "/mcp", initialize, append(bearer(token), "Accept", "application/json, text/event-stream")...)
+	}
+	for i := range 2 {
+		g.Expect(mcp().status).To(Equal(http.StatusOK), "MCP request %d of 2 a second", i+1)
+	}
+	r := mcp()
+	expectProblem(g, r, http.StatusTooManyRequests)
+	g.Expect(r.header.Get("Retry-After")).To(Equal("1"))
+	g.Expect(r.body).To(HaveKeyWithValue("limit", ratelimit.TokenRequests))
+}
