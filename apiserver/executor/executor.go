@@ -585,15 +585,26 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 				startEvents = nil
 			}
 		}
+		stepCtx := ctx
+		var flushed error
 		if step.Type == platformv1.AgentStep {
 			// Whatever is staged (the step's start, or its restart after a crash) is persisted
-			// before the call and before the tool calls the step makes.
-			if err := flush(); err != nil {
+			// before the call leaves the process and before the tool calls the step makes. A
+			// provider that tells when a call leaves the process (provider.OutsideCallTeller)
+			// flushes then; a call it answers in the process (the offline model) commits with
+			// the step's outcome, as a pure step does: a crash before that commit leaves nothing
+			// outside the store to repeat.
+			if teller, ok := e.provider.(provider.OutsideCallTeller); ok && teller.TellsOutsideCalls() {
+				stepCtx = provider.WithOutsideCall(ctx, func() error { flushed = flush(); return flushed })
+			} else if err := flush(); err != nil {
 				return err
 			}
 		}
 		began := time.Now()
-		out := e.execute(ctx, run, g, step, data, agents)
+		out := e.execute(stepCtx, run, g, step, data, agents)
+		if flushed != nil {
+			return flushed
+		}
 		stepDuration.WithLabelValues(string(step.Type)).Observe(time.Since(began).Seconds())
 		stepsExecuted.WithLabelValues(string(step.Type), out.kind()).Inc()
 		if ctx.Err() != nil {

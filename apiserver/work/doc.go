@@ -3,12 +3,15 @@
 // suspended run waits on. Every change of a run and its events is written in one transaction, so
 // a process killed at any moment leaves the last persisted transition and nothing half-done.
 //
-// A WorkItem of a one-Agent-step Flow takes three commits, each for a promise:
+// A WorkItem of a one-Agent-step Flow takes at most three commits, each for a promise:
 //
 //   - the submission (WorkItem, FlowRun leased to a worker of this process, first event, the
 //     Task and their outbox rows): acknowledged work survives a crash;
-//   - the pin and the Agent step's start, before the agent is called: after a crash the step runs
-//     again under the same idempotency key (StepRestarted), never as a second, unrelated call;
+//   - the pin and the Agent step's start, right before the agent's call leaves the process:
+//     after a crash the step runs again under the same idempotency key (StepRestarted), never
+//     as a second, unrelated call. An agent answered in the process (the offline model) makes
+//     no call a crash could repeat: its step's start commits with its outcome (a crash before
+//     that commit leaves the run where it was, and the next worker computes the same answer);
 //   - the step's outcome with the run's end, its Task result and notification: what the agent
 //     answered is never lost once the client is told the run completed.
 //
