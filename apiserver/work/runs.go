@@ -250,6 +250,84 @@ func (s *Store) ApplyHeld(ctx context.Context, held FlowRun, owner string, t Tra
 	return s.apply(ctx, held.ID, &held, owner, t)
 }
 
+// SubmitApplied writes a prepared submission whose run owner holds (Prepare with a Lease)
+// together with the run's first transition t, in one transaction and one commit: the WorkItem and
+// the FlowRun as t leaves them, the run's creation and t's events, what the Observer projects of
+// them. Until it commits nothing of the submission exists, so the submitter acknowledges it only
+// after; a crash before loses work nobody was told about, and the steps t records ran only in the
+// process (they made no call outside it: the executor commits before any). It returns the
+// WorkItem and the run as committed.
+func (s *Store) SubmitApplied(ctx context.Context, p Prepared, owner string, t Transition) (WorkItem, FlowRun, error) {
+	var (
+		item = p.Item
+		out  FlowRun
+	)
+	if p.Run.LeaseOwner != owner || owner == "" {
+		return item, out, fmt.Errorf("run %s is leased to %q: %w", p.Run.ID, p.Run.LeaseOwner, ErrLeaseLost)
+	}
+	err := s.announcing(ctx, s.db.GroupInTx, func(tx *sql.Tx) error {
+		run := p.Run
+		now := s.now()
+		next, events, err := transitioned(run, t)
+		if err != nil {
+			return err
+		}
+		next.UpdatedAt = now.UTC().Truncate(time.Millisecond)
+		item = p.Item
+		item.Status, item.Result, item.Reason, item.UpdatedAt = workItemStatus(next), next.Result, next.Reason, next.UpdatedAt
+		if err := s.insertSubmission(ctx, tx, item, next, p.hash); err != nil {
+			return fmt.Errorf("work: submit: %w", err)
+		}
+		if t.Suspend != nil {
+			if err := s.suspend(ctx, tx, next, *t.Suspend, now, p.hash, &events); err != nil {
+				return err
+			}
+		}
+		// The run's creation is told as it was, Pending; what t did follows.
+		events = append([]Event{{Type: EventRunCreated, State: StatePending}}, events...)
+		if err := s.appendEvents(ctx, tx, next, now, events...); err != nil {
+			return err
+		}
+		out = next
+		s.announce(tx, runTopics(next, false)...)
+		return nil
+	})
+	return item, out, err
+}
+
+// transitioned is run with t applied and the events t records: a suspension moves it to
+// ActionRequired (the caller writes the PendingAction, suspend), and a run left neither Pending
+// nor Running gives its lease up.
+func transitioned(run FlowRun, t Transition) (FlowRun, []Event, error) {
+	next := run
+	if err := t.ApplyTo(&next); err != nil {
+		return next, nil, err
+	}
+	if t.Suspend != nil {
+		next.State = StateActionRequired
+	}
+	if next.State != StatePending && next.State != StateRunning {
+		next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+	}
+	return next, append([]Event{}, t.Events...), nil
+}
+
+// suspend creates the PendingAction of sus for run (its resume token's digest hash, read from the
+// run when empty) and adds the event that tells it.
+func (s *Store) suspend(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspension, now time.Time, hash string, events *[]Event) error {
+	id, err := s.createAction(ctx, tx, run, sus, now, hash)
+	if err != nil {
+		return err
+	}
+	if sus.ToolCallSeq > 0 {
+		if err := s.awaitApproval(ctx, tx, run.ID, sus.Step, sus.ToolCallSeq, id); err != nil {
+			return err
+		}
+	}
+	*events = append(*events, Event{Type: EventPendingActionCreated, Step: sus.Step, Reason: "pending action " + id})
+	return nil
+}
+
 func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner string, t Transition) (FlowRun, error) {
 	var out FlowRun
 	// The worker holds the run: a transition of it makes nothing runnable for the others.
@@ -266,29 +344,16 @@ func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner st
 		if run.LeaseOwner != owner || (run.State != StatePending && run.State != StateRunning) {
 			return fmt.Errorf("run %s is %s under lease %q: %w", runID, run.State, run.LeaseOwner, ErrLeaseLost)
 		}
-		next := run
 		now := s.now()
-		if err := t.ApplyTo(&next); err != nil {
+		next, events, err := transitioned(run, t)
+		if err != nil {
 			return err
 		}
-		events := t.Events
 		if t.Suspend != nil {
-			next.State = StateActionRequired
-			id, err := s.createAction(ctx, tx, run, *t.Suspend, now)
-			if err != nil {
+			if err := s.suspend(ctx, tx, run, *t.Suspend, now, "", &events); err != nil {
 				return err
 			}
-			if t.Suspend.ToolCallSeq > 0 {
-				if err := s.awaitApproval(ctx, tx, runID, t.Suspend.Step, t.Suspend.ToolCallSeq, id); err != nil {
-					return err
-				}
-			}
-			events = append(events, Event{Type: EventPendingActionCreated, Step: t.Suspend.Step, Reason: "pending action " + id})
 		}
-		if next.State != StatePending && next.State != StateRunning {
-			next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
-		}
-		var err error
 		if held != nil {
 			out, err = s.saveHeldRun(ctx, tx, run, next, owner, now)
 		} else {
@@ -316,10 +381,11 @@ func runTopics(run FlowRun, runnable bool) []string {
 	return topics
 }
 
-func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspension, now time.Time) (string, error) {
-	var hash string
-	if err := s.txQueryRow(ctx, tx, `SELECT resume_token_hash FROM flow_runs WHERE id = ?`, run.ID).Scan(&hash); err != nil {
-		return "", err
+func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspension, now time.Time, hash string) (string, error) {
+	if hash == "" {
+		if err := s.txQueryRow(ctx, tx, `SELECT resume_token_hash FROM flow_runs WHERE id = ?`, run.ID).Scan(&hash); err != nil {
+			return "", err
+		}
 	}
 	ttl := sus.TTL
 	if ttl <= 0 {

@@ -429,7 +429,12 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 	run := c.run
 	now := s.now()
 	t := Task{ID: run.WorkTaskID, TenantID: run.TenantID, WorkspaceID: run.WorkspaceID, PrincipalID: run.PrincipalID,
-		State: taskState(run.State), Visible: true, CurrentRunID: run.ID, Version: 1, CreatedAt: now, UpdatedAt: now}
+		State: taskState(run.State), Visible: true, CurrentRunID: run.ID, Reason: run.Reason, Version: 1, CreatedAt: now, UpdatedAt: now}
+	if TaskTerminal(t.State) {
+		// Work that ended in the transition that made it a Task (submitted and run to its end in
+		// one commit) is a Task that ended then.
+		t.EndedAt = now
+	}
 	fallback := ""
 	if c.interaction != nil {
 		t.InteractionID = c.interaction.ID
@@ -440,10 +445,10 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 	// subject, which a title the work gives keeps.
 	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO work_tasks (id, tenant_id, workspace_id, principal_id, interaction_id, title, state,
 		visible, current_run_id, reason, milestones, version, created_at, updated_at, ended_at)
-		VALUES (?, ?, ?, ?, ?, COALESCE(NULLIF((SELECT title FROM work_items WHERE id = ?), ''), ?), ?, ?, ?, '', 0, 1, ?, ?, 0)
+		VALUES (?, ?, ?, ?, ?, COALESCE(NULLIF((SELECT title FROM work_items WHERE id = ?), ''), ?), ?, ?, ?, ?, 0, 1, ?, ?, ?)
 		RETURNING title`),
 		t.ID, t.TenantID, t.WorkspaceID, t.PrincipalID, nullString(t.InteractionID), run.WorkTaskID, fallback, t.State, boolInt(t.Visible),
-		t.CurrentRunID, ms(now), ms(now)).Scan(&t.Title); err != nil {
+		t.CurrentRunID, t.Reason, ms(now), ms(now), ms(t.EndedAt)).Scan(&t.Title); err != nil {
 		return err
 	}
 	if err := s.retitle(ctx, tx, &t, title); err != nil {
