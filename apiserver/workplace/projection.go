@@ -52,6 +52,8 @@ type conversation struct {
 	// milestones counts the Task's milestones of this transition not yet written: they are
 	// written with its state, in one statement (syncTaskState).
 	milestones int
+	// activities are the Task's activities of this transition not yet written (writeActivities).
+	activities []Activity
 }
 
 // Observe projects one run transition onto the Workplace, in the transition's transaction, so
@@ -101,6 +103,9 @@ func (s *Store) Observe(ctx context.Context, tx *sql.Tx, run work.FlowRun, event
 		}
 	}
 	if c.task != nil {
+		if err := s.writeActivities(ctx, tx, c); err != nil {
+			return err
+		}
 		if err := s.syncTaskState(ctx, tx, c); err != nil {
 			return err
 		}
@@ -412,6 +417,10 @@ func (s *Store) ended(ctx context.Context, tx *sql.Tx, c *conversation) error {
 	if c.interaction == nil || c.interaction.CurrentRunID != c.run.ID {
 		return nil
 	}
+	// A follow-up's run continues the Task: its activities come after this run's.
+	if err := s.writeActivities(ctx, tx, c); err != nil {
+		return err
+	}
 	started, err := s.startQueuedFollowUp(ctx, tx, c)
 	if err != nil || started {
 		return err
@@ -561,12 +570,28 @@ func (s *Store) finishedTurns(ctx context.Context, tx *sql.Tx, c *conversation) 
 	return turns, rows.Err()
 }
 
+// activity adds an activity to the run's Task, if it has one. The activities of a transition are
+// written together, in one statement, at its end (writeActivities).
 func (s *Store) activity(ctx context.Context, tx *sql.Tx, c *conversation, a Activity) error {
 	if c.task == nil {
 		return nil
 	}
 	a.TaskID = c.task.ID
-	return s.appendActivity(ctx, tx, c.task.WorkspaceID, &a)
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = s.now()
+	}
+	c.activities = append(c.activities, a)
+	return nil
+}
+
+// writeActivities writes the activities the transition added so far.
+func (s *Store) writeActivities(ctx context.Context, tx *sql.Tx, c *conversation) error {
+	list := c.activities
+	c.activities = nil
+	if len(list) == 0 {
+		return nil
+	}
+	return s.appendActivities(ctx, tx, c.task.WorkspaceID, list)
 }
 
 // say adds a message to the run's conversation, if it has one.
