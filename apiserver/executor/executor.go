@@ -563,6 +563,23 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 	// commit checks against it that nobody changed the run meanwhile, instead of reading it.
 	held := *run
 	stage := func(t work.Transition) error {
+		// Each event says the run's state as its own transition left it, however many
+		// transitions commit together.
+		state := run.State
+		switch {
+		case t.Suspend != nil:
+			state = work.StateActionRequired
+		case t.State != "":
+			state = t.State
+		}
+		events := make([]work.Event, len(t.Events))
+		for i, e := range t.Events {
+			if e.State == "" {
+				e.State = state
+			}
+			events[i] = e
+		}
+		t.Events = events
 		if staged != nil {
 			t = staged.Then(t)
 		}
