@@ -445,7 +445,7 @@ func (s *Store) lockRun(ctx context.Context, tx *sql.Tx, runID, workspaceID stri
 // saveRun writes next over old (the version read in the same transaction), bumps the version and
 // keeps the WorkItem's status, result and reason in step with the run.
 func (s *Store) saveRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time) (FlowRun, error) {
-	return s.writeRun(ctx, tx, old, next, now, `lease_expires_at = ?`, ` AND version = ?`, ms(next.LeaseExpiresAt), old.Version)
+	return s.writeRun(ctx, tx, old, next, now, `lease_expires_at = ?`, []any{ms(next.LeaseExpiresAt)}, ` AND version = ?`, old.Version)
 }
 
 // saveHeldRun is saveRun over old as owner's worker holds it, not read in the transaction: the
@@ -453,7 +453,7 @@ func (s *Store) saveRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now 
 // (ErrLeaseLost otherwise), and keeps its lease expiry unless next gives the lease up.
 func (s *Store) saveHeldRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, owner string, now time.Time) (FlowRun, error) {
 	next, err := s.writeRun(ctx, tx, old, next, now, `lease_expires_at = CASE WHEN ? = '' THEN 0 ELSE lease_expires_at END`,
-		` AND version = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`, next.LeaseOwner, old.Version, owner)
+		[]any{next.LeaseOwner}, ` AND version = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`, old.Version, owner)
 	if errors.Is(err, ErrStale) {
 		return next, fmt.Errorf("run %s was changed by another since its worker's last transition: %w", old.ID, ErrLeaseLost)
 	}
@@ -462,15 +462,16 @@ func (s *Store) saveHeldRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, 
 
 // writeRun writes next's fields over the run old with the lease expiry set by leaseSet and the
 // condition where, leaseSet's and where's arguments in args; ErrStale when no run matched.
-func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time, leaseSet, where string, args ...any) (FlowRun, error) {
+func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time, leaseSet string, setArgs []any, where string,
+	whereArgs ...any) (FlowRun, error) {
 	next.Version = old.Version + 1
 	next.UpdatedAt = now.UTC().Truncate(time.Millisecond)
+	args := append([]any{next.FlowDigest, nullJSON(next.Snapshot), nullJSON(next.Agents), next.State, next.PausedFrom, next.CurrentStep,
+		boolInt(next.StepStarted), next.Attempt, string(next.Data), nullJSON(next.Result), next.Reason, next.LeaseOwner}, setArgs...)
+	args = append(append(args, next.Version, ms(now), old.ID), whereArgs...)
 	res, err := s.txExec(ctx, tx, `UPDATE flow_runs SET flow_digest = ?, flow_snapshot = ?, agents = ?, state = ?,
 		paused_from = ?, current_step = ?, step_started = ?, attempt = ?, data = ?, result = ?, reason = ?, lease_owner = ?,
-		`+leaseSet+`, version = ?, updated_at = ? WHERE id = ?`+where,
-		append([]any{next.FlowDigest, nullJSON(next.Snapshot), nullJSON(next.Agents), next.State, next.PausedFrom, next.CurrentStep,
-			boolInt(next.StepStarted), next.Attempt, string(next.Data), nullJSON(next.Result), next.Reason, next.LeaseOwner,
-			args[0], next.Version, ms(now), old.ID}, args[1:]...)...)
+		`+leaseSet+`, version = ?, updated_at = ? WHERE id = ?`+where, args...)
 	if err != nil {
 		return next, err
 	}
@@ -527,6 +528,9 @@ type Response struct {
 	// SkipToken answers without the resume token: for the question of an autonomous Task,
 	// which nobody received a token for. The caller has checked who may answer.
 	SkipToken bool
+	// Lease, when set, commits the resumed run already leased to a worker of this process that
+	// executes it at once (Reservation.Start), instead of leaving it for any worker to claim.
+	Lease *Lease
 }
 
 // checkAnswer validates an answer against the action and returns the value recorded.
@@ -613,10 +617,12 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		events := next.events
 		var newHash string
 		token, newHash = NewResumeToken()
-		if run, err = s.saveRun(ctx, tx, old, next.run, now); err != nil {
-			return err
+		if r.Lease != nil && next.run.State == StateRunning {
+			next.run.LeaseOwner, next.run.LeaseExpiresAt = r.Lease.Owner, r.Lease.Until.UTC().Truncate(time.Millisecond)
 		}
-		if _, err := s.txExec(ctx, tx, `UPDATE flow_runs SET resume_token_hash = ? WHERE id = ?`, newHash, old.ID); err != nil {
+		// The fresh token's digest is written with the run, in its one UPDATE.
+		if run, err = s.writeRun(ctx, tx, old, next.run, now, `lease_expires_at = ?, resume_token_hash = ?`,
+			[]any{ms(next.run.LeaseExpiresAt), newHash}, ` AND version = ?`, old.Version); err != nil {
 			return err
 		}
 		action = a

@@ -340,12 +340,30 @@ func (s *routes) registerWork() {
 		if err != nil {
 			return nil, err
 		}
-		action, run, token, err := s.Work().Respond(ctx, domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
-			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason}})
+		response := domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
+			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason}}
+		// A worker of this process, when one is free, gets the resumed run with the answer and
+		// goes on with it at once, without a claim; otherwise any worker claims it.
+		reserved, ok := s.reserve(rc.WorkspaceID)
+		if ok {
+			lease := reserved.Lease()
+			response.Lease = &lease
+		}
+		action, run, token, err := s.Work().Respond(ctx, response)
+		switch {
+		case err != nil && reserved != nil:
+			reserved.Cancel()
+		case reserved != nil && run.LeaseOwner == response.Lease.Owner:
+			reserved.Start(run)
+		case reserved != nil:
+			reserved.Cancel() // the run goes on later (a paused one when resumed)
+			s.wakeExecutor()
+		default:
+			s.wakeExecutor()
+		}
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		s.wakeExecutor()
 		if run, err = s.waitForRun(ctx, rc.WorkspaceID, run, in.WaitSeconds); err != nil {
 			return nil, err
 		}
