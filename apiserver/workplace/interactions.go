@@ -46,6 +46,9 @@ type Opening struct {
 	// Submitted is the exact JSON the caller sent.
 	Submitted json.RawMessage
 	Submission
+	// Lease, when set, commits the first run leased to a worker of this process that starts it
+	// at once (work.Reservation), instead of leaving it for any worker to claim.
+	Lease *work.Lease
 }
 
 // RunInput is the input of a conversation's run: the Entry's field values by name, the
@@ -114,6 +117,7 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 	sub := work.Submission{Context: o.Context, InteractionID: i.ID, Type: "interaction", Title: title,
 		Instruction: o.Text, FlowName: o.Target.Flow, FlowVersion: o.Target.Version, Input: input}
 	sub.Namespace = o.Target.Namespace
+	sub.Lease = o.Lease
 	var (
 		run   work.FlowRun
 		token string

@@ -384,18 +384,37 @@ func (s *routes) open(ctx context.Context, name, rns string, raw []byte, body Op
 			return nil, err
 		}
 	}
-	i, run, token, err := s.workplace.Open(ctx, domain.Opening{
+	// A worker of this process, when one is free, gets the first run with its commit and starts
+	// it at once, without a claim; otherwise any worker claims it.
+	var (
+		reserved work.Reservation
+		lease    *work.Lease
+	)
+	if e := s.Executor(); e != nil {
+		if r, ok := e.Reserve(rc.WorkspaceID); ok {
+			reserved = r
+			l := r.Lease()
+			lease = &l
+		}
+	}
+	i, run, token, err := s.workplace.Open(ctx, domain.Opening{Lease: lease,
 		Context:        work.Context{TenantID: rc.TenantID, WorkspaceID: rc.WorkspaceID, Namespace: rc.Namespace, PrincipalID: rc.PrincipalID},
 		EntryNamespace: rns, EntryName: name, EntryGeneration: def.EntryGeneration, Title: entryTitle(def, name),
 		TaskDisplay: string(def.Task.Display), Participants: string(def.Participants.Visibility), ResultsDisplay: string(def.Results.Display),
 		FollowUpPolicy: string(def.FollowUps.Policy),
 		Target:         target, Continuation: continuation, Submitted: raw, Submission: submission,
 	})
+	switch {
+	case err != nil && reserved != nil:
+		reserved.Cancel()
+	case reserved != nil:
+		reserved.Start(run)
+	case err == nil:
+		s.wakeExecutor()
+	}
 	if err != nil {
 		return nil, httpapi.Problem(err)
 	}
-	_ = run
-	s.wakeExecutor()
 	if i, err = s.settle(ctx, i, wait); err != nil {
 		return nil, err
 	}
