@@ -322,11 +322,12 @@ func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
 	}
 	defer e.done(workspace)
 	runsClaimed.Inc()
-	return true, e.executeRun(ctx, run, owner)
+	return true, e.executeRun(ctx, run, owner, nil)
 }
 
-// executeRun runs a run this process owns until it suspends, ends, or is taken away.
-func (e *Executor) executeRun(ctx context.Context, run *work.FlowRun, owner string) error {
+// executeRun runs a run this process owns until it suspends, ends, or is taken away; sub, when
+// set, is the run's submission, written with its first transition.
+func (e *Executor) executeRun(ctx context.Context, run *work.FlowRun, owner string, sub *submission) error {
 	// The correlation chain, InteractionId -> WorkTaskId -> WorkExecutionId -> FlowRunId, is on
 	// every line of the run; Agent steps add their runtime execution id.
 	log := e.log.WithValues("workspaceId", run.WorkspaceID, "workTaskId", run.WorkTaskID, "workExecutionId", run.WorkExecutionID(),
@@ -337,9 +338,12 @@ func (e *Executor) executeRun(ctx context.Context, run *work.FlowRun, owner stri
 	// The lease is renewed while the run executes; losing it (pause, cancel, or a takeover after
 	// a stall) stops the execution before its next transition.
 	runCtx, release := e.keepLease(ctx, func(ctx context.Context) (bool, error) {
+		if sub != nil && !sub.written.Load() {
+			return true, nil // nothing to renew before the submission is written
+		}
 		return e.work.RenewLease(ctx, run.ID, owner, e.lease)
 	})
-	err := e.drive(logr.NewContext(runCtx, log), run, owner)
+	err := e.drive(logr.NewContext(runCtx, log), run, owner, sub)
 	release()
 	if errors.Is(err, work.ErrLeaseLost) {
 		log.V(1).Info("flow run taken away from this worker")
@@ -399,11 +403,102 @@ func (r *reservation) Start(submitted work.FlowRun) {
 		runsClaimed.Inc()
 		// The run as Submit committed it is the run as the store holds it: nobody else has the lease.
 		run := submitted
-		err := r.e.executeRun(r.ctx, &run, r.lease.Owner) // gives the run back itself when it fails
+		err := r.e.executeRun(r.ctx, &run, r.lease.Owner, nil) // gives the run back itself when it fails
 		if err != nil && r.ctx.Err() == nil {
 			r.e.log.Error(err, "executing a flow run")
 		}
 	}()
+}
+
+// Submit hands the submission to the reserved worker, which executes its run at once and writes
+// the submission with the run's first commit (work.Store.SubmitApplied): a run whose steps make
+// no call outside the process is submitted, executed and ended in that one commit. It returns
+// once the submission is committed, so that the caller acknowledges work that survives a crash.
+// A worker that stops before it wrote anything submits the work as any submission, for any
+// worker to claim.
+func (r *reservation) Submit(ctx context.Context, sub work.Submission) (work.Submitted, error) {
+	lease := r.lease
+	sub.Lease = &lease
+	p, err := r.e.work.Prepare(sub)
+	if err != nil {
+		r.Cancel()
+		return work.Submitted{}, err
+	}
+	x := &execution{committed: make(chan struct{}), done: make(chan struct{})}
+	s := &submission{prepared: p, x: x}
+	go func() {
+		defer r.Cancel()
+		defer close(x.done)
+		runsClaimed.Inc()
+		run := p.Run
+		err := r.e.executeRun(r.ctx, &run, r.lease.Owner, s)
+		if !s.written.Load() {
+			// Nothing was written: the same WorkItem (its id refuses a second one) goes to any
+			// worker.
+			sub.Lease, sub.ID = nil, p.Item.ID
+			item, run, token, err := r.e.work.Submit(ctx, sub)
+			x.item, x.run, x.last, x.token, x.err = item, run, run, token, err
+			close(x.committed)
+			if err == nil {
+				r.e.Wake()
+			}
+			return
+		}
+		if err != nil && r.ctx.Err() == nil {
+			r.e.log.Error(err, "executing a flow run")
+		}
+	}()
+	select {
+	case <-x.committed:
+	case <-ctx.Done():
+		return work.Submitted{}, ctx.Err()
+	}
+	if x.err != nil {
+		return work.Submitted{}, x.err
+	}
+	return work.Submitted{Item: x.item, Run: x.run, Token: x.token, Settled: x.settled}, nil
+}
+
+// submission is a run's submission that its worker writes with the run's first transition.
+type submission struct {
+	prepared work.Prepared
+	// written is set once it is committed (read by the lease's renewals).
+	written atomic.Bool
+	x       *execution
+}
+
+// execution is what a submitter learns of a run its reserved worker executes: the submission as
+// committed (once committed is closed), and the run as last committed (once done is closed).
+type execution struct {
+	committed, done chan struct{}
+	item            work.WorkItem
+	run, last       work.FlowRun
+	token           string
+	err             error
+}
+
+// flushed records a commit of the worker: the first is the submission's.
+func (s *submission) flushed(item work.WorkItem, run work.FlowRun) {
+	s.x.last = run
+	if !s.written.Load() {
+		s.x.item, s.x.run, s.x.token = item, run, s.prepared.Token
+		s.written.Store(true)
+		close(s.x.committed)
+	}
+}
+
+// settled is the run once its worker stopped executing it, when it left it settled.
+func (x *execution) settled(ctx context.Context, timeout time.Duration) (work.FlowRun, bool) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-x.done:
+		settled := x.last.State != work.StatePending && x.last.State != work.StateRunning
+		return x.last, settled
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return x.run, false
 }
 
 // Cancel gives the reserved worker back.
@@ -457,7 +552,7 @@ func (e *Executor) done(workspace string) {
 }
 
 // drive executes the run's steps, persisting each transition before acting on it.
-func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) error {
+func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, sub *submission) error {
 	log := logr.FromContextOrDiscard(ctx)
 	// Transitions are staged and persisted together, in one commit, right before the run acts
 	// outside the store (an Agent call) or stops executing (suspended, ended, failed, retried):
@@ -468,6 +563,23 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 	// commit checks against it that nobody changed the run meanwhile, instead of reading it.
 	held := *run
 	stage := func(t work.Transition) error {
+		// Each event says the run's state as its own transition left it, however many
+		// transitions commit together.
+		state := run.State
+		switch {
+		case t.Suspend != nil:
+			state = work.StateActionRequired
+		case t.State != "":
+			state = t.State
+		}
+		events := make([]work.Event, len(t.Events))
+		for i, e := range t.Events {
+			if e.State == "" {
+				e.State = state
+			}
+			events[i] = e
+		}
+		t.Events = events
 		if staged != nil {
 			t = staged.Then(t)
 		}
@@ -475,14 +587,31 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		return t.ApplyTo(run)
 	}
 	flush := func() error {
-		if staged == nil {
+		first := sub != nil && !sub.written.Load()
+		if staged == nil && !first {
 			return nil
 		}
-		t := *staged
+		var t work.Transition
+		if staged != nil {
+			t = *staged
+		}
 		staged = nil
-		next, err := e.work.ApplyHeld(ctx, held, owner, t)
+		var (
+			item work.WorkItem
+			next work.FlowRun
+			err  error
+		)
+		if first {
+			// The submission is written with what its run did so far, in one commit.
+			item, next, err = e.work.SubmitApplied(ctx, sub.prepared, owner, t)
+		} else {
+			next, err = e.work.ApplyHeld(ctx, held, owner, t)
+		}
 		if err == nil {
 			*run, held = next, next
+			if sub != nil {
+				sub.flushed(item, next)
+			}
 		}
 		return err
 	}
@@ -585,15 +714,26 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 				startEvents = nil
 			}
 		}
+		stepCtx := ctx
+		var flushed error
 		if step.Type == platformv1.AgentStep {
 			// Whatever is staged (the step's start, or its restart after a crash) is persisted
-			// before the call and before the tool calls the step makes.
-			if err := flush(); err != nil {
+			// before the call leaves the process and before the tool calls the step makes. A
+			// provider that tells when a call leaves the process (provider.OutsideCallTeller)
+			// flushes then; a call it answers in the process (the offline model) commits with
+			// the step's outcome, as a pure step does: a crash before that commit leaves nothing
+			// outside the store to repeat.
+			if teller, ok := e.provider.(provider.OutsideCallTeller); ok && teller.TellsOutsideCalls() {
+				stepCtx = provider.WithOutsideCall(ctx, func() error { flushed = flush(); return flushed })
+			} else if err := flush(); err != nil {
 				return err
 			}
 		}
 		began := time.Now()
-		out := e.execute(ctx, run, g, step, data, agents)
+		out := e.execute(stepCtx, run, g, step, data, agents)
+		if flushed != nil {
+			return flushed
+		}
 		stepDuration.WithLabelValues(string(step.Type)).Observe(time.Since(began).Seconds())
 		stepsExecuted.WithLabelValues(string(step.Type), out.kind()).Inc()
 		if ctx.Err() != nil {

@@ -78,6 +78,10 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 			if calls[i].Finished() {
 				continue
 			}
+			// A tool call leaves the process: the step's (re)start is persisted before it.
+			if err := provider.BeforeOutsideCall(ctx); err != nil {
+				return provider.Action{}, &outcome{err: err}
+			}
 			if out := e.runToolCall(ctx, run, step, agent, &calls[i], offered); out != nil {
 				return provider.Action{}, out
 			}
@@ -122,6 +126,10 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 		}
 		if drive != nil {
 			drive.noToolCalls = false // from the request on, whether or not it committed
+		}
+		// The calls are persisted with the run as committed: what the step staged goes first.
+		if err := provider.BeforeOutsideCall(ctx); err != nil {
+			return provider.Action{}, &outcome{err: err}
 		}
 		if err := e.work.RequestToolCalls(ctx, run.ID, run.LeaseOwner, turn); err != nil {
 			return provider.Action{}, &outcome{err: err}

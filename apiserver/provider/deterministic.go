@@ -23,7 +23,8 @@ import (
 //	@requestChoice <prompt>       requestChoice, with one line per option:
 //	@option <value> [label]
 //	@transientFailures <n>        the first n attempts fail as a model endpoint 5xx would
-//	@latencyMs <n>                the answer takes n milliseconds, like a model call (at most 60000)
+//	@latencyMs <n>                the answer takes n milliseconds, like a model call (at most 60000);
+//	                              the step's start is committed before the wait, as before a call
 //	@callTool <function> [json]   before its action, the agent calls the tool offered as function
 //	                              with the JSON arguments ({} when omitted); several lines make
 //	                              several calls of one answer
@@ -130,6 +131,11 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		}
 	}
 	if latency > 0 {
+		// A declared latency stands for a model call: the run shows the step under way, as it
+		// would while a model answers.
+		if err := BeforeOutsideCall(ctx); err != nil {
+			return Action{}, err
+		}
 		select {
 		case <-ctx.Done():
 			return Action{}, ctx.Err()

@@ -64,6 +64,9 @@ func (m *ManagedProvider) Invoke(ctx context.Context, req Request) (Action, erro
 		}
 		return act, err
 	}
+	if err := BeforeOutsideCall(ctx); err != nil {
+		return Action{}, err
+	}
 	g := target.Generation
 	if o := req.Overrides.Temperature; o != nil {
 		g.Temperature = o

@@ -3,14 +3,28 @@
 // suspended run waits on. Every change of a run and its events is written in one transaction, so
 // a process killed at any moment leaves the last persisted transition and nothing half-done.
 //
-// A WorkItem of a one-Agent-step Flow takes three commits, each for a promise:
+// The commits of a WorkItem, each for a promise:
 //
-//   - the submission (WorkItem, FlowRun leased to a worker of this process, first event, the
-//     Task and their outbox rows): acknowledged work survives a crash;
-//   - the pin and the Agent step's start, before the agent is called: after a crash the step runs
-//     again under the same idempotency key (StepRestarted), never as a second, unrelated call;
-//   - the step's outcome with the run's end, its Task result and notification: what the agent
-//     answered is never lost once the client is told the run completed.
+//   - acknowledged work survives a crash: the submission commits before the client is told
+//     (202). Submitted with a free worker of the process (Reservation.Submit), it commits with
+//     the run's first transition (SubmitApplied): nothing of it exists before, so a crash before
+//     that commit loses only work nobody was told about;
+//   - no step repeats: an Agent step's start commits right before its call leaves the process,
+//     so that after a crash the step runs again under the same idempotency key
+//     (StepRestarted), never as a second, unrelated call. An agent answered in the process (the
+//     offline model) makes no call a crash could repeat: its start commits with its outcome, as a
+//     pure step's does; a crash before that commit leaves the run where it was, and the next
+//     worker computes the same answer. A claim's lease commit is needed only by a run no worker
+//     of the submitting or answering process holds (Reservation, Response.Lease);
+//   - what the agent answered is never lost once the client is told the run completed: the
+//     outcome commits with the run's end, its Task result and notification;
+//   - every change is in the outbox in its transaction: the Observer's rows (Task, activities,
+//     notifications, outbox events) are written in the transaction of the change they tell.
+//
+// So a WorkItem of a one-Agent-step Flow on the offline model is submitted, run and completed in
+// one commit; with a model endpoint it takes two (the submission with the step's start, then
+// the outcome); an answer to a question and the resumed run's end take two (the answer, the
+// outcome).
 //
 // Steps that act only on the persisted data (Input, Condition, Router, Output) add no commit:
 // their transitions are written with the next one. On SQLite concurrent transactions share a

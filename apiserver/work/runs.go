@@ -250,6 +250,84 @@ func (s *Store) ApplyHeld(ctx context.Context, held FlowRun, owner string, t Tra
 	return s.apply(ctx, held.ID, &held, owner, t)
 }
 
+// SubmitApplied writes a prepared submission whose run owner holds (Prepare with a Lease)
+// together with the run's first transition t, in one transaction and one commit: the WorkItem and
+// the FlowRun as t leaves them, the run's creation and t's events, what the Observer projects of
+// them. Until it commits nothing of the submission exists, so the submitter acknowledges it only
+// after; a crash before loses work nobody was told about, and the steps t records ran only in the
+// process (they made no call outside it: the executor commits before any). It returns the
+// WorkItem and the run as committed.
+func (s *Store) SubmitApplied(ctx context.Context, p Prepared, owner string, t Transition) (WorkItem, FlowRun, error) {
+	var (
+		item = p.Item
+		out  FlowRun
+	)
+	if p.Run.LeaseOwner != owner || owner == "" {
+		return item, out, fmt.Errorf("run %s is leased to %q: %w", p.Run.ID, p.Run.LeaseOwner, ErrLeaseLost)
+	}
+	err := s.announcing(ctx, s.db.GroupInTx, func(tx *sql.Tx) error {
+		run := p.Run
+		now := s.now()
+		next, events, err := transitioned(run, t)
+		if err != nil {
+			return err
+		}
+		next.UpdatedAt = now.UTC().Truncate(time.Millisecond)
+		item = p.Item
+		item.Status, item.Result, item.Reason, item.UpdatedAt = workItemStatus(next), next.Result, next.Reason, next.UpdatedAt
+		if err := s.insertSubmission(ctx, tx, item, next, p.hash); err != nil {
+			return fmt.Errorf("work: submit: %w", err)
+		}
+		if t.Suspend != nil {
+			if err := s.suspend(ctx, tx, next, *t.Suspend, now, p.hash, &events); err != nil {
+				return err
+			}
+		}
+		// The run's creation is told as it was, Pending; what t did follows.
+		events = append([]Event{{Type: EventRunCreated, State: StatePending}}, events...)
+		if err := s.appendEvents(ctx, tx, next, now, events...); err != nil {
+			return err
+		}
+		out = next
+		s.announce(tx, runTopics(next, false)...)
+		return nil
+	})
+	return item, out, err
+}
+
+// transitioned is run with t applied and the events t records: a suspension moves it to
+// ActionRequired (the caller writes the PendingAction, suspend), and a run left neither Pending
+// nor Running gives its lease up.
+func transitioned(run FlowRun, t Transition) (FlowRun, []Event, error) {
+	next := run
+	if err := t.ApplyTo(&next); err != nil {
+		return next, nil, err
+	}
+	if t.Suspend != nil {
+		next.State = StateActionRequired
+	}
+	if next.State != StatePending && next.State != StateRunning {
+		next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+	}
+	return next, append([]Event{}, t.Events...), nil
+}
+
+// suspend creates the PendingAction of sus for run (its resume token's digest hash, read from the
+// run when empty) and adds the event that tells it.
+func (s *Store) suspend(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspension, now time.Time, hash string, events *[]Event) error {
+	id, err := s.createAction(ctx, tx, run, sus, now, hash)
+	if err != nil {
+		return err
+	}
+	if sus.ToolCallSeq > 0 {
+		if err := s.awaitApproval(ctx, tx, run.ID, sus.Step, sus.ToolCallSeq, id); err != nil {
+			return err
+		}
+	}
+	*events = append(*events, Event{Type: EventPendingActionCreated, Step: sus.Step, Reason: "pending action " + id})
+	return nil
+}
+
 func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner string, t Transition) (FlowRun, error) {
 	var out FlowRun
 	// The worker holds the run: a transition of it makes nothing runnable for the others.
@@ -266,29 +344,16 @@ func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner st
 		if run.LeaseOwner != owner || (run.State != StatePending && run.State != StateRunning) {
 			return fmt.Errorf("run %s is %s under lease %q: %w", runID, run.State, run.LeaseOwner, ErrLeaseLost)
 		}
-		next := run
 		now := s.now()
-		if err := t.ApplyTo(&next); err != nil {
+		next, events, err := transitioned(run, t)
+		if err != nil {
 			return err
 		}
-		events := t.Events
 		if t.Suspend != nil {
-			next.State = StateActionRequired
-			id, err := s.createAction(ctx, tx, run, *t.Suspend, now)
-			if err != nil {
+			if err := s.suspend(ctx, tx, run, *t.Suspend, now, "", &events); err != nil {
 				return err
 			}
-			if t.Suspend.ToolCallSeq > 0 {
-				if err := s.awaitApproval(ctx, tx, runID, t.Suspend.Step, t.Suspend.ToolCallSeq, id); err != nil {
-					return err
-				}
-			}
-			events = append(events, Event{Type: EventPendingActionCreated, Step: t.Suspend.Step, Reason: "pending action " + id})
 		}
-		if next.State != StatePending && next.State != StateRunning {
-			next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
-		}
-		var err error
 		if held != nil {
 			out, err = s.saveHeldRun(ctx, tx, run, next, owner, now)
 		} else {
@@ -316,10 +381,11 @@ func runTopics(run FlowRun, runnable bool) []string {
 	return topics
 }
 
-func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspension, now time.Time) (string, error) {
-	var hash string
-	if err := s.txQueryRow(ctx, tx, `SELECT resume_token_hash FROM flow_runs WHERE id = ?`, run.ID).Scan(&hash); err != nil {
-		return "", err
+func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspension, now time.Time, hash string) (string, error) {
+	if hash == "" {
+		if err := s.txQueryRow(ctx, tx, `SELECT resume_token_hash FROM flow_runs WHERE id = ?`, run.ID).Scan(&hash); err != nil {
+			return "", err
+		}
 	}
 	ttl := sus.TTL
 	if ttl <= 0 {
@@ -379,7 +445,7 @@ func (s *Store) lockRun(ctx context.Context, tx *sql.Tx, runID, workspaceID stri
 // saveRun writes next over old (the version read in the same transaction), bumps the version and
 // keeps the WorkItem's status, result and reason in step with the run.
 func (s *Store) saveRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time) (FlowRun, error) {
-	return s.writeRun(ctx, tx, old, next, now, `lease_expires_at = ?`, ` AND version = ?`, ms(next.LeaseExpiresAt), old.Version)
+	return s.writeRun(ctx, tx, old, next, now, `lease_expires_at = ?`, []any{ms(next.LeaseExpiresAt)}, ` AND version = ?`, old.Version)
 }
 
 // saveHeldRun is saveRun over old as owner's worker holds it, not read in the transaction: the
@@ -387,7 +453,7 @@ func (s *Store) saveRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now 
 // (ErrLeaseLost otherwise), and keeps its lease expiry unless next gives the lease up.
 func (s *Store) saveHeldRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, owner string, now time.Time) (FlowRun, error) {
 	next, err := s.writeRun(ctx, tx, old, next, now, `lease_expires_at = CASE WHEN ? = '' THEN 0 ELSE lease_expires_at END`,
-		` AND version = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`, next.LeaseOwner, old.Version, owner)
+		[]any{next.LeaseOwner}, ` AND version = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`, old.Version, owner)
 	if errors.Is(err, ErrStale) {
 		return next, fmt.Errorf("run %s was changed by another since its worker's last transition: %w", old.ID, ErrLeaseLost)
 	}
@@ -396,15 +462,16 @@ func (s *Store) saveHeldRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, 
 
 // writeRun writes next's fields over the run old with the lease expiry set by leaseSet and the
 // condition where, leaseSet's and where's arguments in args; ErrStale when no run matched.
-func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time, leaseSet, where string, args ...any) (FlowRun, error) {
+func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time, leaseSet string, setArgs []any, where string,
+	whereArgs ...any) (FlowRun, error) {
 	next.Version = old.Version + 1
 	next.UpdatedAt = now.UTC().Truncate(time.Millisecond)
+	args := append([]any{next.FlowDigest, nullJSON(next.Snapshot), nullJSON(next.Agents), next.State, next.PausedFrom, next.CurrentStep,
+		boolInt(next.StepStarted), next.Attempt, string(next.Data), nullJSON(next.Result), next.Reason, next.LeaseOwner}, setArgs...)
+	args = append(append(args, next.Version, ms(now), old.ID), whereArgs...)
 	res, err := s.txExec(ctx, tx, `UPDATE flow_runs SET flow_digest = ?, flow_snapshot = ?, agents = ?, state = ?,
 		paused_from = ?, current_step = ?, step_started = ?, attempt = ?, data = ?, result = ?, reason = ?, lease_owner = ?,
-		`+leaseSet+`, version = ?, updated_at = ? WHERE id = ?`+where,
-		append([]any{next.FlowDigest, nullJSON(next.Snapshot), nullJSON(next.Agents), next.State, next.PausedFrom, next.CurrentStep,
-			boolInt(next.StepStarted), next.Attempt, string(next.Data), nullJSON(next.Result), next.Reason, next.LeaseOwner,
-			args[0], next.Version, ms(now), old.ID}, args[1:]...)...)
+		`+leaseSet+`, version = ?, updated_at = ? WHERE id = ?`+where, args...)
 	if err != nil {
 		return next, err
 	}
@@ -549,15 +616,14 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 			return err
 		}
 		events := next.events
-		if r.Lease != nil && next.run.State == StateRunning {
-			next.run.LeaseOwner, next.run.LeaseExpiresAt = r.Lease.Owner, r.Lease.Until
-		}
 		var newHash string
 		token, newHash = NewResumeToken()
-		if run, err = s.saveRun(ctx, tx, old, next.run, now); err != nil {
-			return err
+		if r.Lease != nil && next.run.State == StateRunning {
+			next.run.LeaseOwner, next.run.LeaseExpiresAt = r.Lease.Owner, r.Lease.Until.UTC().Truncate(time.Millisecond)
 		}
-		if _, err := s.txExec(ctx, tx, `UPDATE flow_runs SET resume_token_hash = ? WHERE id = ?`, newHash, old.ID); err != nil {
+		// The fresh token's digest is written with the run, in its one UPDATE.
+		if run, err = s.writeRun(ctx, tx, old, next.run, now, `lease_expires_at = ?, resume_token_hash = ?`,
+			[]any{ms(next.run.LeaseExpiresAt), newHash}, ` AND version = ?`, old.Version); err != nil {
 			return err
 		}
 		action = a

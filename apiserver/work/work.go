@@ -383,11 +383,24 @@ type Lease struct {
 
 // Reservation is an executor's worker taken for a run about to be submitted with its Lease:
 // Start hands the worker the committed run, Cancel gives the worker back when the submission
-// failed. Each reservation ends with one of them.
+// failed, Submit hands the worker the submission itself to write with its run's first
+// transition. Each reservation ends with one of them.
 type Reservation interface {
 	Lease() Lease
 	Start(run FlowRun)
 	Cancel()
+	Submit(ctx context.Context, sub Submission) (Submitted, error)
+}
+
+// Submitted is a submission as a reserved worker committed it (Reservation.Submit).
+type Submitted struct {
+	Item  WorkItem
+	Run   FlowRun
+	Token string
+	// Settled waits up to timeout for the worker to leave the run neither Pending nor Running,
+	// and returns the run as the worker committed it then; ok is false when the worker stopped
+	// short of that or the time ran out (the store has the run as it is).
+	Settled func(ctx context.Context, timeout time.Duration) (run FlowRun, ok bool)
 }
 
 // DraftFlow is the exact draft revision a Draft Run keeps.
@@ -418,12 +431,42 @@ func (s *Store) InTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // SubmitTx creates the WorkItem and its Pending FlowRun in the caller's transaction (see Submit).
 func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkItem, FlowRun, string, error) {
+	p, err := s.Prepare(sub)
+	if err != nil {
+		return WorkItem{}, FlowRun{}, "", err
+	}
+	if err := s.insertSubmission(ctx, tx, p.Item, p.Run, p.hash); err != nil {
+		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
+	}
+	if err := s.appendEvents(ctx, tx, p.Run, p.Run.CreatedAt, Event{Type: EventRunCreated}); err != nil {
+		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
+	}
+	s.announce(tx, RunTopic(p.Run.ID), WorkspaceTopic(p.Run.WorkspaceID))
+	if sub.Lease == nil {
+		s.announce(tx, RunnableTopic) // a leased run is started by its owner, nobody claims it
+	}
+	return p.Item, p.Run, p.Token, nil
+}
+
+// Prepared is a submission checked and given its ids and resume token, not written yet: Submit
+// writes it as it is, SubmitApplied with its run's first transition.
+type Prepared struct {
+	Item WorkItem
+	// Run is the FlowRun as submitted: Pending, leased when the submission was.
+	Run FlowRun
+	// Token is the raw resume token, handed to the submitter only; hash is what is stored.
+	Token string
+	hash  string
+}
+
+// Prepare checks a submission and makes its WorkItem and FlowRun, without writing them.
+func (s *Store) Prepare(sub Submission) (Prepared, error) {
 	if sub.WorkspaceID == "" || sub.PrincipalID == "" || sub.Namespace == "" {
-		return WorkItem{}, FlowRun{}, "", errors.New("work: a submission needs a resolved workspace and principal")
+		return Prepared{}, errors.New("work: a submission needs a resolved workspace and principal")
 	}
 	data, err := json.Marshal(RunData{Input: sub.Input, Steps: map[string]any{}, Current: sub.Input})
 	if err != nil {
-		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submitted input: %w", err)
+		return Prepared{}, fmt.Errorf("work: submitted input: %w", err)
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	token, hash := NewResumeToken()
@@ -446,7 +489,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkI
 	}
 	if d := sub.Draft; d != nil {
 		if len(d.Snapshot) == 0 || d.Digest == "" || d.Revision == "" {
-			return WorkItem{}, FlowRun{}, "", errors.New("work: a draft submission needs the draft's revision, digest and snapshot")
+			return Prepared{}, errors.New("work: a draft submission needs the draft's revision, digest and snapshot")
 		}
 		run.FlowVersion, item.FlowVersion = "", ""
 		run.FlowDraft, run.FlowRevision, run.FlowGeneration, run.FlowDigest, run.Snapshot = true, d.Revision, d.Generation, d.Digest, d.Snapshot
@@ -455,33 +498,30 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkI
 	if sub.Lease != nil {
 		run.LeaseOwner, run.LeaseExpiresAt = sub.Lease.Owner, sub.Lease.Until.UTC().Truncate(time.Millisecond)
 	}
+	return Prepared{Item: item, Run: run, Token: token, hash: hash}, nil
+}
+
+// insertSubmission writes a WorkItem and its FlowRun as they are.
+func (s *Store) insertSubmission(ctx context.Context, tx *sql.Tx, item WorkItem, run FlowRun, hash string) error {
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id,
-		interaction_id, work_task_id, type, title, instruction, flow_name, flow_version, flow_draft, flow_run_id, status, trigger_message_id,
-		created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		interaction_id, work_task_id, type, title, instruction, flow_name, flow_version, flow_draft, flow_run_id, status, result, reason,
+		trigger_message_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		item.ID, item.TenantID, item.WorkspaceID, item.Namespace, item.PrincipalID, nullString(item.InteractionID), item.WorkTaskID,
 		item.Type, item.Title, item.Instruction, item.FlowName, item.FlowVersion, boolInt(item.FlowDraft), item.FlowRunID, item.Status,
-		run.TriggerMessageID, ms(now), ms(now)); err != nil {
-		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
+		nullJSON(item.Result), item.Reason, run.TriggerMessageID, ms(item.CreatedAt), ms(item.UpdatedAt)); err != nil {
+		return err
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_runs (id, work_item_id, tenant_id, workspace_id, namespace,
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO flow_runs (id, work_item_id, tenant_id, workspace_id, namespace,
 		principal_id, interaction_id, work_task_id, parent_flow_run_id, flow_name, flow_version, flow_draft, flow_revision,
-		flow_generation, flow_digest, flow_snapshot, state, data, resume_token_hash, trigger_message_id, version, lease_owner,
-		lease_expires_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		flow_generation, flow_digest, flow_snapshot, agents, state, current_step, step_started, attempt, data, result, reason,
+		resume_token_hash, trigger_message_id, version, lease_owner, lease_expires_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		run.ID, run.WorkItemID, run.TenantID, run.WorkspaceID, run.Namespace, run.PrincipalID, nullString(run.InteractionID),
 		run.WorkTaskID, nullString(run.ParentFlowRunID), run.FlowName, run.FlowVersion, boolInt(run.FlowDraft), run.FlowRevision,
-		run.FlowGeneration, run.FlowDigest, nullJSON(run.Snapshot), run.State, string(run.Data), hash, run.TriggerMessageID, run.Version,
-		run.LeaseOwner, ms(run.LeaseExpiresAt), ms(now), ms(now)); err != nil {
-		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
-	}
-	if err := s.appendEvents(ctx, tx, run, now, Event{Type: EventRunCreated}); err != nil {
-		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
-	}
-	s.announce(tx, RunTopic(run.ID), WorkspaceTopic(run.WorkspaceID))
-	if sub.Lease == nil {
-		s.announce(tx, RunnableTopic) // a leased run is started by its owner, nobody claims it
-	}
-	return item, run, token, nil
+		run.FlowGeneration, run.FlowDigest, nullJSON(run.Snapshot), nullJSON(run.Agents), run.State, run.CurrentStep, boolInt(run.StepStarted),
+		run.Attempt, string(run.Data), nullJSON(run.Result), run.Reason, hash, run.TriggerMessageID, run.Version,
+		run.LeaseOwner, ms(run.LeaseExpiresAt), ms(run.CreatedAt), ms(run.UpdatedAt))
+	return err
 }
 
 // appendEvents records events of run, which the caller saved in the same transaction as it is

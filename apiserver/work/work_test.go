@@ -381,3 +381,36 @@ func TestATransitionOfTheHeldRunIsRefusedOnceTheRunChangedUnderIt(t *testing.T) 
 		g.Expect(stored.Attempt).To(Equal(1))
 	})
 }
+
+// A response given a lease resumes the run leased to that worker of the answering process, which
+// goes on with it at once: no other worker may claim it meanwhile, and the token the response
+// returns answers the run's next question.
+func TestAResponseGivenALeaseResumesTheRunHeldByThatWorker(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, clock := newStore(s)
+		_, run, token := submit(t, w)
+		action := suspend(t, w, run.ID)
+		_, resumed, next, err := w.Respond(ctx, work.Response{WorkspaceID: wsA.WorkspaceID, RunID: run.ID, ActionID: action.ID,
+			Token: token, PrincipalID: "p2", Answer: work.Answer{Value: ptr("brief")},
+			Lease: &work.Lease{Owner: "reserved-1", Until: clock.Now().Add(time.Minute)}})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(resumed.LeaseOwner).To(Equal("reserved-1"))
+		claimed, err := w.Claim(ctx, "worker-2", time.Minute)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(claimed).To(BeNil(), "the resumed run is held by the answering process's worker")
+
+		_, err = w.ApplyHeld(ctx, resumed, "reserved-1", work.Transition{Suspend: &work.Suspension{Step: "confirm", Kind: work.KindConfirmation,
+			Prompt: "Publish?", Continuation: "out", TTL: time.Hour}})
+		g.Expect(err).NotTo(HaveOccurred())
+		second, err := w.OpenPendingAction(ctx, run.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, _, _, err = w.Respond(ctx, work.Response{WorkspaceID: wsA.WorkspaceID, RunID: run.ID, ActionID: second.ID, Token: token,
+			PrincipalID: "p2", Answer: work.Answer{Confirmed: ptr(true)}})
+		g.Expect(err).To(MatchError(work.ErrInvalidToken), "the answered question's token")
+		_, _, _, err = w.Respond(ctx, work.Response{WorkspaceID: wsA.WorkspaceID, RunID: run.ID, ActionID: second.ID, Token: next,
+			PrincipalID: "p2", Answer: work.Answer{Confirmed: ptr(true)}})
+		g.Expect(err).NotTo(HaveOccurred(), "the token the response returned")
+	})
+}

@@ -52,6 +52,8 @@ type conversation struct {
 	// milestones counts the Task's milestones of this transition not yet written: they are
 	// written with its state, in one statement (syncTaskState).
 	milestones int
+	// activities are the Task's activities of this transition not yet written (writeActivities).
+	activities []Activity
 }
 
 // Observe projects one run transition onto the Workplace, in the transition's transaction, so
@@ -101,6 +103,9 @@ func (s *Store) Observe(ctx context.Context, tx *sql.Tx, run work.FlowRun, event
 		}
 	}
 	if c.task != nil {
+		if err := s.writeActivities(ctx, tx, c); err != nil {
+			return err
+		}
 		if err := s.syncTaskState(ctx, tx, c); err != nil {
 			return err
 		}
@@ -412,6 +417,10 @@ func (s *Store) ended(ctx context.Context, tx *sql.Tx, c *conversation) error {
 	if c.interaction == nil || c.interaction.CurrentRunID != c.run.ID {
 		return nil
 	}
+	// A follow-up's run continues the Task: its activities come after this run's.
+	if err := s.writeActivities(ctx, tx, c); err != nil {
+		return err
+	}
 	started, err := s.startQueuedFollowUp(ctx, tx, c)
 	if err != nil || started {
 		return err
@@ -429,7 +438,12 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 	run := c.run
 	now := s.now()
 	t := Task{ID: run.WorkTaskID, TenantID: run.TenantID, WorkspaceID: run.WorkspaceID, PrincipalID: run.PrincipalID,
-		State: taskState(run.State), Visible: true, CurrentRunID: run.ID, Version: 1, CreatedAt: now, UpdatedAt: now}
+		State: taskState(run.State), Visible: true, CurrentRunID: run.ID, Reason: run.Reason, Version: 1, CreatedAt: now, UpdatedAt: now}
+	if TaskTerminal(t.State) {
+		// Work that ended in the transition that made it a Task (submitted and run to its end in
+		// one commit) is a Task that ended then.
+		t.EndedAt = now
+	}
 	fallback := ""
 	if c.interaction != nil {
 		t.InteractionID = c.interaction.ID
@@ -440,10 +454,10 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 	// subject, which a title the work gives keeps.
 	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO work_tasks (id, tenant_id, workspace_id, principal_id, interaction_id, title, state,
 		visible, current_run_id, reason, milestones, version, created_at, updated_at, ended_at)
-		VALUES (?, ?, ?, ?, ?, COALESCE(NULLIF((SELECT title FROM work_items WHERE id = ?), ''), ?), ?, ?, ?, '', 0, 1, ?, ?, 0)
+		VALUES (?, ?, ?, ?, ?, COALESCE(NULLIF((SELECT title FROM work_items WHERE id = ?), ''), ?), ?, ?, ?, ?, 0, 1, ?, ?, ?)
 		RETURNING title`),
 		t.ID, t.TenantID, t.WorkspaceID, t.PrincipalID, nullString(t.InteractionID), run.WorkTaskID, fallback, t.State, boolInt(t.Visible),
-		t.CurrentRunID, ms(now), ms(now)).Scan(&t.Title); err != nil {
+		t.CurrentRunID, t.Reason, ms(now), ms(now), ms(t.EndedAt)).Scan(&t.Title); err != nil {
 		return err
 	}
 	if err := s.retitle(ctx, tx, &t, title); err != nil {
@@ -556,12 +570,28 @@ func (s *Store) finishedTurns(ctx context.Context, tx *sql.Tx, c *conversation) 
 	return turns, rows.Err()
 }
 
+// activity adds an activity to the run's Task, if it has one. The activities of a transition are
+// written together, in one statement, at its end (writeActivities).
 func (s *Store) activity(ctx context.Context, tx *sql.Tx, c *conversation, a Activity) error {
 	if c.task == nil {
 		return nil
 	}
 	a.TaskID = c.task.ID
-	return s.appendActivity(ctx, tx, c.task.WorkspaceID, &a)
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = s.now()
+	}
+	c.activities = append(c.activities, a)
+	return nil
+}
+
+// writeActivities writes the activities the transition added so far.
+func (s *Store) writeActivities(ctx context.Context, tx *sql.Tx, c *conversation) error {
+	list := c.activities
+	c.activities = nil
+	if len(list) == 0 {
+		return nil
+	}
+	return s.appendActivities(ctx, tx, c.task.WorkspaceID, list)
 }
 
 // say adds a message to the run's conversation, if it has one.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -529,6 +530,54 @@ func (s *Store) appendActivity(ctx context.Context, tx *sql.Tx, workspaceID stri
 		return err
 	}
 	return s.emit(ctx, tx, workspaceID, "", EventTaskActivityAdded, map[string]any{"taskId": a.TaskID, "seq": a.Seq})
+}
+
+// appendActivities numbers list, activities of one Task in their order, to follow its last
+// activity, in one statement, and tells the Task's workspace of each.
+func (s *Store) appendActivities(ctx context.Context, tx *sql.Tx, workspaceID string, list []Activity) error {
+	if len(list) == 1 {
+		return s.appendActivity(ctx, tx, workspaceID, &list[0])
+	}
+	taskID := list[0].TaskID
+	// As a run's events are numbered: the SELECT is read whole before the INSERT writes.
+	args := make([]any, 0, 2+8*len(list))
+	args = append(args, taskID, taskID)
+	for i, a := range list {
+		args = append(args, i+1, a.Kind, a.Phase, a.Label, a.Participant, a.RunID, a.Step, ms(a.CreatedAt))
+	}
+	rows, err := tx.QueryContext(ctx, s.q(`INSERT INTO task_activities (task_id, seq, kind, phase, label, participant, run_id, step, created_at)
+		SELECT ?, (SELECT COALESCE(MAX(seq), 0) FROM task_activities WHERE task_id = ?) + e.column1, e.column2, e.column3, e.column4,
+		e.column5, e.column6, e.column7, e.column8 FROM (VALUES `+
+		valueRows(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))`, len(list))+
+		`) AS e RETURNING seq`), args...)
+	if err != nil {
+		return err
+	}
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			rows.Close()
+			return err
+		}
+		seqs = append(seqs, seq)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(seqs) != len(list) {
+		return fmt.Errorf("task %s: %d activities appended of %d", taskID, len(seqs), len(list))
+	}
+	// The rows' numbers follow their order in list.
+	slices.Sort(seqs)
+	for i := range list {
+		list[i].Seq = seqs[i]
+		if err := s.emit(ctx, tx, workspaceID, "", EventTaskActivityAdded, map[string]any{"taskId": taskID, "seq": seqs[i]}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Results lists a Task's Results, oldest first.

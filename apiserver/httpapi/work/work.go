@@ -448,32 +448,43 @@ func (s *routes) submitDraft(ctx context.Context, rc domain.Context, body WorkIt
 // submitWork creates the WorkItem and its FlowRun, wakes the executor and answers with both.
 func (s *routes) submitWork(ctx context.Context, sub domain.Submission, wait int) (*workItemSubmitted, error) {
 	sub.Input = map[string]any{"type": sub.Type, "title": sub.Title, "instruction": sub.Instruction}
-	// A worker of this process, when one is free, gets the run with its submission and starts
-	// it at once; otherwise any worker claims it.
-	var reserved domain.Reservation
-	if s.Executor() != nil {
-		if r, ok := s.Executor().Reserve(sub.WorkspaceID); ok {
-			reserved = r
-			lease := r.Lease()
-			sub.Lease = &lease
+	// A worker of this process, when one is free, gets the submission and writes it with its
+	// run's first transition (a run on the offline model is submitted, executed and ended in one
+	// commit); otherwise any worker claims it.
+	var (
+		item    domain.WorkItem
+		run     domain.FlowRun
+		token   string
+		settled func(context.Context, time.Duration) (domain.FlowRun, bool)
+		err     error
+	)
+	if r, ok := s.reserve(sub.WorkspaceID); ok {
+		var submitted domain.Submitted
+		submitted, err = r.Submit(ctx, sub)
+		item, run, token, settled = submitted.Item, submitted.Run, submitted.Token, submitted.Settled
+	} else {
+		item, run, token, err = s.Work().Submit(ctx, sub)
+		if err == nil {
+			s.wakeExecutor()
 		}
 	}
-	item, run, token, err := s.Work().Submit(ctx, sub)
 	if err != nil {
-		if reserved != nil {
-			reserved.Cancel()
-		}
 		return nil, httpapi.Problem(err)
 	}
 	s.Log().Info("work item submitted", "workspaceId", item.WorkspaceID, "workTaskId", item.WorkTaskID, "workExecutionId", item.ID,
 		"flowRunId", run.ID, "flow", item.FlowName, "draft", item.FlowDraft)
-	if reserved != nil {
-		reserved.Start(run)
-	} else {
-		s.wakeExecutor()
-	}
-	run, err = s.waitForRun(ctx, sub.WorkspaceID, run, wait)
-	if err != nil {
+	if wait > 0 && settled != nil && (run.State == domain.StatePending || run.State == domain.StateRunning) {
+		// The worker of this process tells the run it settled, without a read.
+		began := time.Now()
+		timeout := time.Duration(min(wait, maxWaitSeconds)) * time.Second
+		if r, ok := settled(ctx, timeout); ok {
+			run = r
+		} else if left := timeout - time.Since(began); left > 0 {
+			if run, err = s.Work().WaitSettled(ctx, sub.WorkspaceID, run, left); err != nil {
+				return nil, httpapi.Problem(err)
+			}
+		}
+	} else if run, err = s.waitForRun(ctx, sub.WorkspaceID, run, wait); err != nil {
 		return nil, err
 	}
 	out := &workItemSubmitted{Status: http.StatusAccepted, ETag: runETag(run)}
@@ -497,6 +508,14 @@ func (s *routes) workContext(ctx context.Context) (domain.Context, error) {
 		return domain.Context{}, huma.Error403Forbidden("no resolved management context: the request has no Principal or workspace")
 	}
 	return domain.Context{TenantID: rc.TenantID, WorkspaceID: rc.WorkspaceID, Namespace: rc.Namespace, PrincipalID: rc.PrincipalID}, nil
+}
+
+// reserve takes a free worker of this process for a submission of workspace.
+func (s *routes) reserve(workspace string) (domain.Reservation, bool) {
+	if s.Executor() == nil {
+		return nil, false
+	}
+	return s.Executor().Reserve(workspace)
 }
 
 func (s *routes) wakeExecutor() {
