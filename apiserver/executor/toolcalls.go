@@ -103,7 +103,7 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 			return act, nil
 		}
 		if action, ok := builtinOf(act.ToolCalls); ok {
-			action.ModelProvider, action.Model = act.ModelProvider, act.Model
+			action.ModelProvider, action.Model, action.Usage = act.ModelProvider, act.Model, act.Usage
 			return action, nil
 		}
 		turn := make([]work.ToolCall, 0, len(act.ToolCalls))
