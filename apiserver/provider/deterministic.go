@@ -9,6 +9,9 @@ import (
 	"unicode/utf8"
 )
 
+// DeterministicModel is the model the Deterministic provider answers as.
+const DeterministicModel = "deterministic"
+
 // DeterministicProvider answers without a model: its answer is a pure function of the agent's
 // instructions, the message and the attempt, so flows run offline and tests are repeatable.
 //
@@ -141,7 +144,7 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		return Action{}, &TransientError{Err: fmt.Errorf("deterministic provider: simulated transient failure of attempt %d", req.Attempt)}
 	}
 	if len(calls) > 0 && len(req.Transcript) == 0 {
-		act := Action{Type: ActionCallTools, ToolCalls: calls, ModelProvider: Deterministic, Model: "deterministic"}
+		act := Action{Type: ActionCallTools, ToolCalls: calls, ModelProvider: Deterministic, Model: DeterministicModel}
 		act.Usage = deterministicUsage(req, act)
 		return act, nil
 	}
@@ -178,7 +181,7 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		}
 		act.Options = options
 	}
-	act.ModelProvider, act.Model = Deterministic, "deterministic"
+	act.ModelProvider, act.Model = Deterministic, DeterministicModel
 	act.Usage = deterministicUsage(req, *act)
 	return *act, nil
 }

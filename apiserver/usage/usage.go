@@ -352,3 +352,17 @@ func ShortMicros(micros int64) string {
 	}
 	return s
 }
+
+// Money is an amount as the API shows it: a decimal string with six decimals and its currency.
+type Money struct {
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+// MoneyOf is micros of currency as Money; nil without a currency (unpriced usage).
+func MoneyOf(micros int64, currency string) *Money {
+	if currency == "" {
+		return nil
+	}
+	return &Money{Amount: FormatMicros(micros), Currency: currency}
+}
