@@ -335,7 +335,10 @@ func (l Limit) Exceeded(tokens, costMicros int64) bool {
 func (l Limit) Describe() string {
 	per := map[platformv1.BudgetPeriod]string{platformv1.DayBudget: "a day", platformv1.WeekBudget: "a week", platformv1.MonthBudget: "a month"}[l.Period]
 	var parts []string
-	if l.Tokens > 0 {
+	switch {
+	case l.Tokens == 1:
+		parts = append(parts, "1 token")
+	case l.Tokens > 1:
 		parts = append(parts, fmt.Sprintf("%d tokens", l.Tokens))
 	}
 	if l.CostMicros > 0 {
