@@ -74,7 +74,7 @@ func Routes(s *httpapi.Server) {
 			"30 days by default, at most 366); groupBy is day (the default), agent, entry or model, repeated or comma-separated. " +
 			"budgets lists the budgets of the workspace (namespace annotations platform/budget-tokens-per-day, ...), of its " +
 			"Entries and of its Agents, with what their current period used.",
-		Errors: []int{http.StatusBadRequest},
+		Errors: []int{http.StatusBadRequest, http.StatusServiceUnavailable},
 	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
 		Workspace string   `path:"workspace" maxLength:"128" doc:"Workspace id or route name"`
 		From      string   `query:"from" doc:"First UTC day, YYYY-MM-DD; 29 days before to by default"`
@@ -82,6 +82,9 @@ func Routes(s *httpapi.Server) {
 		GroupBy   []string `query:"groupBy,explode" doc:"day, agent, entry or model; repeated or comma-separated; day by default"`
 	}) (*struct{ Body UsageReport }, error) {
 		rc, _ := httpapi.RequestContextFrom(ctx)
+		if s.Work() == nil {
+			return nil, huma.Error503ServiceUnavailable("the Work store is not configured on this server")
+		}
 		from, to, groupBy, err := parseQuery(in.From, in.To, in.GroupBy, time.Now())
 		if err != nil {
 			return nil, err
