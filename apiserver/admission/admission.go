@@ -66,7 +66,10 @@ const OfficialSourceRegistry = "agentstration-official"
 func (r *Rules) Validate(ctx context.Context, a apiadmission.Attributes, _ apiadmission.ObjectInterfaces) error {
 	if a.GetResource().Group == "" && a.GetResource().Resource == "namespaces" && a.GetSubresource() == "" &&
 		(a.GetOperation() == apiadmission.Create || a.GetOperation() == apiadmission.Update) {
-		return validLimits(a)
+		if err := validLimits(a); err != nil {
+			return err
+		}
+		return validBudgets(a)
 	}
 	if a.GetResource().Group != platformv1.GroupVersion.Group || IsPlatform(a.GetUserInfo()) {
 		return nil
