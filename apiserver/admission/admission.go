@@ -66,7 +66,10 @@ const OfficialSourceRegistry = "agentstration-official"
 func (r *Rules) Validate(ctx context.Context, a apiadmission.Attributes, _ apiadmission.ObjectInterfaces) error {
 	if a.GetResource().Group == "" && a.GetResource().Resource == "namespaces" && a.GetSubresource() == "" &&
 		(a.GetOperation() == apiadmission.Create || a.GetOperation() == apiadmission.Update) {
-		return validLimits(a)
+		if err := validLimits(a); err != nil {
+			return err
+		}
+		return validBudgets(a)
 	}
 	if a.GetResource().Group != platformv1.GroupVersion.Group || IsPlatform(a.GetUserInfo()) {
 		return nil
@@ -90,7 +93,14 @@ func (r *Rules) Validate(ctx context.Context, a apiadmission.Attributes, _ apiad
 		if err := validateExpiries(a); err != nil {
 			return err
 		}
+	case "entries":
+		if err := validateExpiries(a); err != nil {
+			return err
+		}
 	case "agents":
+		if err := validateExpiries(a); err != nil {
+			return err
+		}
 		if a.GetOperation() == apiadmission.Delete && a.GetSubresource() == "" {
 			return r.refuseIfReferenced(ctx, a, "Agent", agentReferrer)
 		}

@@ -21,12 +21,15 @@ import (
 
 // managedHarness is a harness whose agents run in Managed mode against an OpenAI-compatible
 // test server, through a ModelProfile and a ModelProvider of the run's workspace.
-func managedHarness(t *testing.T, s *store.Store, srv *openaitest.Server) *harness {
+func managedHarness(t *testing.T, s *store.Store, srv *openaitest.Server, pricing ...platformv1.ModelPricing) *harness {
 	h := newHarness(t, s)
 	h.resolver.agents["assistant"] = provider.Agent{Name: "assistant", Revision: "1", Instructions: "Answer briefly.", ModelProfile: "default"}
-	kube := fake.NewClientBuilder().WithScheme(platformscheme.Scheme).WithObjects(
-		&platformv1.ModelProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ctxA.Namespace, Name: "local"},
-			Definition: platformv1.ModelProviderDefinition{Type: platformv1.OpenAICompatibleProvider, Endpoint: srv.BaseURL()}},
+	mp := &platformv1.ModelProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ctxA.Namespace, Name: "local"},
+		Definition: platformv1.ModelProviderDefinition{Type: platformv1.OpenAICompatibleProvider, Endpoint: srv.BaseURL()}}
+	for i := range pricing {
+		mp.Definition.Pricing = &pricing[i]
+	}
+	kube := fake.NewClientBuilder().WithScheme(platformscheme.Scheme).WithObjects(mp,
 		&platformv1.ModelProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ctxA.Namespace, Name: "default"},
 			Definition: platformv1.ModelProfileDefinition{Provider: platformv1.LocalObjectReference{Name: "local"}, ModelID: "gpt-test"}},
 	).Build()

@@ -60,7 +60,8 @@ func TestTheOpenAIProviderOffersFunctionsAndSendsEarlierToolCallsWithTheirResult
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(act).To(Equal(provider.Action{Type: provider.ActionCallTools, Text: "looking", ModelProvider: "local", Model: "gpt-test",
-		ToolCalls: []provider.ToolCall{{ID: "call_1", Name: "kb-search", Arguments: `{"q":"x"}`}}}), "a call without an id gets one")
+		ToolCalls: []provider.ToolCall{{ID: "call_1", Name: "kb-search", Arguments: `{"q":"x"}`}},
+		Usage:     &provider.Usage{InputTokens: 1, OutputTokens: 1}}), "a call without an id gets one, and the usage the endpoint reported")
 	req := srv.Chats()[0]
 	g.Expect(req.Functions()).To(Equal([]string{"kb-search"}))
 	g.Expect(string(req.Tools[0].Function.Parameters)).To(MatchJSON(`{"type":"object","properties":{"q":{"type":"string"}}}`))

@@ -60,10 +60,10 @@ func TestTheDeterministicProviderChoosesItsActionFromDirectiveLines(t *testing.T
 			}
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got.ModelProvider).To(Equal(provider.Deterministic))
-			got.ModelProvider, got.Model = "", ""
+			got.ModelProvider, got.Model, got.Usage = "", "", nil
 			g.Expect(got).To(Equal(tc.want))
 			again, _ := provider.DeterministicProvider{}.Invoke(context.Background(), req)
-			again.ModelProvider, again.Model = "", ""
+			again.ModelProvider, again.Model, again.Usage = "", "", nil
 			g.Expect(again).To(Equal(got), "a pure function of instructions and input")
 		})
 	}
@@ -108,7 +108,7 @@ func TestTheDeterministicProviderAnswersAQuestionItsAgentAskedOnceItIsAnswered(t
 			got, err := provider.DeterministicProvider{}.Invoke(context.Background(), provider.Request{Attempt: 1,
 				Agent: provider.Agent{Name: "a", Instructions: tc.instructions}, Message: "hello", Transcript: tc.transcript})
 			g.Expect(err).NotTo(HaveOccurred())
-			got.ModelProvider, got.Model = "", ""
+			got.ModelProvider, got.Model, got.Usage = "", "", nil
 			g.Expect(got).To(Equal(tc.want))
 		})
 	}

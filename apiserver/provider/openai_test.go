@@ -30,7 +30,8 @@ func TestTheOpenAIProviderSendsInstructionsAsSystemAndInputAsUser(t *testing.T) 
 	act, err := c.Chat(context.Background(), provider.Generation{Model: "gpt-test", Temperature: &temperature, MaxOutputTokens: &maxTokens},
 		"Be brief.", "hello")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(act).To(Equal(provider.Action{Type: provider.ActionRespond, Text: "echo: hello", ModelProvider: "local", Model: "gpt-test"}))
+	g.Expect(act).To(Equal(provider.Action{Type: provider.ActionRespond, Text: "echo: hello", ModelProvider: "local", Model: "gpt-test",
+		Usage: &provider.Usage{InputTokens: 1, OutputTokens: 1}}))
 	chats := srv.Chats()
 	g.Expect(chats).To(HaveLen(1))
 	g.Expect(chats[0].Authorization).To(Equal("Bearer " + secretKey))
@@ -140,7 +141,8 @@ func TestManagedModeResolvesEndpointModelAndSettingsFromProfileAndProvider(t *te
 			act, err := m.Invoke(context.Background(), provider.Request{Namespace: "ws", Attempt: 1, Message: "hi", Overrides: tc.overrides,
 				Agent: provider.Agent{Name: "helper", Instructions: "Be kind.", ModelProfile: tc.profileRef}})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(act).To(Equal(provider.Action{Type: provider.ActionRespond, Text: "echo: hi", ModelProvider: "local", Model: "gpt-test"}))
+			g.Expect(act).To(Equal(provider.Action{Type: provider.ActionRespond, Text: "echo: hi", ModelProvider: "local", Model: "gpt-test",
+				Usage: &provider.Usage{InputTokens: 1, OutputTokens: 1}}))
 			chat := srv.Chats()[0]
 			g.Expect(chat.Model).To(Equal("gpt-test"))
 			g.Expect(*chat.Temperature).To(Equal(tc.wantTemperature))

@@ -117,6 +117,10 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 	// A rejected follow-up, and a 429 with Retry-After.
 	g.Expect(string(out)).To(And(ContainSubstring(`[409,"FollowUpRejected"]`), ContainSubstring("Retry-After: 1"),
 		ContainSubstring(`[429,"RateLimited","TokenRequestsPerSecond"]`), ContainSubstring(`{"tokenRequestsPerSecond":2,"refused":true}`)), "%s", out)
+	// A run pausing at its budget and resuming once approved, with its usage.
+	g.Expect(string(out)).To(And(ContainSubstring(`["ActionRequired","polish","approval","Agent","frugal",20]`),
+		ContainSubstring(`["completed","Completed"]`), ContainSubstring(`[2,true,["draft","polish"]]`),
+		ContainSubstring(`{"agent":"frugal","modelCalls":2}`), ContainSubstring(`["Agent","Day",20,true]`), ContainSubstring(`[400,"query.from"]`)), "%s", out)
 }
 
 func withoutKubeconfig(env []string) []string {
