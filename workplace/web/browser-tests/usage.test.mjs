@@ -122,4 +122,58 @@ describe("usage and budgets", () => {
     assert.deepEqual(page.errors, []);
     await page.context().close();
   });
+
+  it("the Console's Usage page reads at 375 px: totals, per-day and per-agent tables scrolling in their box, budgets with the exceeded one marked", async () => {
+    // The report is the route's contract with many rows and long names, so the layout is held
+    // whatever this server has recorded.
+    const today = new Date().toISOString().slice(0, 10);
+    const day = (n) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
+    const row = (keys, calls) => ({ ...keys, modelCalls: calls, inputTokens: calls * 1200, outputTokens: calls * 800, totalTokens: calls * 2000, cost: { amount: (calls * 0.0123).toFixed(6), currency: "USD" } });
+    const report = (groupBy) => ({
+      items: groupBy === "agent" ? [row({ agent: "writer" }, 12), row({ agent: "a-reviewer-with-a-rather-long-agent-name" }, 3)] : [0, 1, 2, 3, 4, 5, 6].map((n) => row({ day: day(n) }, n + 1)),
+      budgets: [
+        { scope: "Workspace", name: "default", period: "Month", periodStart: `${today.slice(0, 8)}01T00:00:00Z`, limitTokens: 1_000_000, usedTokens: 56_000, exceeded: false },
+        { scope: "Agent", name: "writer", period: "Day", periodStart: `${today}T00:00:00Z`, limitTokens: 1000, limitCost: { amount: "1.00", currency: "USD" }, usedTokens: 2400, usedCost: { amount: "0.0123", currency: "USD" }, exceeded: true },
+      ],
+    });
+    const page = await signedInPage({ width: 375, height: 800 });
+    const asked = [];
+    await page.route("**/api/workspaces/default/usage?**", (route) => {
+      const url = new URL(route.request().url());
+      asked.push(url.search);
+      return route.fulfill({ status: 200, contentType: "application/json", body: JSON.stringify(report(url.searchParams.get("groupBy"))) });
+    });
+    await page.goto(`${platform.apiUrl}/usage`);
+    await page.getByRole("heading", { name: "Usage", level: 1 }).waitFor({ timeout: 20_000 });
+    const totals = page.locator('[data-section="totals"]');
+    await totals.locator('[data-total="modelCalls"] dd').getByText("28").waitFor();
+    assert.equal((await totals.locator('[data-total="totalTokens"] dd').textContent()).trim(), "56,000");
+    assert.equal((await totals.locator('[data-total="cost"] dd').textContent()).trim(), "$0.3444");
+    assert.ok(asked.some((q) => /from=\d{4}-\d{2}-\d{2}&to=\d{4}-\d{2}-\d{2}&groupBy=day/.test(q)), asked.join(" "));
+    assert.equal(await page.locator('[data-section="usage-days"] tbody tr').count(), 7);
+    assert.equal(await page.locator('[data-section="usage-agents"] tbody tr').first().getAttribute("data-row"), "writer");
+    const writer = page.locator('[data-budget-scope="Agent"][data-budget-name="writer"]');
+    assert.equal(await writer.getAttribute("data-budget-state"), "exceeded");
+    assert.match(await writer.textContent(), /Exceeded.*2,400 of 1,000 tokens \(240 %\).*\$0\.0123 of \$1\.00/s);
+    await page.locator('[data-state="budget-exceeded"]').waitFor();
+
+    // The page never scrolls sideways; a wide table scrolls inside its own box.
+    const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, viewport: window.innerWidth }));
+    assert.ok(widths.page <= widths.viewport, `the page scrolls sideways at 375 px: ${JSON.stringify(widths)}`);
+    await h.screenshot(page, "usage-console-375");
+
+    // A reversed range is refused before the API is asked, and says why.
+    const before = asked.length;
+    await page.getByLabel("From", { exact: true }).fill(day(0));
+    await page.getByLabel("To", { exact: true }).fill(day(3));
+    await page.locator('[data-state="invalid-range"]').getByText("The first day must not be after the last day.").waitFor();
+    assert.equal(await page.getByRole("button", { name: "Show" }).isDisabled(), true);
+    await page.getByRole("button", { name: "Last 30 days" }).click();
+    await page.waitForURL(/\/usage\?from=.*&to=/);
+    await h.waitFor(() => asked.length > before, { message: "the 30 days to be read" });
+    assert.ok(asked.slice(before).every((q) => q.includes(`from=${day(29)}`)), asked.slice(before).join(" "));
+    assert.deepEqual(await h.axeViolations(page), []);
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
 });
