@@ -176,4 +176,90 @@ describe("usage and budgets", () => {
     assert.deepEqual(page.errors, []);
     await page.context().close();
   });
+
+  it("a run on the Deterministic model pauses at its agent's budget: the question waits in the inbox through a reload, the approval lets it finish, and its usage reads in the Task detail and the Console at 375 px", async (t) => {
+    if ((await call("GET", "/api/workspaces/default/usage")).status === 404) {
+      t.skip("this server does not record usage yet (GET /api/workspaces/{workspace}/usage answers 404)");
+      return;
+    }
+    const agentStep = (name) => ({ name, type: "Agent", agent: { name: "drafter" } });
+    await create(
+      // A budget of one token a day: the first call spends past it, so the second waits for a person.
+      ["/api/agents", { apiVersion: "platform/v1", kind: "Agent", metadata: { name: "drafter" }, definition: { displayName: "Drafter", instructions: "@respond The draft is ready", modelProfile: { name: "deterministic-builtin" }, budgets: [{ period: "Day", tokens: 1 }] } }],
+      [
+        "/api/flows",
+        {
+          name: "budgeted",
+          kind: "Orchestration",
+          definition: {
+            steps: [{ name: "in", type: "Input" }, agentStep("draft"), agentStep("polish"), { name: "out", type: "Output" }],
+            edges: [
+              { from: "in", to: "draft" },
+              { from: "draft", to: "polish" },
+              { from: "polish", to: "out" },
+            ],
+          },
+        },
+      ],
+      ["/api/flows/budgeted/versions", { version: "1.0.0", activate: true }],
+      [
+        "/api/entries",
+        {
+          apiVersion: "platform/v1",
+          kind: "Entry",
+          metadata: { name: "budgeted" },
+          definition: { displayName: "Draft within a budget", task: { display: "Visible" }, fields: [{ name: "request", type: "Text", role: "PrimaryInput", label: "What to draft?" }], binding: { flow: { name: "budgeted" } } },
+        },
+      ],
+    );
+    await publishOn("budgeted", "budget-desk");
+    const noSidewaysScroll = async (page, where) => {
+      const w = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, viewport: window.innerWidth }));
+      assert.ok(w.page <= w.viewport, `${where} scrolls sideways at 375 px: ${JSON.stringify(w)}`);
+    };
+
+    const page = await signedInPage({ width: 375, height: 800 });
+    const conversation = await ask(page, "budget-desk", "The weekly summary");
+    // The pause is a question like a tool approval, in the conversation...
+    await conversation.locator(".message.kind-question", { hasText: /budget/i }).waitFor({ timeout: 30_000 });
+    await conversation.getByRole("button", { name: "Approve" }).waitFor();
+
+    // ... and in the inbox, where it survives a reload and is answered.
+    await page.goto(`${platform.workplaceUrl}w/default/inbox`);
+    const card = page.locator(".question-card", { hasText: /budget/i });
+    await card.waitFor({ timeout: 15_000 });
+    await page.reload();
+    await card.getByRole("button", { name: "Decline" }).waitFor({ timeout: 15_000 });
+    assert.match(await card.textContent(), /go on past the budget/);
+    await noSidewaysScroll(page, "the inbox");
+    await h.screenshot(page, "usage-budget-question-inbox-375");
+    await card.getByRole("button", { name: "Approve" }).click();
+    await card.waitFor({ state: "detached", timeout: 15_000 }).catch(() => card.locator('[data-question-state="closed"]').waitFor());
+
+    // The run finishes; its Task says what its model calls used, in plain words.
+    const tasks = (await call("GET", "/api/workspaces/default/tasks?take=20")).body.items;
+    const task = tasks.find((x) => x.title.includes("The weekly summary"));
+    assert.ok(task, JSON.stringify(tasks.map((x) => x.title)));
+    await page.goto(`${platform.workplaceUrl}w/default/tasks/${task.id}`);
+    await page.locator('[data-task-state="completed"]').waitFor({ timeout: 30_000 });
+    const usage = page.locator('[data-section="usage"]');
+    await usage.getByText(/^2 model calls used [\d,]+ tokens \([\d,]+ read, [\d,]+ written\)/).waitFor({ timeout: 10_000 });
+    assert.doesNotMatch(await usage.textContent(), /Deterministic|sha256|[{}]|modelCalls|inputTokens/, "plain words, no provider, hash or raw field");
+    await noSidewaysScroll(page, "the Task detail");
+    await h.screenshot(page, "usage-task-detail-375");
+
+    // The Console's Usage page has today's row, the agent's row and the exceeded budget.
+    await page.goto(`${platform.apiUrl}/usage`);
+    const totals = page.locator('[data-section="totals"]');
+    await totals.locator('[data-total="modelCalls"]').waitFor({ timeout: 20_000 });
+    assert.ok(Number((await totals.locator('[data-total="modelCalls"] dd').textContent()).replace(/,/g, "")) >= 2);
+    await page.locator('[data-section="usage-days"] tbody tr').first().waitFor();
+    const drafter = page.locator('[data-section="usage-agents"] tbody tr[data-row="drafter"]');
+    assert.equal((await drafter.locator("td").first().textContent()).trim(), "2");
+    assert.equal(await page.locator('[data-budget-scope="Agent"][data-budget-name="drafter"]').getAttribute("data-budget-state"), "exceeded");
+    await noSidewaysScroll(page, "the Console's Usage page");
+    await h.screenshot(page, "usage-console-real-375");
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
 });
