@@ -243,7 +243,7 @@ export function ApprovalCallView({ call }: { call: ApprovalCall }) {
  * The server says which budget (action.budget); a server that does not yet says so in its prompt.
  */
 export function isBudgetApproval(action: Pick<PendingAction, "kind" | "budget" | "call" | "prompt">): boolean {
-  return action.kind === "approval" && (!!action.budget || (!action.call && /\bbudget\b/i.test(action.prompt)));
+  return action.kind === "approval" && (!!action.budget || (!action.call && /^continue past\b.*\bbudget\b/i.test(action.prompt)));
 }
 
 /** The words of an approval's two answers, and what they do when it is a budget's. */

@@ -108,7 +108,9 @@ describe("a budget pause is an approval a person answers", () => {
   const budget = { scope: "Workspace" as const, name: "default", period: "Day", limitTokens: 100, usedTokens: 120, exceeded: true };
   it("is told apart from a tool approval, and its answers say what they do", () => {
     expect(isBudgetApproval({ kind: "approval", prompt: "Continue past the budget?", budget })).toBe(true);
-    expect(isBudgetApproval({ kind: "approval", prompt: "Continue past the budget of the workspace default?" })).toBe(true);
+    expect(isBudgetApproval({ kind: "approval", prompt: "Continue past the daily budget of agent writer? This day used 1,200 tokens." })).toBe(true);
+    // A Flow's own approval step about a budget is no budget pause.
+    expect(isBudgetApproval({ kind: "approval", prompt: "Approve the budget for Q3?" })).toBe(false);
     expect(isBudgetApproval({ kind: "approval", prompt: "Run search?", call: { agent: "a", tool: "t", toolName: "search", provider: "p", arguments: {}, digest: "sha256:00" } })).toBe(false);
     expect(approvalChoices({ kind: "approval", prompt: "Continue past the budget?", budget })).toMatchObject({ approve: "Approve", decline: "Decline" });
     expect(approvalChoices({ kind: "approval", prompt: "Run search?" })).toEqual({ approve: "Approve", decline: "Reject" });

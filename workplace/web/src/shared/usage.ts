@@ -38,7 +38,10 @@ export interface Budget {
   limitCost?: Money;
   usedTokens?: number;
   usedCost?: Money;
-  exceeded: boolean;
+  /** Whether a limit is used up; a budget question's budget leaves it out (it is, or it would be). */
+  exceeded?: boolean;
+  /** On a budget question: the agent whose model call waits. */
+  agent?: string;
 }
 
 export interface UsageReport {
