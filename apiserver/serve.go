@@ -249,6 +249,9 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// their transactions (workStore.Observer); artifact bytes are files of the data directory.
 	execOpts.Work, execOpts.Resolver, execOpts.Log = workStore, executor.KubeResolver{Client: resolve}, ctrl.Log.WithName("executor")
 	execOpts.Artifacts = places.Blobs
+	// Budgets are read live (through the informers) before each model call: the workspace's
+	// namespace annotations over Platform:Budgets:*, its Entry's and its Agent's.
+	execOpts.Budgets = executor.KubeBudgets{Client: resolve, Settings: cfg, EntryOf: places.EntryOfInteraction}
 	// One Resolver of Secret references and one Local Vault for the service API and the model
 	// providers; the controllers get their own Resolver over their cache (controllers.SetupAll).
 	// A missing or malformed master key leaves the Vaults Unavailable, with the reason in their

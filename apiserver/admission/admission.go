@@ -90,7 +90,14 @@ func (r *Rules) Validate(ctx context.Context, a apiadmission.Attributes, _ apiad
 		if err := validateExpiries(a); err != nil {
 			return err
 		}
+	case "entries":
+		if err := validateExpiries(a); err != nil {
+			return err
+		}
 	case "agents":
+		if err := validateExpiries(a); err != nil {
+			return err
+		}
 		if a.GetOperation() == apiadmission.Delete && a.GetSubresource() == "" {
 			return r.refuseIfReferenced(ctx, a, "Agent", agentReferrer)
 		}

@@ -41,6 +41,20 @@ func validateExpiries(a apiadmission.Attributes) error {
 			return nil
 		}
 		errs = platformv1.ValidateToolApprovalExpiry(&tool.Definition, definition)
+	case "agents":
+		kind = "Agent"
+		var agent platformv1.Agent
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &agent); err != nil {
+			return nil
+		}
+		errs = platformv1.ValidateBudgetExpiries(agent.Definition.Budgets, definition.Child("budgets"))
+	case "entries":
+		kind = "Entry"
+		var entry platformv1.Entry
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &entry); err != nil {
+			return nil
+		}
+		errs = platformv1.ValidateBudgetExpiries(entry.Definition.Budgets, definition.Child("budgets"))
 	}
 	if len(errs) == 0 {
 		return nil

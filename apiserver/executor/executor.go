@@ -20,6 +20,7 @@ import (
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/provider"
+	"platform.dev/platform/apiserver/usage"
 	"platform.dev/platform/apiserver/work"
 	"platform.dev/platform/internal/config"
 )
@@ -59,7 +60,13 @@ type Options struct {
 	// Artifacts stores the deliverables agents declare before the step that declares them
 	// completes; without it a declared deliverable fails the step.
 	Artifacts ArtifactPutter
-	Log       logr.Logger
+	// Budgets reads the Entry of a run and the budgets of its model calls; without it no budget
+	// is checked and usage names no Entry.
+	Budgets Budgets
+	// DeterministicPrice is the instance's price of the Deterministic model
+	// (Platform:Usage:Deterministic:*); it costs nothing without one.
+	DeterministicPrice *usage.Price
+	Log                logr.Logger
 }
 
 // ArtifactPutter stores bytes under a new opaque key (the Workplace's artifact store).
@@ -68,8 +75,17 @@ type ArtifactPutter interface {
 }
 
 // OptionsFromConfig reads Platform:Executor:Workers, Platform:Executor:WorkspaceShare,
-// Platform:Executor:LeaseSeconds and Platform:Tools:MaxCallsPerStep.
+// Platform:Executor:LeaseSeconds, Platform:Tools:MaxCallsPerStep, the price of the Deterministic
+// model (Platform:Usage:Deterministic:*) and checks the default budgets (Platform:Budgets:*).
 func OptionsFromConfig(cfg *config.Config, opts Options) (Options, error) {
+	if err := usage.CheckSettings(cfg); err != nil {
+		return opts, err
+	}
+	price, err := usage.DeterministicPrice(cfg)
+	if err != nil {
+		return opts, err
+	}
+	opts.DeterministicPrice = price
 	if v := cfg.Get("Platform:Executor:Workers"); v != "" {
 		if _, err := fmt.Sscan(v, &opts.Workers); err != nil || opts.Workers < 1 || opts.Workers > 256 {
 			return opts, fmt.Errorf("Platform:Executor:Workers=%q: must be a number from 1 to 256", v)
@@ -110,9 +126,12 @@ type Executor struct {
 	// maxToolCalls bounds the tool calls of one Agent step.
 	maxToolCalls int
 	artifacts    ArtifactPutter
-	log          logr.Logger
-	owner        string
-	wake         chan struct{}
+	budgets      Budgets
+	// deterministicPrice prices the Deterministic model's calls.
+	deterministicPrice *usage.Price
+	log                logr.Logger
+	owner              string
+	wake               chan struct{}
 
 	// claimSlots bounds the claims this process has under way at once (claimsAtOnce).
 	claimSlots chan struct{}
@@ -144,7 +163,7 @@ func New(opts Options) (*Executor, error) {
 	}
 	e := &Executor{work: opts.Work, resolver: opts.Resolver, provider: opts.Provider, authorize: opts.Authorize,
 		workers: opts.Workers, lease: opts.Lease, poll: opts.Poll, backoff: opts.RetryBackoff, artifacts: opts.Artifacts, log: opts.Log,
-		tools: opts.Tools, maxToolCalls: opts.MaxToolCallsPerStep}
+		tools: opts.Tools, maxToolCalls: opts.MaxToolCallsPerStep, budgets: opts.Budgets, deterministicPrice: opts.DeterministicPrice}
 	if e.maxToolCalls <= 0 {
 		e.maxToolCalls = DefaultMaxToolCallsPerStep
 	}
@@ -483,6 +502,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		next, err := e.work.ApplyHeld(ctx, held, owner, t)
 		if err == nil {
 			*run, held = next, next
+			observeUsage(run.WorkspaceID, t.Usage...)
 		}
 		return err
 	}
@@ -505,8 +525,8 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		}
 		return err
 	}
+	ctx = context.WithValue(ctx, driveKey{}, &driveState{noToolCalls: !run.Pinned()})
 	if !run.Pinned() {
-		ctx = context.WithValue(ctx, driveKey{}, &driveState{noToolCalls: true})
 		pin, input, reason, err := e.pin(ctx, run)
 		if err != nil {
 			return err
@@ -600,6 +620,12 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 			// Paused, cancelled or taken over meanwhile: nothing of this try is kept.
 			return work.ErrLeaseLost
 		}
+		if len(out.usage) > 0 && out.err == nil {
+			// The model calls are recorded with the outcome they led to, in its transaction.
+			if err := stage(work.Transition{Usage: out.usage}); err != nil {
+				return err
+			}
+		}
 		done := work.Event{Type: work.EventStepCompleted, Step: step.Name, Attempt: run.Attempt, RuntimeExecutionID: runtimeExecutionID}
 		notStarted := false
 		events := func(e ...work.Event) []work.Event { return append(append([]work.Event{}, startEvents...), e...) }
@@ -625,6 +651,11 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string) e
 		case out.suspend != nil && out.suspend.ToolCallSeq > 0:
 			// A tool call waits for its approval; the step goes on once it is decided.
 			stepLog.Info("flow run waits for the approval of a tool call", "step", step.Name, "toolCall", out.suspend.ToolCallSeq)
+			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()})
+		case out.suspend != nil && out.suspend.Budget != nil:
+			// A model call waits for the approval to continue past a budget; the step goes on
+			// (or fails) once it is decided.
+			stepLog.Info("flow run waits for the approval to continue past a budget", "step", step.Name, "budget", out.suspend.Budget.Key)
 			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()})
 		case out.suspend != nil:
 			stepLog.Info("flow run waits for a pending action", "step", step.Name, "kind", out.suspend.Kind)

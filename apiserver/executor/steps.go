@@ -124,6 +124,8 @@ type outcome struct {
 	// err: the store failed or the lease was lost while the step ran; the run is dropped and
 	// resumes from its persisted state.
 	err error
+	// usage: the model calls whose outcome this is, recorded with it.
+	usage []work.ModelCall
 }
 
 // kind names the outcome for metrics.
@@ -257,10 +259,20 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 		q.Result = answerText(answer)
 		req.Transcript = []provider.Turn{{Calls: []provider.ToolCall{q}}}
 	}
-	act, stopped := e.converse(ctx, run, step, agent, req)
+	act, used, stopped := e.converse(ctx, run, step, agent, req)
 	if stopped != nil {
 		return *stopped
 	}
+	out := e.agentAnswer(ctx, g, step, agent, act, answer, hasAnswer)
+	if used != nil {
+		out.usage = []work.ModelCall{*used}
+	}
+	return out
+}
+
+// agentAnswer is the outcome of an Agent step's functional action act.
+func (e *Executor) agentAnswer(ctx context.Context, g *graph, step platformv1.FlowStep, agent provider.Agent, act provider.Action,
+	answer any, hasAnswer bool) outcome {
 	next, hasNext := g.next(step.Name, "")
 	if !hasNext {
 		return failed("step %q: no edge leaves it", step.Name)

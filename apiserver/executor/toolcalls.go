@@ -33,6 +33,9 @@ type driveState struct {
 	// noToolCalls: the run has no tool calls recorded, so an Agent step need not read them. True
 	// for a run this execution pinned (tool calls come after the pin) until it requests any.
 	noToolCalls bool
+	// entry is the Entry the run came from, once read (entryRead).
+	entry     EntryRef
+	entryRead bool
 }
 
 type driveKey struct{}
@@ -48,15 +51,17 @@ const maxExtraTurns = 3
 // loses one (an interrupted call runs again under its idempotency key). The model is offered
 // only the agent's enabled Tools (and the built-in actions); a call of anything else, a tool's
 // error, a refusal and a rejection reach the model as error results. A Tool that requires
-// approval suspends the run on an approval PendingAction first. A nil outcome means act is the
-// step's action.
-func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platformv1.FlowStep, agent provider.Agent, req provider.Request) (provider.Action, *outcome) {
+// approval suspends the run on an approval PendingAction first. Before each model call the
+// budgets of its scopes are checked (checkBudgets): one used up suspends the run on an approval
+// to continue past it. A nil outcome means act is the step's action, and used the usage of the
+// model call that took it (nil when it reported none).
+func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platformv1.FlowStep, agent provider.Agent, req provider.Request) (provider.Action, *work.ModelCall, *outcome) {
 	log := logr.FromContextOrDiscard(ctx)
 	offered := map[string]tools.Offered{}
 	if e.tools != nil && len(agent.Tools) > 0 {
 		list, err := e.tools.AgentTools(ctx, run.Namespace, agent.Tools)
 		if err != nil {
-			return provider.Action{}, e.transient(run, step, agent, fmt.Errorf("reading the agent's tools: %w", err))
+			return provider.Action{}, nil, e.transient(run, step, agent, fmt.Errorf("reading the agent's tools: %w", err))
 		}
 		for _, t := range list {
 			offered[t.FunctionName] = t
@@ -68,7 +73,7 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 	if drive == nil || !drive.noToolCalls {
 		var err error
 		if calls, err = e.work.ToolCalls(ctx, run.ID, step.Name); err != nil {
-			return provider.Action{}, &outcome{err: err}
+			return provider.Action{}, nil, &outcome{err: err}
 		}
 	}
 	// An answered question of the agent follows the step's tool calls it was asked after.
@@ -79,7 +84,7 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 				continue
 			}
 			if out := e.runToolCall(ctx, run, step, agent, &calls[i], offered); out != nil {
-				return provider.Action{}, out
+				return provider.Action{}, nil, out
 			}
 		}
 		req.Transcript = append(transcriptOf(calls), answered...)
@@ -91,20 +96,27 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 			// The budget is spent: the model may still take a functional action, not call tools.
 			req.Tools = nil
 			if turns >= e.maxToolCalls+maxExtraTurns {
-				return provider.Action{}, failed("Agent step %q: agent %q kept calling tools after its limit of %d tool calls",
+				return provider.Action{}, nil, failed("Agent step %q: agent %q kept calling tools after its limit of %d tool calls",
 					step.Name, agent.Name, e.maxToolCalls).ptr()
 			}
 		}
+		if out := e.checkBudgets(ctx, run, step, agent); out != nil {
+			return provider.Action{}, nil, out
+		}
 		act, err := e.provider.Invoke(ctx, req)
 		if err != nil {
-			return provider.Action{}, e.agentFailure(ctx, run, step, agent, err)
+			return provider.Action{}, nil, e.agentFailure(ctx, run, step, agent, err)
+		}
+		used, err := e.modelCall(ctx, run, step, agent, act)
+		if err != nil {
+			return provider.Action{}, nil, e.transient(run, step, agent, fmt.Errorf("reading the Entry of the run: %w", err))
 		}
 		if act.Type != provider.ActionCallTools {
-			return act, nil
+			return act, used, nil
 		}
 		if action, ok := builtinOf(act.ToolCalls); ok {
-			action.ModelProvider, action.Model = act.ModelProvider, act.Model
-			return action, nil
+			action.ModelProvider, action.Model, action.Usage = act.ModelProvider, act.Model, act.Usage
+			return action, used, nil
 		}
 		turn := make([]work.ToolCall, 0, len(act.ToolCalls))
 		for i, c := range act.ToolCalls {
@@ -123,8 +135,15 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 		if drive != nil {
 			drive.noToolCalls = false // from the request on, whether or not it committed
 		}
-		if err := e.work.RequestToolCalls(ctx, run.ID, run.LeaseOwner, turn); err != nil {
-			return provider.Action{}, &outcome{err: err}
+		var usedCalls []work.ModelCall
+		if used != nil {
+			usedCalls = append(usedCalls, *used)
+		}
+		if err := e.work.RequestToolCalls(ctx, run.ID, run.LeaseOwner, turn, usedCalls...); err != nil {
+			return provider.Action{}, nil, &outcome{err: err}
+		}
+		if used != nil {
+			observeUsage(run.WorkspaceID, *used)
 		}
 		log.V(1).Info("agent asked for tool calls", "step", step.Name, "calls", len(turn))
 		calls = append(calls, turn...)

@@ -6,7 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
+
+// DeterministicModel is the model the Deterministic provider answers as.
+const DeterministicModel = "deterministic"
 
 // DeterministicProvider answers without a model: its answer is a pure function of the agent's
 // instructions, the message and the attempt, so flows run offline and tests are repeatable.
@@ -140,7 +144,9 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		return Action{}, &TransientError{Err: fmt.Errorf("deterministic provider: simulated transient failure of attempt %d", req.Attempt)}
 	}
 	if len(calls) > 0 && len(req.Transcript) == 0 {
-		return Action{Type: ActionCallTools, ToolCalls: calls, ModelProvider: Deterministic, Model: "deterministic"}, nil
+		act := Action{Type: ActionCallTools, ToolCalls: calls, ModelProvider: Deterministic, Model: DeterministicModel}
+		act.Usage = deterministicUsage(req, act)
+		return act, nil
 	}
 	if act == nil {
 		act = &Action{Type: ActionRespond}
@@ -175,8 +181,40 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 		}
 		act.Options = options
 	}
-	act.ModelProvider, act.Model = Deterministic, "deterministic"
+	act.ModelProvider, act.Model = Deterministic, DeterministicModel
+	act.Usage = deterministicUsage(req, *act)
 	return *act, nil
+}
+
+// DeterministicTokens counts text as the Deterministic model does: a token per four characters
+// (Unicode code points), rounded up, the usual rule of thumb for English text.
+func DeterministicTokens(texts ...string) int64 {
+	n := 0
+	for _, t := range texts {
+		n += utf8.RuneCountInString(t)
+	}
+	return int64((n + 3) / 4)
+}
+
+// deterministicUsage is what the Deterministic model reports for an answer: its input is what it
+// read (the instructions, the message and the step's earlier answers and results), its output
+// what it wrote (text, prompt, title, options, tool calls and their arguments).
+func deterministicUsage(req Request, act Action) *Usage {
+	in := []string{req.Agent.Instructions, req.Message}
+	for _, turn := range req.Transcript {
+		in = append(in, turn.Text)
+		for _, c := range turn.Calls {
+			in = append(in, c.Name, c.Arguments, c.Result)
+		}
+	}
+	out := []string{act.Text, act.Prompt, act.Title}
+	for _, o := range act.Options {
+		out = append(out, o.Value, o.Label)
+	}
+	for _, c := range act.ToolCalls {
+		out = append(out, c.Name, c.Arguments)
+	}
+	return &Usage{InputTokens: DeterministicTokens(in...), OutputTokens: DeterministicTokens(out...)}
 }
 
 // answered reports whether the transcript holds the answer to the question action asks with

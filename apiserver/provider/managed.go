@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/usage"
 	"platform.dev/platform/internal/config"
 )
 
@@ -49,6 +50,8 @@ func (m *ManagedProvider) Name() string { return Managed }
 type Target struct {
 	Endpoint   Endpoint
 	Generation Generation
+	// Pricing is the provider's price table.
+	Pricing *platformv1.ModelPricing
 }
 
 // Invoke resolves the agent's model and asks it once.
@@ -61,6 +64,7 @@ func (m *ManagedProvider) Invoke(ctx context.Context, req Request) (Action, erro
 		act, err := DeterministicProvider{}.Invoke(ctx, req)
 		if err == nil {
 			act.ModelProvider = target.Endpoint.Provider
+			err = priced(&act, target.Pricing, act.Model)
 		}
 		return act, err
 	}
@@ -71,8 +75,31 @@ func (m *ManagedProvider) Invoke(ctx context.Context, req Request) (Action, erro
 	if o := req.Overrides.MaxOutputTokens; o != nil {
 		g.MaxOutputTokens = o
 	}
-	return NewOpenAIClient(target.Endpoint).Converse(ctx, g, Conversation{Instructions: req.Agent.Instructions, Message: req.Message,
+	act, err := NewOpenAIClient(target.Endpoint).Converse(ctx, g, Conversation{Instructions: req.Agent.Instructions, Message: req.Message,
 		Tools: append(BuiltinTools(), req.Tools...), Transcript: req.Transcript})
+	if err == nil {
+		err = priced(&act, target.Pricing, act.Model, g.Model)
+	}
+	return act, err
+}
+
+// priced gives the usage of act the price of the first of models that pricing lists (the model
+// the endpoint answered with, then the one asked for: endpoints answer with dated variants).
+func priced(act *Action, pricing *platformv1.ModelPricing, models ...string) error {
+	if act.Usage == nil || pricing == nil {
+		return nil
+	}
+	for _, model := range models {
+		p, ok, err := usage.PriceOf(pricing, model)
+		if err != nil {
+			return fmt.Errorf("model provider %s: %w", act.ModelProvider, err)
+		}
+		if ok {
+			act.Usage.Price = &p
+			return nil
+		}
+	}
+	return nil
 }
 
 // Resolve follows agent -> ModelProfile -> ModelProvider in namespace (or the profile's own, when the
@@ -112,7 +139,7 @@ func (m *ManagedProvider) Resolve(ctx context.Context, namespace string, agent A
 	if g.Model == "" {
 		g.Model = m.Config.Get(providerSetting(mp.Name, "DefaultModel"))
 	}
-	return Target{Endpoint: endpoint, Generation: g}, nil
+	return Target{Endpoint: endpoint, Generation: g, Pricing: mp.Definition.Pricing}, nil
 }
 
 // profile reads a ModelProfile by name or, failing that, by resource id (metadata.uid).

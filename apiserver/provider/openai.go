@@ -207,8 +207,12 @@ func (c *OpenAIClient) Converse(ctx context.Context, g Generation, conv Conversa
 	if model == "" {
 		model = g.Model
 	}
+	var used *Usage
+	if u := completion.Usage; u.PromptTokens > 0 || u.CompletionTokens > 0 {
+		used = &Usage{InputTokens: max(u.PromptTokens, 0), OutputTokens: max(u.CompletionTokens, 0)}
+	}
 	if calls := choice.Message.ToolCalls; len(calls) > 0 {
-		act := Action{Type: ActionCallTools, Text: choice.Message.Content, ModelProvider: c.endpoint.Provider, Model: model}
+		act := Action{Type: ActionCallTools, Text: choice.Message.Content, ModelProvider: c.endpoint.Provider, Model: model, Usage: used}
 		for i, call := range calls[:min(len(calls), maxToolCallsPerAnswer)] {
 			id := call.ID
 			if id == "" {
@@ -218,7 +222,7 @@ func (c *OpenAIClient) Converse(ctx context.Context, g Generation, conv Conversa
 		}
 		return act, nil
 	}
-	act := Action{Type: ActionRespond, Text: choice.Message.Content, ModelProvider: c.endpoint.Provider, Model: model}
+	act := Action{Type: ActionRespond, Text: choice.Message.Content, ModelProvider: c.endpoint.Provider, Model: model, Usage: used}
 	if choice.Message.Refusal != "" && act.Text == "" {
 		act.Type, act.Text = ActionShowError, "the model refused to answer"
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	"platform.dev/platform/apiserver/usage"
 	"platform.dev/platform/internal/config"
 )
 
@@ -133,6 +134,16 @@ type Action struct {
 	// ModelProvider and Model say where the answer came from, for run status.
 	ModelProvider string
 	Model         string
+	// Usage is what the call consumed, as the provider reported it; nil when it reported none.
+	Usage *Usage
+}
+
+// Usage is the tokens of one model call and, when the model has one, its price.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+	// Price is the model's price from its ModelProvider's pricing; nil when it declares none.
+	Price *usage.Price
 }
 
 // Deliverable is a file a result declares: its name, media type and content.

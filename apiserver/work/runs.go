@@ -133,6 +133,8 @@ type Suspension struct {
 	// what its approver sees of it.
 	ToolCallSeq int
 	Call        *ApprovalCall
+	// Budget, on an approval, is the budget the step's next model call would start past.
+	Budget *BudgetCrossing
 	// OnExpiry is what the action turns into when nobody answers it in time (Fallback*;
 	// FallbackFail when empty), Default the answer a FallbackProceed records.
 	OnExpiry string
@@ -162,6 +164,8 @@ type Transition struct {
 	Result      json.RawMessage
 	Reason      string
 	Suspend     *Suspension
+	// Usage are the model calls whose outcome the transition records.
+	Usage []ModelCall
 }
 
 // ApplyTo sets the fields of run that t changes, as Apply does before it persists them (a
@@ -230,6 +234,7 @@ func (t Transition) Then(u Transition) Transition {
 	if u.Suspend != nil {
 		out.Suspend = u.Suspend
 	}
+	out.Usage = append(append([]ModelCall{}, t.Usage...), u.Usage...)
 	return out
 }
 
@@ -297,6 +302,11 @@ func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner st
 		if err != nil {
 			return err
 		}
+		if len(t.Usage) > 0 {
+			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now); err != nil {
+				return err
+			}
+		}
 		return s.appendEvents(ctx, tx, out, now, events...)
 	})
 	return out, err
@@ -337,6 +347,14 @@ func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus S
 	if onExpiry == "" {
 		onExpiry = FallbackFail
 	}
+	var budget sql.NullString
+	if sus.Budget != nil {
+		b, err := json.Marshal(sus.Budget)
+		if err != nil {
+			return "", err
+		}
+		budget = sql.NullString{String: string(b), Valid: true}
+	}
 	var call sql.NullString
 	if sus.Call != nil {
 		b, err := json.Marshal(sus.Call)
@@ -354,10 +372,10 @@ func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus S
 	// run: the raw token exists only in that response.
 	_, err := s.txExec(ctx, tx, `INSERT INTO pending_actions (id, workspace_id, interaction_id, task_id, run_id, step, kind, prompt,
 		options, status, expires_at, continuation_step, version, token_hash, created_at, on_expiry, expiry_default, expires_after_ms,
-		remind_at, tool_call)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)`,
+		remind_at, tool_call, budget)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		id, run.WorkspaceID, nullString(run.InteractionID), run.WorkTaskID, run.ID, sus.Step, sus.Kind, sus.Prompt, options, ActionCreated,
-		ms(now.Add(ttl)), sus.Continuation, hash, ms(now), onExpiry, nullJSON(sus.Default), ttl.Milliseconds(), remindAt, call)
+		ms(now.Add(ttl)), sus.Continuation, hash, ms(now), onExpiry, nullJSON(sus.Default), ttl.Milliseconds(), remindAt, call, budget)
 	return id, err
 }
 
@@ -590,7 +608,7 @@ func (s *Store) resolveTx(ctx context.Context, tx *sql.Tx, a *PendingAction, old
 		toolEvents []Event
 		toolCall   bool
 	)
-	if a.Kind == KindApproval && r.approved != nil {
+	if a.Kind == KindApproval && r.approved != nil && a.Budget == nil {
 		// An approval either decides a tool call that a model asked for (the step goes on
 		// with the decision) or answers a step that asks before it runs.
 		decided, err := s.decideToolCall(ctx, tx, *a, r.by, *r.approved, r.reason)
@@ -621,6 +639,17 @@ func (s *Store) resolveTx(ctx context.Context, tx *sql.Tx, a *PendingAction, old
 		return resolved{}, err
 	}
 	switch {
+	case a.Budget != nil:
+		// The Agent step finds the decision on the budget before its next model call: approved,
+		// the run goes on past that budget for the rest of its period; rejected, the step fails.
+		if data.Budgets == nil {
+			data.Budgets = map[string]BudgetDecision{}
+		}
+		d := BudgetDecision{By: r.by, Reason: r.reason}
+		if r.approved != nil {
+			d.Approved = *r.approved
+		}
+		data.Budgets[a.Budget.Key] = d
 	case toolCall:
 		// The Agent step finds the decision on its tool call when it runs again.
 	case a.ContinuationStep == a.Step:

@@ -113,8 +113,9 @@ func (s *Store) inLease(ctx context.Context, runID, owner string, fn func(tx *sq
 	})
 }
 
-// RequestToolCalls persists the calls of one model turn, before any of them runs.
-func (s *Store) RequestToolCalls(ctx context.Context, runID, owner string, calls []ToolCall) error {
+// RequestToolCalls persists the calls of one model turn, before any of them runs, with the usage
+// of the model call that asked for them (when it reported any).
+func (s *Store) RequestToolCalls(ctx context.Context, runID, owner string, calls []ToolCall, used ...ModelCall) error {
 	return s.inLease(ctx, runID, owner, func(tx *sql.Tx, run FlowRun, now time.Time) ([]Event, error) {
 		events := make([]Event, 0, len(calls))
 		for _, c := range calls {
@@ -126,6 +127,9 @@ func (s *Store) RequestToolCalls(ctx context.Context, runID, owner string, calls
 				return nil, err
 			}
 			events = append(events, Event{Type: EventToolCallRequested, Step: c.Step, Attempt: run.Attempt, Reason: callReason(c, "requested")})
+		}
+		if len(used) > 0 {
+			return s.recordUsage(ctx, tx, run, used, events, now)
 		}
 		return events, nil
 	})

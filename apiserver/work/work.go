@@ -199,6 +199,9 @@ type RunData struct {
 	Steps   map[string]any `json:"steps"`
 	Current any            `json:"current"`
 	Answers map[string]any `json:"answers,omitempty"`
+	// Budgets are the decisions on continuing past a budget, by the budget's key in its period
+	// (usage.Limit.Key).
+	Budgets map[string]BudgetDecision `json:"budgets,omitempty"`
 }
 
 // DecodeData reads the run's working data.
@@ -229,7 +232,10 @@ type Event struct {
 	WorkExecutionID string
 	// RuntimeExecutionID is the idempotency key of the Agent step attempt the event is about.
 	RuntimeExecutionID string
-	CreatedAt          time.Time
+	// Usage, on the event that records an Agent step's model calls (its completion, failure or
+	// retry, or the tool calls a model asked for), is the usage of the step's calls so far.
+	Usage     *Usage
+	CreatedAt time.Time
 }
 
 // Option is one answer a choice offers.
@@ -263,6 +269,8 @@ type PendingAction struct {
 	EscalatedAt time.Time
 	// Call is the exact tool call an approval decides, as the approver sees it.
 	Call *ApprovalCall
+	// Budget is the budget an approval to continue past one is about.
+	Budget *BudgetCrossing
 }
 
 // Observer projects the run transitions the store commits onto another plane (the Workplace's
@@ -497,22 +505,22 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, run FlowRun, now t
 	// snapshot).
 	var query strings.Builder
 	query.WriteString(`INSERT INTO flow_run_events (run_id, seq, type, step, attempt, state, reason, interaction_id, work_task_id,
-		work_execution_id, runtime_execution_id, created_at)
+		work_execution_id, runtime_execution_id, usage, created_at)
 		SELECT r.id, (SELECT COALESCE(MAX(seq), 0) FROM flow_run_events WHERE run_id = r.id) + e.column1, e.column2, e.column3,
-		e.column4, e.column5, e.column6, COALESCE(r.interaction_id, ''), r.work_task_id, r.work_item_id, e.column7, ?
+		e.column4, e.column5, e.column6, COALESCE(r.interaction_id, ''), r.work_task_id, r.work_item_id, e.column7, e.column8, ?
 		FROM flow_runs r, (VALUES `)
-	args := make([]any, 0, 1+7*len(events)+1)
+	args := make([]any, 0, 1+8*len(events)+1)
 	args = append(args, ms(now))
 	for i, e := range events {
 		if i > 0 {
 			query.WriteString(", ")
 		}
 		// Typed, so that PostgreSQL does not take the parameters of a VALUES list for text.
-		query.WriteString(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))`)
+		query.WriteString(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))`)
 		if e.State == "" {
 			e.State = run.State
 		}
-		args = append(args, i+1, e.Type, e.Step, e.Attempt, e.State, e.Reason, e.RuntimeExecutionID)
+		args = append(args, i+1, e.Type, e.Step, e.Attempt, e.State, e.Reason, e.RuntimeExecutionID, usageJSON(e.Usage))
 	}
 	query.WriteString(`) AS e WHERE r.id = ?`)
 	args = append(args, run.ID)
@@ -608,7 +616,7 @@ func (s *Store) RunByID(ctx context.Context, id string) (FlowRun, error) {
 // Events lists a run's history after seq (0 for all), oldest first.
 func (s *Store) Events(ctx context.Context, runID string, afterSeq int64) ([]Event, error) {
 	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT run_id, seq, type, step, attempt, state, reason, interaction_id,
-		work_task_id, work_execution_id, runtime_execution_id, created_at FROM flow_run_events WHERE run_id = ? AND seq > ? ORDER BY seq`), runID, afterSeq)
+		work_task_id, work_execution_id, runtime_execution_id, usage, created_at FROM flow_run_events WHERE run_id = ? AND seq > ? ORDER BY seq`), runID, afterSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -616,12 +624,19 @@ func (s *Store) Events(ctx context.Context, runID string, afterSeq int64) ([]Eve
 	var out []Event
 	for rows.Next() {
 		var (
-			e  Event
-			at int64
+			e    Event
+			at   int64
+			used sql.NullString
 		)
 		if err := rows.Scan(&e.RunID, &e.Seq, &e.Type, &e.Step, &e.Attempt, &e.State, &e.Reason, &e.InteractionID, &e.WorkTaskID,
-			&e.WorkExecutionID, &e.RuntimeExecutionID, &at); err != nil {
+			&e.WorkExecutionID, &e.RuntimeExecutionID, &used, &at); err != nil {
 			return nil, err
+		}
+		if used.Valid {
+			e.Usage = &Usage{}
+			if json.Unmarshal([]byte(used.String), e.Usage) != nil {
+				e.Usage = nil
+			}
 		}
 		e.CreatedAt = fromMS(at)
 		out = append(out, e)
@@ -630,18 +645,18 @@ func (s *Store) Events(ctx context.Context, runID string, afterSeq int64) ([]Eve
 }
 
 const actionColumns = `id, workspace_id, interaction_id, run_id, step, kind, prompt, options, status, expires_at,
-	continuation_step, version, answered_by, answer, answered_at, created_at, on_expiry, resolution, escalated_at, tool_call`
+	continuation_step, version, answered_by, answer, answered_at, created_at, on_expiry, resolution, escalated_at, tool_call, budget`
 
 func scanAction(row scanner) (PendingAction, string, error) {
 	var (
 		a                                             PendingAction
-		interaction, options, answer, call            sql.NullString
+		interaction, options, answer, call, budget    sql.NullString
 		expiresAt, answeredAt, createdAt, escalatedAt int64
 		tokenHash                                     string
 	)
 	err := row.Scan(&a.ID, &a.WorkspaceID, &interaction, &a.RunID, &a.Step, &a.Kind, &a.Prompt, &options, &a.Status,
 		&expiresAt, &a.ContinuationStep, &a.Version, &a.AnsweredBy, &answer, &answeredAt, &createdAt, &a.OnExpiry, &a.Resolution,
-		&escalatedAt, &call, &tokenHash)
+		&escalatedAt, &call, &budget, &tokenHash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, "", fmt.Errorf("pending action: %w", ErrNotFound)
 	}
@@ -660,6 +675,12 @@ func scanAction(row scanner) (PendingAction, string, error) {
 	if call.Valid {
 		a.Call = &ApprovalCall{}
 		if err := json.Unmarshal([]byte(call.String), a.Call); err != nil {
+			return a, "", err
+		}
+	}
+	if budget.Valid {
+		a.Budget = &BudgetCrossing{}
+		if err := json.Unmarshal([]byte(budget.String), a.Budget); err != nil {
 			return a, "", err
 		}
 	}

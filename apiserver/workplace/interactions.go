@@ -413,3 +413,15 @@ func (s *Store) continuationContext(ctx context.Context, tx *sql.Tx, i *Interact
 	}
 	return out, rows.Err()
 }
+
+// EntryOfInteraction is the Entry a conversation was opened from: its resource namespace and
+// name (the executor's usage and budgets name the Entry of a run by it). A conversation that is
+// gone names none.
+func (s *Store) EntryOfInteraction(ctx context.Context, workspaceID, id string) (resourceNamespace, name string, err error) {
+	err = s.db.DB().QueryRowContext(ctx, s.q(`SELECT entry_namespace, entry_name FROM interactions WHERE id = ? AND workspace_id = ?`),
+		id, workspaceID).Scan(&resourceNamespace, &name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", nil
+	}
+	return resourceNamespace, name, err
+}

@@ -45,6 +45,13 @@ type AgentDefinition struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=128
 	Tools []AgentTool `json:"tools,omitempty"`
+
+	// budgets bound the model usage of the agent's calls, at most one per period.
+	// +optional
+	// +listType=map
+	// +listMapKey=period
+	// +kubebuilder:validation:MaxItems=3
+	Budgets []Budget `json:"budgets,omitempty"`
 }
 
 // ModelProfileReference refers to a ModelProfile by name in the same workspace or by resource id.

@@ -350,6 +350,14 @@ type EntryDefinition struct {
 	// with the initial target.
 	// +optional
 	Continuation *EntryBinding `json:"continuation,omitempty"`
+	// budgets bound the model usage of the work started from the Entry, at most one per period.
+	// They are governance, not presentation: a change applies to the next model call without a
+	// publication.
+	// +optional
+	// +listType=map
+	// +listMapKey=period
+	// +kubebuilder:validation:MaxItems=3
+	Budgets []Budget `json:"budgets,omitempty"`
 }
 
 // EntryStatus is the observed state of an Entry draft.

@@ -117,6 +117,10 @@ type ModelProviderDefinition struct {
 	// +listMapKey=modelId
 	// +kubebuilder:validation:MaxItems=64
 	SpecificationOverrides []ModelSpecificationOverride `json:"specificationOverrides,omitempty"`
+	// pricing is what the provider's models cost per million tokens: the cost of every model
+	// call is its tokens times these prices. A model without a price costs nothing.
+	// +optional
+	Pricing *ModelPricing `json:"pricing,omitempty"`
 }
 
 // ModelProviderStatus is the observed state of a ModelProvider. Reads never contact the provider;

@@ -104,6 +104,9 @@ type Server struct {
 	Reply func(ChatRequest) string
 	// Answer, when set, makes the whole answer (content or tool calls) instead of Reply.
 	Answer func(ChatRequest) Answer
+	// Usage, when set, is the usage the answer reports (prompt and completion tokens); 1 and 1
+	// when nil.
+	Usage func(ChatRequest) (prompt, completion int64)
 
 	chats    []ChatRequest
 	failures int
@@ -157,7 +160,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	req.Authorization = r.Header.Get("Authorization")
 	s.mu.Lock()
 	s.chats = append(s.chats, req)
-	delay, reply, answer := s.Delay, s.Reply, s.Answer
+	delay, reply, answer, usage := s.Delay, s.Reply, s.Answer, s.Usage
 	fail := s.FailWith != 0 && (s.FailTimes == 0 || s.failures < s.FailTimes)
 	if fail {
 		s.failures++
@@ -190,11 +193,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if len(a.ToolCalls) > 0 {
 		message["tool_calls"], finish = a.ToolCalls, "tool_calls"
 	}
+	prompt, completion := int64(1), int64(1)
+	if usage != nil {
+		prompt, completion = usage(req)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-1", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
 		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": message}},
-		"usage":   map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+		"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
 	})
 }
 
