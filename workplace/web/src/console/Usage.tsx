@@ -39,6 +39,7 @@ export function Usage({ env, from: qFrom, to: qTo }: { env: ConsoleEnv; from?: s
   const to = qTo || fallback.to;
   const [draft, setDraft] = useState({ from, to });
   const [load, setLoad] = useState<Load>({});
+  const [tick, setTick] = useState(0);
   const problem = rangeProblem(from, to);
 
   useEffect(() => setDraft({ from, to }), [from, to]);
@@ -61,7 +62,7 @@ export function Usage({ env, from: qFrom, to: qTo }: { env: ConsoleEnv; from?: s
     return () => {
       stop = true;
     };
-  }, [ws, env.context.workspace.id, from, to, problem]);
+  }, [ws, env.context.workspace.id, from, to, problem, tick]);
 
   const show = (range: { from: string; to: string }) => navigate(`/usage?from=${enc(range.from)}&to=${enc(range.to)}`);
   const submit = (e: FormEvent) => {
@@ -77,7 +78,12 @@ export function Usage({ env, from: qFrom, to: qTo }: { env: ConsoleEnv; from?: s
 
   return (
     <div className="usage-page">
-      <h1>Usage</h1>
+      <div className="toolbar">
+        <h1>Usage</h1>
+        <button type="button" onClick={() => setTick((t) => t + 1)}>
+          Refresh
+        </button>
+      </div>
       <p className="muted">
         What the model calls of the workspace <strong>{env.context.workspace.displayName || ws}</strong> used: tokens read and written, and what they cost. Days are
         UTC days.
