@@ -21,6 +21,8 @@ interface FlowRun {
   result?: { output?: unknown; message?: string };
   /** What its model calls used (absent from a server that does not record usage). */
   usage?: UsageTotals;
+  /** The usage of each step that called a model. */
+  steps?: { name: string; usage?: UsageTotals }[];
   createdAt: string;
   updatedAt: string;
 }
@@ -118,7 +120,18 @@ export function RunDetail({ env, runId }: { env: ConsoleEnv; runId: string }) {
         {run.usage && (
           <>
             <dt>Usage</dt>
-            <dd data-field="usage">{usageSentence(run.usage)}</dd>
+            <dd data-field="usage">
+              {usageSentence(run.usage)}
+              {(run.steps ?? []).filter((st) => st.usage?.modelCalls).length > 1 && (
+                <ul className="step-usage">
+                  {run.steps!.filter((st) => st.usage?.modelCalls).map((st) => (
+                    <li key={st.name} data-step={st.name}>
+                      Step <code>{st.name}</code>: {usageSentence(st.usage)}
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </dd>
           </>
         )}
         <dt>Started</dt>
