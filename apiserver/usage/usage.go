@@ -353,16 +353,16 @@ func ShortMicros(micros int64) string {
 	return s
 }
 
-// Money is an amount as the API shows it: a decimal string with six decimals and its currency.
-type Money struct {
+// Amount is money as the API shows it: a decimal string with six decimals and its currency.
+type Amount struct {
 	Amount   string `json:"amount"`
 	Currency string `json:"currency"`
 }
 
-// MoneyOf is micros of currency as Money; nil without a currency (unpriced usage).
-func MoneyOf(micros int64, currency string) *Money {
+// MoneyOf is micros of currency as an Amount; nil without a currency (unpriced usage).
+func MoneyOf(micros int64, currency string) *Amount {
 	if currency == "" {
 		return nil
 	}
-	return &Money{Amount: FormatMicros(micros), Currency: currency}
+	return &Amount{Amount: FormatMicros(micros), Currency: currency}
 }

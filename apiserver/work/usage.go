@@ -31,18 +31,18 @@ type ModelCall struct {
 	Currency   string
 }
 
-// Usage is summed usage as reads show it.
-type Usage struct {
+// ModelUsage is summed usage as reads show it.
+type ModelUsage struct {
 	ModelCalls   int64        `json:"modelCalls"`
 	InputTokens  int64        `json:"inputTokens"`
 	OutputTokens int64        `json:"outputTokens"`
 	TotalTokens  int64        `json:"totalTokens"`
-	Cost         *usage.Money `json:"cost,omitempty"`
+	Cost         *usage.Amount `json:"cost,omitempty"`
 }
 
 // usageOf is the summed usage of totals.
-func usageOf(t usage.Totals) *Usage {
-	return &Usage{ModelCalls: t.ModelCalls, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, TotalTokens: t.Tokens(),
+func usageOf(t usage.Totals) *ModelUsage {
+	return &ModelUsage{ModelCalls: t.ModelCalls, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, TotalTokens: t.Tokens(),
 		Cost: usage.MoneyOf(t.CostMicros, t.Currency)}
 }
 
@@ -54,9 +54,9 @@ type BudgetCrossing struct {
 	Period      string       `json:"period"`
 	PeriodStart string       `json:"periodStart"`
 	LimitTokens int64        `json:"limitTokens,omitempty"`
-	LimitCost   *usage.Money `json:"limitCost,omitempty"`
+	LimitCost   *usage.Amount `json:"limitCost,omitempty"`
 	UsedTokens  int64        `json:"usedTokens"`
-	UsedCost    *usage.Money `json:"usedCost,omitempty"`
+	UsedCost    *usage.Amount `json:"usedCost,omitempty"`
 	// Agent is the agent whose model call waits.
 	Agent string `json:"agent"`
 	// Key names the budget in its period (usage.Limit.Key): the decision is recorded under it.
@@ -85,7 +85,7 @@ func (s *Store) insertUsage(ctx context.Context, tx *sql.Tx, run FlowRun, calls 
 }
 
 // stepUsage sums the recorded model calls of a run's step, in tx.
-func (s *Store) stepUsage(ctx context.Context, tx *sql.Tx, runID, step string) (*Usage, error) {
+func (s *Store) stepUsage(ctx context.Context, tx *sql.Tx, runID, step string) (*ModelUsage, error) {
 	t, err := s.sumUsage(func(q string, args ...any) rowScanner { return s.txQueryRow(ctx, tx, q, args...) },
 		`run_id = ? AND step = ?`, runID, step)
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *Store) sumUsage(row func(string, ...any) rowScanner, where string, args
 }
 
 // RunUsage sums the model calls of a run.
-func (s *Store) RunUsage(ctx context.Context, runID string) (*Usage, error) {
+func (s *Store) RunUsage(ctx context.Context, runID string) (*ModelUsage, error) {
 	t, err := s.sumUsage(func(q string, args ...any) rowScanner { return s.queryRow(ctx, q, args...) }, `run_id = ?`, runID)
 	if err != nil {
 		return nil, err
@@ -119,14 +119,14 @@ func (s *Store) RunUsage(ctx context.Context, runID string) (*Usage, error) {
 }
 
 // StepsUsage sums the model calls of each step of a run that made any, by step.
-func (s *Store) StepsUsage(ctx context.Context, runID string) (map[string]*Usage, error) {
+func (s *Store) StepsUsage(ctx context.Context, runID string) (map[string]*ModelUsage, error) {
 	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT step, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), MAX(currency)
 		FROM model_usage WHERE run_id = ? GROUP BY step`), runID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]*Usage{}
+	out := map[string]*ModelUsage{}
 	for rows.Next() {
 		var (
 			step string
@@ -141,8 +141,8 @@ func (s *Store) StepsUsage(ctx context.Context, runID string) (map[string]*Usage
 }
 
 // TasksUsage sums the model calls of the runs of each of a workspace's Tasks, by Task.
-func (s *Store) TasksUsage(ctx context.Context, workspaceID string, taskIDs ...string) (map[string]*Usage, error) {
-	out := map[string]*Usage{}
+func (s *Store) TasksUsage(ctx context.Context, workspaceID string, taskIDs ...string) (map[string]*ModelUsage, error) {
+	out := map[string]*ModelUsage{}
 	if len(taskIDs) == 0 {
 		return out, nil
 	}
@@ -261,7 +261,7 @@ func (s *Store) UsageReport(ctx context.Context, workspaceID, from, to string, g
 }
 
 // usageJSON is an event's usage as stored.
-func usageJSON(u *Usage) sql.NullString {
+func usageJSON(u *ModelUsage) sql.NullString {
 	if u == nil {
 		return sql.NullString{}
 	}

@@ -234,7 +234,7 @@ type Event struct {
 	RuntimeExecutionID string
 	// Usage, on the event that records an Agent step's model calls (its completion, failure or
 	// retry, or the tool calls a model asked for), is the usage of the step's calls so far.
-	Usage     *Usage
+	Usage     *ModelUsage
 	CreatedAt time.Time
 }
 
@@ -633,7 +633,7 @@ func (s *Store) Events(ctx context.Context, runID string, afterSeq int64) ([]Eve
 			return nil, err
 		}
 		if used.Valid {
-			e.Usage = &Usage{}
+			e.Usage = &ModelUsage{}
 			if json.Unmarshal([]byte(used.String), e.Usage) != nil {
 				e.Usage = nil
 			}

@@ -28,21 +28,23 @@ type Question struct {
 	OnExpiry    string
 	EscalatedAt time.Time
 	Call        *work.ApprovalCall
+	// Budget is the budget an approval to continue past one is about.
+	Budget *work.BudgetCrossing
 }
 
 const questionColumns = `p.id, p.kind, p.prompt, p.options, p.expires_at, p.created_at, p.task_id, COALESCE(p.interaction_id, ''),
-	COALESCE(t.title, i.title, ''), p.on_expiry, p.escalated_at, p.tool_call`
+	COALESCE(t.title, i.title, ''), p.on_expiry, p.escalated_at, p.tool_call, p.budget`
 
 const questionFrom = ` FROM pending_actions p LEFT JOIN work_tasks t ON t.id = p.task_id LEFT JOIN interactions i ON i.id = p.interaction_id`
 
 func scanQuestion(row scanner) (Question, error) {
 	var (
 		q                                 Question
-		options, call                     sql.NullString
+		options, call, budget             sql.NullString
 		expiresAt, createdAt, escalatedAt int64
 	)
 	err := row.Scan(&q.ID, &q.Kind, &q.Prompt, &options, &expiresAt, &createdAt, &q.TaskID, &q.InteractionID, &q.Title,
-		&q.OnExpiry, &escalatedAt, &call)
+		&q.OnExpiry, &escalatedAt, &call, &budget)
 	if options.Valid {
 		_ = json.Unmarshal([]byte(options.String), &q.Options)
 	}
@@ -50,6 +52,12 @@ func scanQuestion(row scanner) (Question, error) {
 		q.Call = &work.ApprovalCall{}
 		if json.Unmarshal([]byte(call.String), q.Call) != nil {
 			q.Call = nil
+		}
+	}
+	if budget.Valid {
+		q.Budget = &work.BudgetCrossing{}
+		if json.Unmarshal([]byte(budget.String), q.Budget) != nil {
+			q.Budget = nil
 		}
 	}
 	q.ExpiresAt, q.CreatedAt, q.EscalatedAt = fromMS(expiresAt), fromMS(createdAt), fromMS(escalatedAt)

@@ -388,6 +388,7 @@ func routeRoleTable() map[string]tableRow {
 	packProjectRows(rows)
 	packRows(rows)
 	sourceRegistryRows(rows)
+	usageRows(rows)
 	return rows
 }
 

@@ -18,6 +18,7 @@ import (
 	"platform.dev/platform/apiserver/httpapi/sourceregistries"
 	"platform.dev/platform/apiserver/httpapi/tools"
 	"platform.dev/platform/apiserver/httpapi/triggers"
+	"platform.dev/platform/apiserver/httpapi/usage"
 	"platform.dev/platform/apiserver/httpapi/work"
 	"platform.dev/platform/apiserver/httpapi/workplace"
 	"platform.dev/platform/internal/config"
@@ -25,7 +26,7 @@ import (
 
 // Areas are the functional areas of the service API, in the order their routes and tags appear
 // in the OpenAPI document.
-var Areas = []httpapi.Area{identity.Routes, management.Routes, work.Routes, workplace.Routes, secrets.Routes, tools.Routes, triggers.Routes, packs.Routes, packprojects.Routes, sourceregistries.Routes, hub.Routes, limits.Routes, diagnostics.Routes, console.Routes}
+var Areas = []httpapi.Area{identity.Routes, management.Routes, work.Routes, workplace.Routes, secrets.Routes, tools.Routes, triggers.Routes, packs.Routes, packprojects.Routes, sourceregistries.Routes, hub.Routes, limits.Routes, usage.Routes, diagnostics.Routes, console.Routes}
 
 // New builds the service API with every area.
 func New(opts httpapi.Options) (*httpapi.Server, error) {

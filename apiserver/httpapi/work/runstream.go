@@ -162,7 +162,7 @@ func (s *routes) streamRun(hctx huma.Context, workspaceID, runID string, after i
 			return
 		}
 		for _, e := range events {
-			data, _ := json.Marshal(FlowRunEvent{Seq: e.Seq, Type: e.Type, Step: e.Step, Attempt: e.Attempt, State: e.State, Reason: e.Reason, CreatedAt: e.CreatedAt})
+			data, _ := json.Marshal(FlowRunEvent{Seq: e.Seq, Type: e.Type, Step: e.Step, Attempt: e.Attempt, State: e.State, Reason: e.Reason, Usage: e.Usage, CreatedAt: e.CreatedAt})
 			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data); err != nil {
 				return
 			}

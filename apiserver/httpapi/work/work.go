@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -77,21 +79,22 @@ type WorkItemResult struct {
 
 // PendingAction is a question a suspended run waits on. Its resume token is never part of it.
 type PendingAction struct {
-	ID               string               `json:"id"`
-	Step             string               `json:"step" doc:"The step that asked"`
-	Kind             string               `json:"kind" enum:"text,choice,confirmation,file,approval"`
-	Prompt           string               `json:"prompt"`
-	Options          []domain.Option      `json:"options,omitempty" doc:"The answers a choice offers"`
-	Status           string               `json:"status" enum:"created,completed,expired,cancelled"`
-	ExpiresAt        time.Time            `json:"expiresAt"`
-	ContinuationStep string               `json:"continuationStep" doc:"The step the run resumes at once answered"`
-	Version          int64                `json:"version" doc:"Optimistic version of the action"`
-	AnsweredBy       string               `json:"answeredBy,omitempty" doc:"The Principal who answered"`
-	Answer           json.RawMessage      `json:"answer,omitempty" doc:"The recorded answer"`
-	OnExpiry         string               `json:"onExpiry,omitempty" enum:"fail,reject,proceed,escalate" doc:"What the action turns into when nobody answers before expiresAt"`
-	EscalatedAt      *time.Time           `json:"escalatedAt,omitempty" doc:"When nobody answered in time and the action was re-addressed to the workspace's Owners and Admins"`
-	Resolution       string               `json:"resolution,omitempty" enum:"answered,failed,rejected,proceeded" doc:"How the action ended: answered by a person, or expired into its fallback"`
-	Call             *domain.ApprovalCall `json:"call,omitempty" doc:"The exact tool call an approval decides: agent, tool, provider, the complete arguments and the sha256 digest of that call; once approved, only that call runs"`
+	ID               string                 `json:"id"`
+	Step             string                 `json:"step" doc:"The step that asked"`
+	Kind             string                 `json:"kind" enum:"text,choice,confirmation,file,approval"`
+	Prompt           string                 `json:"prompt"`
+	Options          []domain.Option        `json:"options,omitempty" doc:"The answers a choice offers"`
+	Status           string                 `json:"status" enum:"created,completed,expired,cancelled"`
+	ExpiresAt        time.Time              `json:"expiresAt"`
+	ContinuationStep string                 `json:"continuationStep" doc:"The step the run resumes at once answered"`
+	Version          int64                  `json:"version" doc:"Optimistic version of the action"`
+	AnsweredBy       string                 `json:"answeredBy,omitempty" doc:"The Principal who answered"`
+	Answer           json.RawMessage        `json:"answer,omitempty" doc:"The recorded answer"`
+	OnExpiry         string                 `json:"onExpiry,omitempty" enum:"fail,reject,proceed,escalate" doc:"What the action turns into when nobody answers before expiresAt"`
+	EscalatedAt      *time.Time             `json:"escalatedAt,omitempty" doc:"When nobody answered in time and the action was re-addressed to the workspace's Owners and Admins"`
+	Resolution       string                 `json:"resolution,omitempty" enum:"answered,failed,rejected,proceeded" doc:"How the action ended: answered by a person, or expired into its fallback"`
+	Call             *domain.ApprovalCall   `json:"call,omitempty" doc:"The exact tool call an approval decides: agent, tool, provider, the complete arguments and the sha256 digest of that call; once approved, only that call runs"`
+	Budget           *domain.BudgetCrossing `json:"budget,omitempty" doc:"The budget an approval to continue past it is about: scope, name, period, limit and what the period used"`
 }
 
 // FlowRun is one durable execution of a Flow version.
@@ -108,9 +111,17 @@ type FlowRun struct {
 	Attempt         int            `json:"attempt" doc:"Try of the current step"`
 	Result          any            `json:"result,omitempty"`
 	PendingAction   *PendingAction `json:"pendingAction,omitempty"`
+	Usage           *domain.ModelUsage  `json:"usage,omitempty" doc:"The usage of the run's model calls: model calls, input, output and total tokens, and cost (when priced); on the read of one run"`
+	Steps           []FlowRunStep  `json:"steps,omitempty" doc:"The usage of each step that called a model, on the read of one run"`
 	Version         int64          `json:"version" doc:"Changes with every transition; the ETag"`
 	CreatedAt       time.Time      `json:"createdAt"`
 	UpdatedAt       time.Time      `json:"updatedAt"`
+}
+
+// FlowRunStep is the usage of one step of a run.
+type FlowRunStep struct {
+	Name  string        `json:"name"`
+	Usage *domain.ModelUsage `json:"usage"`
 }
 
 // FlowRunFlow is the Flow version a run executes.
@@ -132,14 +143,15 @@ type PinnedAgent struct {
 
 // FlowRunEvent is one transition of a run's history.
 type FlowRunEvent struct {
-	Seq         int64       `json:"seq"`
-	Type        string      `json:"type"`
-	Step        string      `json:"step,omitempty"`
-	Attempt     int         `json:"attempt,omitempty"`
-	State       string      `json:"state"`
-	Reason      string      `json:"reason,omitempty"`
-	Correlation Correlation `json:"correlation"`
-	CreatedAt   time.Time   `json:"createdAt"`
+	Seq         int64         `json:"seq"`
+	Type        string        `json:"type"`
+	Step        string        `json:"step,omitempty"`
+	Attempt     int           `json:"attempt,omitempty"`
+	State       string        `json:"state"`
+	Reason      string        `json:"reason,omitempty"`
+	Correlation Correlation   `json:"correlation"`
+	Usage       *domain.ModelUsage `json:"usage,omitempty" doc:"On the event that records an Agent step's model calls, the usage of the step's calls so far"`
+	CreatedAt   time.Time     `json:"createdAt"`
 }
 
 // PendingActionResponse is the body of a response to a PendingAction.
@@ -308,7 +320,7 @@ func (s *routes) registerWork() {
 		}
 		out := make([]FlowRunEvent, 0, len(events))
 		for _, e := range events {
-			out = append(out, FlowRunEvent{Seq: e.Seq, Type: e.Type, Step: e.Step, Attempt: e.Attempt, State: e.State, Reason: e.Reason,
+			out = append(out, FlowRunEvent{Seq: e.Seq, Type: e.Type, Step: e.Step, Attempt: e.Attempt, State: e.State, Reason: e.Reason, Usage: e.Usage,
 				Correlation: Correlation{InteractionID: e.InteractionID, WorkTaskID: e.WorkTaskID, WorkExecutionID: e.WorkExecutionID,
 					FlowRunID: e.RunID, RuntimeExecutionID: e.RuntimeExecutionID}, CreatedAt: e.CreatedAt})
 		}
@@ -517,6 +529,18 @@ func (s *routes) flowRunOutput(ctx context.Context, run domain.FlowRun) (*flowRu
 	if err != nil {
 		return nil, err
 	}
+	// The read of one run sums its model calls (two reads); lists leave usage out.
+	if body.Usage, err = s.Work().RunUsage(ctx, run.ID); err != nil {
+		return nil, httpapi.Problem(err)
+	}
+	steps, err := s.Work().StepsUsage(ctx, run.ID)
+	if err != nil {
+		return nil, httpapi.Problem(err)
+	}
+	for name, u := range steps {
+		body.Steps = append(body.Steps, FlowRunStep{Name: name, Usage: u})
+	}
+	slices.SortFunc(body.Steps, func(a, b FlowRunStep) int { return strings.Compare(a.Name, b.Name) })
 	return &flowRunOutput{ETag: runETag(run), Body: body}, nil
 }
 
@@ -559,7 +583,7 @@ func pendingActionOf(a *domain.PendingAction) *PendingAction {
 	}
 	out := &PendingAction{ID: a.ID, Step: a.Step, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: a.Status,
 		ExpiresAt: a.ExpiresAt, ContinuationStep: a.ContinuationStep, Version: a.Version, AnsweredBy: a.AnsweredBy, Answer: a.Answer,
-		OnExpiry: a.OnExpiry, Resolution: a.Resolution, Call: a.Call}
+		OnExpiry: a.OnExpiry, Resolution: a.Resolution, Call: a.Call, Budget: a.Budget}
 	if !a.EscalatedAt.IsZero() {
 		out.EscalatedAt = &a.EscalatedAt
 	}

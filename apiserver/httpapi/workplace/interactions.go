@@ -96,6 +96,8 @@ type InteractionPendingAction struct {
 	Resolution  string     `json:"resolution,omitempty" enum:"answered,failed,rejected,proceeded" doc:"How the question ended: answered by a person, or expired into its fallback"`
 	// Call is the exact call an approval decides.
 	Call *work.ApprovalCall `json:"call,omitempty" doc:"The exact tool call an approval decides: agent, tool, provider, the complete arguments and the sha256 digest of that call; once approved, only that call runs"`
+	// Budget is the budget an approval to continue past one is about.
+	Budget *work.BudgetCrossing `json:"budget,omitempty" doc:"The budget an approval to continue past it is about: scope, name, period, limit and what the period used; approved, the run goes on past it for the rest of the period"`
 }
 
 // escalatedAt is t, or nil when it is zero.
@@ -623,7 +625,7 @@ func pendingActionOf(a *work.PendingAction) *InteractionPendingAction {
 		status = work.ActionExpired
 	}
 	return &InteractionPendingAction{ID: a.ID, Kind: a.Kind, Prompt: a.Prompt, Options: a.Options, Status: status, ExpiresAt: a.ExpiresAt,
-		OnExpiry: a.OnExpiry, EscalatedAt: escalatedAt(a.EscalatedAt), Resolution: a.Resolution, Call: a.Call}
+		OnExpiry: a.OnExpiry, EscalatedAt: escalatedAt(a.EscalatedAt), Resolution: a.Resolution, Call: a.Call, Budget: a.Budget}
 }
 
 // interactionQuestion is the Interaction of the workspace and the run its pending action

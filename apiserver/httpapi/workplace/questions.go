@@ -45,7 +45,7 @@ type ResumeTokenGrant struct {
 
 func questionOf(q domain.Question) InteractionPendingAction {
 	return InteractionPendingAction{ID: q.ID, Kind: q.Kind, Prompt: q.Prompt, Options: q.Options, Status: work.ActionCreated, ExpiresAt: q.ExpiresAt,
-		OnExpiry: q.OnExpiry, EscalatedAt: escalatedAt(q.EscalatedAt), Call: q.Call}
+		OnExpiry: q.OnExpiry, EscalatedAt: escalatedAt(q.EscalatedAt), Call: q.Call, Budget: q.Budget}
 }
 
 // cursorOf and parseCursor spell an inbox cursor: the creation time (Unix milliseconds) and id of
@@ -142,6 +142,26 @@ func (s *routes) registerQuestions() {
 			Body         ResumeTokenGrant
 		}{CacheControl: "no-store", Body: ResumeTokenGrant{ResumeToken: token, PendingAction: *pendingActionOf(&action)}}, nil
 	})
+}
+
+// withUsage adds to Tasks the usage of their runs' model calls, in one read.
+func (s *routes) withUsage(ctx context.Context, tasks ...*Task) error {
+	rc, _ := httpapi.RequestContextFrom(ctx)
+	ids := make([]string, 0, len(tasks))
+	for _, t := range tasks {
+		ids = append(ids, t.ID)
+	}
+	used, err := s.Work().TasksUsage(ctx, rc.WorkspaceID, ids...)
+	if err != nil {
+		return httpapi.Problem(err)
+	}
+	for _, t := range tasks {
+		t.Usage = used[t.ID]
+		if t.Usage == nil {
+			t.Usage = &work.ModelUsage{}
+		}
+	}
+	return nil
 }
 
 // withQuestions adds to Tasks the questions they wait on, in one read.

@@ -14,6 +14,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/work"
 	domain "platform.dev/platform/apiserver/workplace"
 )
 
@@ -34,6 +35,7 @@ type Task struct {
 	CreatedAt      time.Time                  `json:"createdAt"`
 	UpdatedAt      time.Time                  `json:"updatedAt"`
 	EndedAt        *time.Time                 `json:"endedAt,omitempty"`
+	Usage          *work.ModelUsage                `json:"usage,omitempty" doc:"The model usage of its runs: model calls, input, output and total tokens, and cost (when priced)"`
 }
 
 // TaskActions say which operations apply to a Task in its state.
@@ -136,6 +138,9 @@ func (s *routes) registerTasks() {
 			items[n] = &out.Body.Items[n]
 		}
 		if err := s.withQuestions(ctx, items...); err != nil {
+			return nil, err
+		}
+		if err := s.withUsage(ctx, items...); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -346,6 +351,9 @@ func (s *routes) registerTasks() {
 // taskOutput is the read of a Task, with the questions it waits on.
 func (s *routes) taskOutput(ctx context.Context, t domain.Task) (*taskOutput, error) {
 	out := &taskOutput{ETag: httpapi.ETag(taskETag(t)), Body: taskOf(t)}
+	if err := s.withUsage(ctx, &out.Body); err != nil {
+		return nil, err
+	}
 	return out, s.withQuestions(ctx, &out.Body)
 }
 
