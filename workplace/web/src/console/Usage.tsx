@@ -2,20 +2,21 @@ import { useEffect, useState, type FormEvent } from "react";
 import { ApiError, enc, get } from "../shared/api";
 import { navigate } from "../shared/router";
 import {
+  addMoney,
   budgetLine,
   byDayNewestFirst,
   byTokens,
   costText,
   dayLabel,
   lastDays,
-  money,
+  mergeRows,
+  type MergedRow,
   rangeProblem,
   tokens,
   totals,
   type Budget,
   type GroupBy,
   type UsageReport,
-  type UsageRow,
 } from "../shared/usage";
 import type { ConsoleEnv } from "./App";
 
@@ -70,9 +71,9 @@ export function Usage({ env, from: qFrom, to: qTo }: { env: ConsoleEnv; from?: s
     show(draft);
   };
   const draftProblem = rangeProblem(draft.from, draft.to);
-  const days = [...(load.day?.items ?? [])].sort(byDayNewestFirst);
-  const agents = [...(load.agent?.items ?? [])].sort(byTokens);
-  const sum = totals(days);
+  const days = mergeRows(load.day?.items ?? [], (r) => r.day ?? "").sort(byDayNewestFirst);
+  const agents = mergeRows(load.agent?.items ?? [], (r) => r.agent ?? "").sort(byTokens);
+  const sum = totals(load.day?.items ?? []);
   const budgets = load.day?.budgets ?? [];
   const single = from === to;
 
@@ -181,8 +182,8 @@ export function Usage({ env, from: qFrom, to: qTo }: { env: ConsoleEnv; from?: s
   );
 }
 
-function UsageTable({ id, title, first, rows, cell }: { id: string; title: string; first: string; rows: UsageRow[]; cell: (r: UsageRow) => string }) {
-  const sum = totals(rows);
+function UsageTable({ id, title, first, rows, cell }: { id: string; title: string; first: string; rows: MergedRow[]; cell: (r: MergedRow) => string }) {
+  const sum = { ...totals(rows), costs: rows.flatMap((r) => r.costs) };
   return (
     <section className="card" aria-labelledby={`${id}-h`} data-section={id}>
       <h2 id={`${id}-h`}>{title}</h2>
@@ -207,7 +208,7 @@ function UsageTable({ id, title, first, rows, cell }: { id: string; title: strin
                 <td className="num">{tokens(r.inputTokens)}</td>
                 <td className="num">{tokens(r.outputTokens)}</td>
                 <td className="num">{tokens(r.totalTokens)}</td>
-                <td className="num">{r.cost ? money(r.cost) : <span className="muted">no price</span>}</td>
+                <td className="num">{r.costs.length ? costText(r.costs) : <span className="muted">no price</span>}</td>
               </tr>
             ))}
           </tbody>
@@ -219,7 +220,7 @@ function UsageTable({ id, title, first, rows, cell }: { id: string; title: strin
                 <td className="num">{tokens(sum.inputTokens)}</td>
                 <td className="num">{tokens(sum.outputTokens)}</td>
                 <td className="num">{tokens(sum.totalTokens)}</td>
-                <td className="num">{costText(sum.costs)}</td>
+                <td className="num">{costText(addMoney(sum.costs))}</td>
               </tr>
             </tfoot>
           )}

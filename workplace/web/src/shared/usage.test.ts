@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { approvalChoices, isBudgetApproval } from "./questions";
-import { addMoney, budgetLine, byDayNewestFirst, byTokens, costText, dayLabel, lastDays, money, rangeProblem, totals, usageSentence, type UsageRow } from "./usage";
+import { addMoney, budgetLine, mergeRows, byDayNewestFirst, byTokens, costText, dayLabel, lastDays, money, rangeProblem, totals, usageSentence, type UsageRow } from "./usage";
 
 // The contract's fixture: what GET /api/workspaces/{workspace}/usage answers.
 const days: UsageRow[] = [
@@ -40,6 +40,17 @@ describe("the usage report reads as a person reads it", () => {
       { agent: "writer", modelCalls: 3, inputTokens: 120, outputTokens: 80, totalTokens: 200 },
     ];
     expect(agents.sort(byTokens).map((r) => r.agent)).toEqual(["writer", "reviewer"]);
+  });
+  it("shows a day priced in two currencies as one line with both costs", () => {
+    const rows: UsageRow[] = [
+      { day: "2026-11-27", modelCalls: 1, inputTokens: 10, outputTokens: 5, totalTokens: 15, cost: { amount: "0.01", currency: "USD" } },
+      { day: "2026-11-27", modelCalls: 2, inputTokens: 20, outputTokens: 10, totalTokens: 30, cost: { amount: "0.02", currency: "EUR" } },
+      { day: "2026-11-26", modelCalls: 1, inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+    ];
+    expect(mergeRows(rows, (r) => r.day ?? "")).toEqual([
+      { day: "2026-11-27", modelCalls: 3, inputTokens: 30, outputTokens: 15, totalTokens: 45, costs: [{ amount: "0.01", currency: "USD" }, { amount: "0.02", currency: "EUR" }] },
+      { day: "2026-11-26", modelCalls: 1, inputTokens: 1, outputTokens: 1, totalTokens: 2, costs: [] },
+    ]);
   });
   it("says a UTC day with its weekday, whatever the viewer's zone", () => {
     expect(dayLabel("2026-11-27")).toBe("Fri, Nov 27, 2026");

@@ -164,9 +164,28 @@ export function dayLabel(day: string): string {
   return d.toLocaleDateString(LOCALE, { weekday: "short", month: "short", day: "numeric", year: "numeric", timeZone: "UTC" });
 }
 
+/** A row of a table: the report's rows of one key merged, with a cost per currency. */
+export interface MergedRow extends Omit<UsageRow, "cost"> {
+  costs: Money[];
+}
+
+/**
+ * mergeRows merges the rows that share their key (the API answers a group priced in two
+ * currencies as two rows): one line per day or agent, its calls and tokens summed, its costs per
+ * currency.
+ */
+export function mergeRows(rows: UsageRow[], key: (r: UsageRow) => string): MergedRow[] {
+  const groups = new Map<string, UsageRow[]>();
+  for (const r of rows) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
+  return [...groups.values()].map((g) => {
+    const { cost: _cost, ...first } = g[0];
+    return { ...first, ...totals(g) };
+  });
+}
+
 /** byDayNewestFirst and byTokens order the report's rows as a person reads them. */
-export const byDayNewestFirst = (a: UsageRow, b: UsageRow) => (b.day ?? "").localeCompare(a.day ?? "");
-export const byTokens = (a: UsageRow, b: UsageRow) => b.totalTokens - a.totalTokens || (a.agent ?? "").localeCompare(b.agent ?? "");
+export const byDayNewestFirst = (a: Pick<UsageRow, "day">, b: Pick<UsageRow, "day">) => (b.day ?? "").localeCompare(a.day ?? "");
+export const byTokens = (a: Pick<UsageRow, "agent" | "totalTokens">, b: Pick<UsageRow, "agent" | "totalTokens">) => b.totalTokens - a.totalTokens || (a.agent ?? "").localeCompare(b.agent ?? "");
 
 const periods: Record<string, string> = { Day: "today (UTC)", Week: "this week (UTC)", Month: "this month (UTC)" };
 
