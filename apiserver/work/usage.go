@@ -33,10 +33,10 @@ type ModelCall struct {
 
 // ModelUsage is summed usage as reads show it.
 type ModelUsage struct {
-	ModelCalls   int64        `json:"modelCalls"`
-	InputTokens  int64        `json:"inputTokens"`
-	OutputTokens int64        `json:"outputTokens"`
-	TotalTokens  int64        `json:"totalTokens"`
+	ModelCalls   int64         `json:"modelCalls"`
+	InputTokens  int64         `json:"inputTokens"`
+	OutputTokens int64         `json:"outputTokens"`
+	TotalTokens  int64         `json:"totalTokens"`
 	Cost         *usage.Amount `json:"cost,omitempty"`
 }
 
@@ -49,13 +49,13 @@ func usageOf(t usage.Totals) *ModelUsage {
 // BudgetCrossing is what an approval to continue past a budget shows: the budget, its period and
 // what the period used when the call waited.
 type BudgetCrossing struct {
-	Scope       string       `json:"scope"`
-	Name        string       `json:"name"`
-	Period      string       `json:"period"`
-	PeriodStart string       `json:"periodStart"`
-	LimitTokens int64        `json:"limitTokens,omitempty"`
+	Scope       string        `json:"scope"`
+	Name        string        `json:"name"`
+	Period      string        `json:"period"`
+	PeriodStart string        `json:"periodStart"`
+	LimitTokens int64         `json:"limitTokens,omitempty"`
 	LimitCost   *usage.Amount `json:"limitCost,omitempty"`
-	UsedTokens  int64        `json:"usedTokens"`
+	UsedTokens  int64         `json:"usedTokens"`
 	UsedCost    *usage.Amount `json:"usedCost,omitempty"`
 	// Agent is the agent whose model call waits.
 	Agent string `json:"agent"`

@@ -26,41 +26,41 @@ const DefaultDays = 30
 // MaxDays bounds the range of one usage read.
 const MaxDays = 366
 
-// Item is one group of usage. A grouping not asked for is empty.
-type Item struct {
-	Day          string       `json:"day" doc:"The UTC day (YYYY-MM-DD), when grouped by day"`
-	Agent        string       `json:"agent" doc:"The agent, when grouped by agent"`
-	Entry        string       `json:"entry" doc:"The Entry the runs came from (empty for runs from none), when grouped by entry"`
-	Model        string       `json:"model" doc:"The model that answered, when grouped by model"`
-	ModelCalls   int64        `json:"modelCalls"`
-	InputTokens  int64        `json:"inputTokens"`
-	OutputTokens int64        `json:"outputTokens"`
-	TotalTokens  int64        `json:"totalTokens"`
+// UsageItem is one group of usage. A grouping not asked for is empty.
+type UsageItem struct {
+	Day          string        `json:"day" doc:"The UTC day (YYYY-MM-DD), when grouped by day"`
+	Agent        string        `json:"agent" doc:"The agent, when grouped by agent"`
+	Entry        string        `json:"entry" doc:"The Entry the runs came from (empty for runs from none), when grouped by entry"`
+	Model        string        `json:"model" doc:"The model that answered, when grouped by model"`
+	ModelCalls   int64         `json:"modelCalls"`
+	InputTokens  int64         `json:"inputTokens"`
+	OutputTokens int64         `json:"outputTokens"`
+	TotalTokens  int64         `json:"totalTokens"`
 	Cost         *usage.Amount `json:"cost,omitempty" doc:"The cost, when the calls were priced; a group priced in two currencies is two items"`
 }
 
-// Budget is where one budget of the workspace, its Entries or its Agents stands in its current
+// BudgetStatus is where one budget of the workspace, its Entries or its Agents stands in its current
 // period.
-type Budget struct {
-	Scope       string       `json:"scope" enum:"Workspace,Entry,Agent"`
-	Name        string       `json:"name"`
-	Period      string       `json:"period" enum:"Day,Week,Month"`
-	PeriodStart string       `json:"periodStart" doc:"The first day of the current period (UTC)"`
-	LimitTokens int64        `json:"limitTokens,omitempty"`
+type BudgetStatus struct {
+	Scope       string        `json:"scope" enum:"Workspace,Entry,Agent"`
+	Name        string        `json:"name"`
+	Period      string        `json:"period" enum:"Day,Week,Month"`
+	PeriodStart string        `json:"periodStart" doc:"The first day of the current period (UTC)"`
+	LimitTokens int64         `json:"limitTokens,omitempty"`
 	LimitCost   *usage.Amount `json:"limitCost,omitempty"`
-	UsedTokens  int64        `json:"usedTokens"`
+	UsedTokens  int64         `json:"usedTokens"`
 	UsedCost    *usage.Amount `json:"usedCost,omitempty"`
-	Exceeded    bool         `json:"exceeded" doc:"The period reached a limit: the next model call of a run it covers waits for an approval to continue"`
+	Exceeded    bool          `json:"exceeded" doc:"The period reached a limit: the next model call of a run it covers waits for an approval to continue"`
 }
 
-// Report is the usage of a workspace in a range of days and where its budgets stand.
-type Report struct {
-	From      string   `json:"from"`
-	To        string   `json:"to"`
-	GroupBy   []string `json:"groupBy"`
-	Items     []Item   `json:"items"`
-	Truncated bool     `json:"truncated,omitempty" doc:"There were more groups than the read returns (5,000)"`
-	Budgets   []Budget `json:"budgets"`
+// UsageReport is the usage of a workspace in a range of days and where its budgets stand.
+type UsageReport struct {
+	From      string         `json:"from"`
+	To        string         `json:"to"`
+	GroupBy   []string       `json:"groupBy"`
+	Items     []UsageItem    `json:"items"`
+	Truncated bool           `json:"truncated,omitempty" doc:"There were more groups than the read returns (5,000)"`
+	Budgets   []BudgetStatus `json:"budgets"`
 }
 
 // Routes registers the usage of a workspace.
@@ -80,7 +80,7 @@ func Routes(s *httpapi.Server) {
 		From      string   `query:"from" doc:"First UTC day, YYYY-MM-DD; 29 days before to by default"`
 		To        string   `query:"to" doc:"Last UTC day, YYYY-MM-DD; today by default"`
 		GroupBy   []string `query:"groupBy,explode" doc:"day, agent, entry or model; repeated or comma-separated; day by default"`
-	}) (*struct{ Body Report }, error) {
+	}) (*struct{ Body UsageReport }, error) {
 		rc, _ := httpapi.RequestContextFrom(ctx)
 		from, to, groupBy, err := parseQuery(in.From, in.To, in.GroupBy, time.Now())
 		if err != nil {
@@ -90,15 +90,15 @@ func Routes(s *httpapi.Server) {
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		out := Report{From: from, To: to, GroupBy: groupBy, Items: make([]Item, 0, len(rows)), Truncated: truncated}
+		out := UsageReport{From: from, To: to, GroupBy: groupBy, Items: make([]UsageItem, 0, len(rows)), Truncated: truncated}
 		for _, r := range rows {
-			out.Items = append(out.Items, Item{Day: r.Day, Agent: r.Agent, Entry: r.Entry, Model: r.Model, ModelCalls: r.ModelCalls,
+			out.Items = append(out.Items, UsageItem{Day: r.Day, Agent: r.Agent, Entry: r.Entry, Model: r.Model, ModelCalls: r.ModelCalls,
 				InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TotalTokens: r.Tokens(), Cost: usage.MoneyOf(r.CostMicros, r.Currency)})
 		}
 		if out.Budgets, err = budgets(ctx, s, rc); err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		return &struct{ Body Report }{Body: out}, nil
+		return &struct{ Body UsageReport }{Body: out}, nil
 	})
 }
 
@@ -153,7 +153,7 @@ func parseQuery(fromParam, toParam string, groupParam []string, now time.Time) (
 
 // budgets are the budgets of the workspace, of the Entries and of the Agents of its own
 // namespace, with what their current period used.
-func budgets(ctx context.Context, s *httpapi.Server, rc httpapi.RequestContext) ([]Budget, error) {
+func budgets(ctx context.Context, s *httpapi.Server, rc httpapi.RequestContext) ([]BudgetStatus, error) {
 	limits := usage.WorkspaceBudgets(rc.Namespace, s.Config(), rc.Annotations())
 	entries := &platformv1.EntryList{}
 	if err := s.Reads().List(ctx, entries, client.InNamespace(rc.Namespace)); err != nil {
@@ -177,7 +177,7 @@ func budgets(ctx context.Context, s *httpapi.Server, rc httpapi.RequestContext) 
 		}
 		limits = append(limits, l...)
 	}
-	out := make([]Budget, 0, len(limits))
+	out := make([]BudgetStatus, 0, len(limits))
 	now := time.Now()
 	for _, l := range limits {
 		start := usage.PeriodStart(l.Period, now)
@@ -185,7 +185,7 @@ func budgets(ctx context.Context, s *httpapi.Server, rc httpapi.RequestContext) 
 		if err != nil {
 			return nil, err
 		}
-		b := Budget{Scope: l.Scope, Name: l.Name, Period: string(l.Period), PeriodStart: start.Format(usage.DayLayout), LimitTokens: l.Tokens,
+		b := BudgetStatus{Scope: l.Scope, Name: l.Name, Period: string(l.Period), PeriodStart: start.Format(usage.DayLayout), LimitTokens: l.Tokens,
 			UsedTokens: tokens, Exceeded: l.Exceeded(tokens, cost)}
 		if l.CostMicros > 0 {
 			b.LimitCost, b.UsedCost = usage.MoneyOf(l.CostMicros, l.Currency), usage.MoneyOf(cost, l.Currency)

@@ -99,28 +99,28 @@ type PendingAction struct {
 
 // FlowRun is one durable execution of a Flow version.
 type FlowRun struct {
-	ID              string         `json:"id"`
-	WorkItemID      string         `json:"workItemId"`
-	ParentFlowRunID string         `json:"parentFlowRunId,omitempty"`
-	State           string         `json:"state" enum:"Pending,Running,ActionRequired,Paused,Completed,Failed,Cancelled"`
-	Reason          string         `json:"reason,omitempty"`
-	Flow            FlowRunFlow    `json:"flow"`
-	Correlation     Correlation    `json:"correlation"`
-	Agents          []PinnedAgent  `json:"agents,omitempty" doc:"The agent revisions pinned at first execution"`
-	CurrentStep     string         `json:"currentStep,omitempty"`
-	Attempt         int            `json:"attempt" doc:"Try of the current step"`
-	Result          any            `json:"result,omitempty"`
-	PendingAction   *PendingAction `json:"pendingAction,omitempty"`
-	Usage           *domain.ModelUsage  `json:"usage,omitempty" doc:"The usage of the run's model calls: model calls, input, output and total tokens, and cost (when priced); on the read of one run"`
-	Steps           []FlowRunStep  `json:"steps,omitempty" doc:"The usage of each step that called a model, on the read of one run"`
-	Version         int64          `json:"version" doc:"Changes with every transition; the ETag"`
-	CreatedAt       time.Time      `json:"createdAt"`
-	UpdatedAt       time.Time      `json:"updatedAt"`
+	ID              string             `json:"id"`
+	WorkItemID      string             `json:"workItemId"`
+	ParentFlowRunID string             `json:"parentFlowRunId,omitempty"`
+	State           string             `json:"state" enum:"Pending,Running,ActionRequired,Paused,Completed,Failed,Cancelled"`
+	Reason          string             `json:"reason,omitempty"`
+	Flow            FlowRunFlow        `json:"flow"`
+	Correlation     Correlation        `json:"correlation"`
+	Agents          []PinnedAgent      `json:"agents,omitempty" doc:"The agent revisions pinned at first execution"`
+	CurrentStep     string             `json:"currentStep,omitempty"`
+	Attempt         int                `json:"attempt" doc:"Try of the current step"`
+	Result          any                `json:"result,omitempty"`
+	PendingAction   *PendingAction     `json:"pendingAction,omitempty"`
+	Usage           *domain.ModelUsage `json:"usage,omitempty" doc:"The usage of the run's model calls: model calls, input, output and total tokens, and cost (when priced); on the read of one run"`
+	Steps           []FlowRunStep      `json:"steps,omitempty" doc:"The usage of each step that called a model, on the read of one run"`
+	Version         int64              `json:"version" doc:"Changes with every transition; the ETag"`
+	CreatedAt       time.Time          `json:"createdAt"`
+	UpdatedAt       time.Time          `json:"updatedAt"`
 }
 
 // FlowRunStep is the usage of one step of a run.
 type FlowRunStep struct {
-	Name  string        `json:"name"`
+	Name  string             `json:"name"`
 	Usage *domain.ModelUsage `json:"usage"`
 }
 
@@ -143,15 +143,15 @@ type PinnedAgent struct {
 
 // FlowRunEvent is one transition of a run's history.
 type FlowRunEvent struct {
-	Seq         int64         `json:"seq"`
-	Type        string        `json:"type"`
-	Step        string        `json:"step,omitempty"`
-	Attempt     int           `json:"attempt,omitempty"`
-	State       string        `json:"state"`
-	Reason      string        `json:"reason,omitempty"`
-	Correlation Correlation   `json:"correlation"`
+	Seq         int64              `json:"seq"`
+	Type        string             `json:"type"`
+	Step        string             `json:"step,omitempty"`
+	Attempt     int                `json:"attempt,omitempty"`
+	State       string             `json:"state"`
+	Reason      string             `json:"reason,omitempty"`
+	Correlation Correlation        `json:"correlation"`
 	Usage       *domain.ModelUsage `json:"usage,omitempty" doc:"On the event that records an Agent step's model calls, the usage of the step's calls so far"`
-	CreatedAt   time.Time     `json:"createdAt"`
+	CreatedAt   time.Time          `json:"createdAt"`
 }
 
 // PendingActionResponse is the body of a response to a PendingAction.

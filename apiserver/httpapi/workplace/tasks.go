@@ -35,7 +35,7 @@ type Task struct {
 	CreatedAt      time.Time                  `json:"createdAt"`
 	UpdatedAt      time.Time                  `json:"updatedAt"`
 	EndedAt        *time.Time                 `json:"endedAt,omitempty"`
-	Usage          *work.ModelUsage                `json:"usage,omitempty" doc:"The model usage of its runs: model calls, input, output and total tokens, and cost (when priced)"`
+	Usage          *work.ModelUsage           `json:"usage,omitempty" doc:"The model usage of its runs: model calls, input, output and total tokens, and cost (when priced)"`
 }
 
 // TaskActions say which operations apply to a Task in its state.
