@@ -202,7 +202,7 @@ function UsageTable({ id, title, first, rows, cell }: { id: string; title: strin
           </thead>
           <tbody>
             {rows.map((r, n) => (
-              <tr key={`${r.day ?? ""}/${r.agent ?? ""}/${n}`} data-row={r.day ?? r.agent ?? ""}>
+              <tr key={`${r.day ?? ""}/${r.agent ?? ""}/${n}`} data-row={r.day || r.agent || ""}>
                 <th scope="row">{cell(r)}</th>
                 <td className="num">{tokens(r.modelCalls)}</td>
                 <td className="num">{tokens(r.inputTokens)}</td>
