@@ -242,6 +242,8 @@ describe("usage and budgets", () => {
     assert.ok(task, JSON.stringify(tasks.map((x) => x.title)));
     await page.goto(`${platform.workplaceUrl}w/default/tasks/${task.id}`);
     await page.locator('[data-task-state="completed"]').waitFor({ timeout: 30_000 });
+    // The step that waited for the approval is one finished step: nothing shows as still in progress.
+    assert.equal(await page.locator(".current-step").count(), 0, "a completed Task shows no current step");
     const usage = page.locator('[data-section="usage"]');
     await usage.getByText(/^2 model calls used [\d,]+ tokens \([\d,]+ read, [\d,]+ written\)/).waitFor({ timeout: 10_000 });
     assert.doesNotMatch(await usage.textContent(), /Deterministic|sha256|[{}]|modelCalls|inputTokens/, "plain words, no provider, hash or raw field");

@@ -162,7 +162,7 @@ export function Usage({ env, from: qFrom, to: qTo }: { env: ConsoleEnv; from?: s
                 </div>
                 <div data-total="cost">
                   <dt>Cost</dt>
-                  <dd>{costText(sum.costs)}</dd>
+                  {sum.costs.length ? <dd>{costText(sum.costs)}</dd> : <dd className="no-price">No price is known for the models called</dd>}
                 </div>
               </dl>
             )}
