@@ -224,6 +224,15 @@ describe("usage and budgets", () => {
     await conversation.locator(".message.kind-question", { hasText: /budget/i }).waitFor({ timeout: 30_000 });
     await conversation.getByRole("button", { name: "Approve" }).waitFor();
 
+    // ... in its Task, with the budget it would cross ...
+    await conversation.locator(".task-ref").getByRole("link", { name: "Task details" }).click();
+    const asked = page.locator("section.questions .question-card", { hasText: /budget/i });
+    await asked.locator(".approval-budget", { hasText: "Agent drafter" }).waitFor({ timeout: 15_000 });
+    assert.match(await asked.locator(".approval-budget").textContent(), /of 1 token/);
+    await asked.getByRole("button", { name: "Decline" }).waitFor();
+    await noSidewaysScroll(page, "the Task detail");
+    await h.screenshot(page, "usage-budget-question-task-375");
+
     // ... and in the inbox, where it survives a reload and is answered.
     await page.goto(`${platform.workplaceUrl}w/default/inbox`);
     const card = page.locator(".question-card", { hasText: /budget/i });
