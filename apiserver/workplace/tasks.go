@@ -190,7 +190,9 @@ func CompactActivities(all []Activity) []Activity {
 		switch a.Phase {
 		case PhaseStarted, PhaseWaiting:
 			open[key] = i
-		case PhaseCompleted, PhaseAnswered, PhaseFailed, PhaseCancelled:
+		case PhaseCompleted, PhaseAnswered, PhaseExpired, PhaseFailed, PhaseCancelled:
+			// An expired question ended too, even when its fallback let the run go on (Reject,
+			// Proceed) while its Task stays paused: it no longer waits for anyone.
 			delete(open, key)
 			if a.Kind == ActivityRun {
 				open = map[string]int{}

@@ -13,6 +13,7 @@ import { Access, AuditLog, MemberDetail, Members, Profile, Workspaces } from "./
 import { Discovery } from "./Discovery";
 import { SourceRegistries } from "./SourceRegistries";
 import { Tasks } from "./Tasks";
+import { Usage } from "./Usage";
 import { TriggerDetail, TriggerEditor, Triggers } from "./Triggers";
 import favicon from "../shared/favicon.svg";
 
@@ -31,7 +32,7 @@ interface Workspace {
 
 /** The navigation, by what an operator is after; account pages are the server's (plain links). */
 const nav: { group: string; links: { href: string; label: string; server?: boolean }[] }[] = [
-  { group: "Work", links: [{ href: "/", label: "Home" }, { href: "/tasks", label: "Tasks" }] },
+  { group: "Work", links: [{ href: "/", label: "Home" }, { href: "/tasks", label: "Tasks" }, { href: "/usage", label: "Usage" }] },
   { group: "Automation", links: [{ href: "/triggers", label: "Triggers" }, { href: "/cleanup", label: "Cleanup" }] },
   { group: "Catalog", links: [{ href: "/entries", label: "Entries" }, { href: "/packs", label: "Packs" }, { href: "/packs/compose", label: "Pack composer" }] },
   {
@@ -142,6 +143,7 @@ export function App() {
   const p = loc.path.replace(/\/+$/, "") || "/";
   if (p === "/") page = <Home env={env} />;
   else if (p === "/tasks") page = <Tasks env={env} />;
+  else if (p === "/usage") page = <Usage env={env} from={loc.query.get("from") ?? undefined} to={loc.query.get("to") ?? undefined} />;
   else if (p === "/triggers") page = <Triggers env={env} />;
   // "-" is no Trigger name, so the editor's path never shadows a Trigger's.
   else if (p === "/triggers/-/new") page = <TriggerEditor env={env} />;

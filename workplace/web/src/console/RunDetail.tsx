@@ -5,6 +5,7 @@ import { ResultView } from "../shared/markdown";
 import { stream } from "../shared/sse";
 import type { ConsoleEnv } from "./App";
 import { NODE_H, NODE_W, flowGraph, layoutGraph } from "./graph";
+import { usageSentence, type UsageTotals } from "../shared/usage";
 
 interface FlowRun {
   id: string;
@@ -18,6 +19,10 @@ interface FlowRun {
   pendingAction?: { kind: string; prompt: string; status: string };
   /** The Output step's result: the last step's output and the Flow's closing message. */
   result?: { output?: unknown; message?: string };
+  /** What its model calls used (absent from a server that does not record usage). */
+  usage?: UsageTotals;
+  /** The usage of each step that called a model. */
+  steps?: { name: string; usage?: UsageTotals }[];
   createdAt: string;
   updatedAt: string;
 }
@@ -112,6 +117,23 @@ export function RunDetail({ env, runId }: { env: ConsoleEnv; runId: string }) {
             <span className="muted">none: this run serves no public Task</span>
           )}
         </dd>
+        {run.usage && (
+          <>
+            <dt>Usage</dt>
+            <dd data-field="usage">
+              {usageSentence(run.usage)}
+              {(run.steps ?? []).filter((st) => st.usage?.modelCalls).length > 1 && (
+                <ul className="step-usage">
+                  {run.steps!.filter((st) => st.usage?.modelCalls).map((st) => (
+                    <li key={st.name} data-step={st.name}>
+                      Step <code>{st.name}</code>: {usageSentence(st.usage)}
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </dd>
+          </>
+        )}
         <dt>Started</dt>
         <dd>{when(run.createdAt)}</dd>
         <dt>Run id</dt>

@@ -7,6 +7,7 @@ import { useId, useState, type ReactNode } from "react";
 import { bytesToBase64 } from "../workplace/presentation";
 import { ApiError, enc, post } from "./api";
 import type { ApprovalCall, Exchange, PendingAction } from "./types";
+import { budgetLine, type Budget } from "./usage";
 
 const tokenKey = (workspace: string, interactionId: string) => `platform.resumeToken/${workspace}/${interactionId}`;
 
@@ -237,12 +238,48 @@ export function ApprovalCallView({ call }: { call: ApprovalCall }) {
   );
 }
 
+/**
+ * A budget approval asks whether a run goes on past a budget it would cross; it calls no tool.
+ * The server says which budget (action.budget); a server that does not yet says so in its prompt.
+ */
+export function isBudgetApproval(action: Pick<PendingAction, "kind" | "budget" | "call" | "prompt">): boolean {
+  return action.kind === "approval" && (!!action.budget || (!action.call && /^continue past\b.*\bbudget\b/i.test(action.prompt)));
+}
+
+/** The words of an approval's two answers, and what they do when it is a budget's. */
+export function approvalChoices(action: Pick<PendingAction, "kind" | "budget" | "call" | "prompt">): { approve: string; decline: string; note?: string } {
+  if (isBudgetApproval(action))
+    return { approve: "Approve", decline: "Decline", note: "Approve to let this work go on past the budget; decline to stop it here." };
+  return { approve: "Approve", decline: "Reject" };
+}
+
+/** The budget a run would cross: what it covers, its period and how much of it is used. */
+export function BudgetView({ budget }: { budget: Budget }) {
+  const line = budgetLine(budget);
+  return (
+    <section className="approval-budget" aria-label="The budget">
+      <p>
+        <strong>{line.title}</strong> <span className="muted">{line.period}</span>
+      </p>
+      <ul className="budget-uses">
+        {line.limits.map((l) => (
+          <li key={l.what}>
+            {l.used} of {l.limit}
+            {Number.isFinite(l.share) && <span className="muted"> ({Math.round(l.share * 100)} %)</span>}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
 /** Rule 9: a choice is one-click buttons, a confirmation one click, an input a small inline composer; files and approvals inline too. */
 export function PendingActionControls({ action, busy, onAnswer }: { action: PendingAction; busy: boolean; onAnswer: (body: Record<string, unknown>) => void }) {
   const note = expiryNote(action);
   return (
     <>
       {action.kind === "approval" && action.call && <ApprovalCallView call={action.call} />}
+      {action.kind === "approval" && action.budget && <BudgetView budget={action.budget} />}
       {note && (
         <p className="expiry-note muted" data-expiry={action.escalatedAt ? "escalated" : action.onExpiry}>
           {note}
@@ -280,19 +317,28 @@ function AnswerControls({ action, busy, onAnswer }: { action: PendingAction; bus
           </button>
         </div>
       );
-    case "approval":
+    case "approval": {
+      const words = approvalChoices(action);
       return (
-        <div className="actions approval" role="group" aria-label={action.prompt}>
-          <label htmlFor={`${id}-reason`}>Reason (optional)</label>
-          <input id={`${id}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} disabled={busy} maxLength={2048} />
-          <button type="button" className="primary" disabled={busy} onClick={() => onAnswer({ approved: true, reason })}>
-            Approve
-          </button>
-          <button type="button" disabled={busy} onClick={() => onAnswer({ approved: false, reason })}>
-            Reject
-          </button>
-        </div>
+        <>
+          {words.note && (
+            <p className="muted approval-note" data-approval="budget">
+              {words.note}
+            </p>
+          )}
+          <div className="actions approval" role="group" aria-label={action.prompt}>
+            <label htmlFor={`${id}-reason`}>Reason (optional)</label>
+            <input id={`${id}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} disabled={busy} maxLength={2048} />
+            <button type="button" className="primary" disabled={busy} onClick={() => onAnswer({ approved: true, reason })}>
+              {words.approve}
+            </button>
+            <button type="button" disabled={busy} onClick={() => onAnswer({ approved: false, reason })}>
+              {words.decline}
+            </button>
+          </div>
+        </>
       );
+    }
     case "file":
       return (
         <form

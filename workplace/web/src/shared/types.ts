@@ -1,4 +1,5 @@
 // The shapes of the service API that the apps read (see /openapi/v1.json for the whole contract).
+import type { Budget, UsageTotals } from "./usage";
 
 export interface Items<T> {
   items: T[];
@@ -131,6 +132,8 @@ export interface PendingAction {
   resolution?: "answered" | "failed" | "rejected" | "proceeded";
   /** The exact tool call an approval decides. */
   call?: ApprovalCall;
+  /** The budget a run would cross: the approval decides whether it goes on past it. */
+  budget?: Budget;
 }
 
 /** The exact call an approval decides: once approved, only the call with this digest runs. */
@@ -173,6 +176,8 @@ export interface Task {
   actions: { pause: boolean; resume: boolean; cancel: boolean; delete: boolean };
   /** The open questions it waits on (never a token). */
   pendingActions?: PendingAction[];
+  /** What its runs' model calls used (absent from a server that does not record usage). */
+  usage?: UsageTotals;
   version: string;
   createdAt: string;
   updatedAt: string;

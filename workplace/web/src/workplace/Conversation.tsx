@@ -179,7 +179,12 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
             <PendingActionControls action={open} busy={busy} onAnswer={(body) => void answer(open, body)} />
           </li>
         )}
-        {action?.type === "working" && !currentActivity && (
+        {action?.type === "working" && !currentActivity && task?.state === "paused" && (
+          <li className="message role-platform waiting" role="status" data-state="paused">
+            Paused: the work goes on once the Task is resumed.
+          </li>
+        )}
+        {action?.type === "working" && !currentActivity && task?.state !== "paused" && (
           <li className="message role-platform waiting" role="status">
             <span className="spinner" aria-hidden="true" /> Working on it…
           </li>

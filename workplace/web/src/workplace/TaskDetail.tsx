@@ -7,6 +7,7 @@ import { ResultView } from "../shared/markdown";
 import { QuestionCard } from "../shared/questions";
 import { Loading, StateNote } from "./components";
 import { foldSteps } from "./presentation";
+import { usageSentence } from "../shared/usage";
 import { bearerToken } from "./session";
 
 interface Props {
@@ -172,6 +173,13 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
           <p className="muted">No finished step yet.</p>
         )}
       </section>
+
+      {task.usage && (
+        <section aria-labelledby="usage-h" data-section="usage">
+          <h2 id="usage-h">Usage</h2>
+          <p className="task-usage">{usageSentence(task.usage)}</p>
+        </section>
+      )}
 
       {context && (
         <section aria-labelledby="context-h">

@@ -107,6 +107,24 @@ describe("rule 15: Task detail folds finished steps and keeps the current one", 
     expect(failed.current).toBeUndefined();
     expect(failed.finished[0].state).toBe("failed");
   });
+  it("keeps a step that asked to go on past a budget as one step, finished with its completed run", () => {
+    const { finished, current } = foldSteps([
+      a(1, "turn", "started", "Preparing"),
+      a(2, "turn", "completed", "Prepared"),
+      a(3, "turn", "started", "Preparing"),
+      a(4, "question", "waiting", "Continue past the budget of Agent tight?"),
+      a(5, "question", "answered", "Continue past the budget of Agent tight?"),
+      a(6, "turn", "started", "Preparing"),
+      a(7, "turn", "completed", "Prepared"),
+      a(8, "run", "completed", "Completed"),
+    ]);
+    expect(current).toBeUndefined();
+    expect(finished.map((s) => [s.label, s.state])).toEqual([
+      ["Preparing", "finished"],
+      ["Preparing", "finished"],
+      ["Continue past the budget of Agent tight?", "finished"],
+    ]);
+  });
   it("shows what a question's expiry did: the reminder, the escalation, the fallback, and an approved call that was refused", () => {
     const { finished, current } = foldSteps([
       a(1, "question", "waiting", "Which level?"),

@@ -122,8 +122,15 @@ export function foldSteps(activities: Activity[]): { finished: Step[]; current?:
   const steps: Step[] = [];
   const open: Step[] = [];
   const openQuestions = new Map<string, Step>();
+  let previous: Activity | undefined;
   for (const a of [...activities].sort((x, y) => x.seq - y.seq)) {
+    const after = previous;
+    previous = a;
     if (a.kind === "turn") {
+      // A step that asked (an approval of a tool call or of going past a budget) starts again
+      // once answered: it is the same step going on, not a second one.
+      const resumes = open.length > 0 && after?.kind === "question" && (after.phase === "answered" || after.phase === "expired");
+      if (a.phase === "started" && resumes) continue;
       if (a.phase === "started") {
         const s: Step = { label: a.label, state: "current", participant: a.participant, at: a.createdAt };
         open.push(s);
@@ -154,6 +161,10 @@ export function foldSteps(activities: Activity[]): { finished: Step[]; current?:
       }
     } else if (a.kind === "run" && a.phase === "refused") {
       steps.push({ label: a.label, state: "failed", at: a.createdAt });
+    } else if (a.kind === "run" && a.phase === "completed") {
+      // The run ended well: nothing of it is still in progress.
+      for (const s of open) s.state = "finished";
+      open.length = 0;
     } else if (a.kind === "run" && (a.phase === "failed" || a.phase === "cancelled")) {
       for (const s of open) s.state = a.phase;
       for (const s of openQuestions.values()) s.state = a.phase;
