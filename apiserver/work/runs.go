@@ -288,6 +288,11 @@ func (s *Store) SubmitApplied(ctx context.Context, p Prepared, owner string, t T
 				return err
 			}
 		}
+		if len(t.Usage) > 0 {
+			if events, err = s.recordUsage(ctx, tx, next, t.Usage, events, now, true); err != nil {
+				return err
+			}
+		}
 		// The run's creation is told as it was, Pending; what t did follows.
 		events = append([]Event{{Type: EventRunCreated, State: StatePending}}, events...)
 		if err := s.appendEvents(ctx, tx, next, now, events...); err != nil {
@@ -368,7 +373,7 @@ func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner st
 			return err
 		}
 		if len(t.Usage) > 0 {
-			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now); err != nil {
+			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now, false); err != nil {
 				return err
 			}
 		}

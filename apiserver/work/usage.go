@@ -71,17 +71,40 @@ type BudgetDecision struct {
 	By       string `json:"by,omitempty"`
 }
 
-// insertUsage records model calls of run, made now.
+// insertUsage records model calls of run, made now, in one statement.
 func (s *Store) insertUsage(ctx context.Context, tx *sql.Tx, run FlowRun, calls []ModelCall, now time.Time) error {
+	rows := make([]string, 0, len(calls))
+	args := make([]any, 0, 15*len(calls))
 	for _, c := range calls {
-		if _, err := s.txExec(ctx, tx, `INSERT INTO model_usage (id, workspace_id, run_id, step, attempt, agent, entry, model_provider, model,
-			input_tokens, output_tokens, cost_micros, currency, day, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			newID(), run.WorkspaceID, run.ID, c.Step, c.Attempt, c.Agent, c.Entry, c.ModelProvider, c.Model, c.InputTokens, c.OutputTokens,
-			c.CostMicros, c.Currency, usage.Day(now), ms(now)); err != nil {
-			return fmt.Errorf("work: model usage: %w", err)
-		}
+		rows = append(rows, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, newID(), run.WorkspaceID, run.ID, c.Step, c.Attempt, c.Agent, c.Entry, c.ModelProvider, c.Model, c.InputTokens,
+			c.OutputTokens, c.CostMicros, c.Currency, usage.Day(now), ms(now))
+	}
+	if _, err := s.txExec(ctx, tx, `INSERT INTO model_usage (id, workspace_id, run_id, step, attempt, agent, entry, model_provider, model,
+		input_tokens, output_tokens, cost_micros, currency, day, created_at) VALUES `+strings.Join(rows, ", "), args...); err != nil {
+		return fmt.Errorf("work: model usage: %w", err)
 	}
 	return nil
+}
+
+// sumCalls sums calls as sumUsage sums their rows: the cost is that of the currency of the last
+// priced call.
+func sumCalls(calls []ModelCall) usage.Totals {
+	var t usage.Totals
+	for _, c := range calls {
+		t.ModelCalls++
+		t.InputTokens += c.InputTokens
+		t.OutputTokens += c.OutputTokens
+		if c.Currency != "" {
+			t.Currency = c.Currency
+		}
+	}
+	for _, c := range calls {
+		if c.Currency == t.Currency && t.Currency != "" {
+			t.CostMicros += c.CostMicros
+		}
+	}
+	return t
 }
 
 // stepUsage sums the recorded model calls of a run's step, in tx.
@@ -272,33 +295,54 @@ func usageJSON(u *ModelUsage) sql.NullString {
 // recordUsage records model calls of run in tx and gives the event of events that tells their
 // step's outcome (its completion, failure or retry, else the step's first event) the usage of the
 // step's calls so far.
-func (s *Store) recordUsage(ctx context.Context, tx *sql.Tx, run FlowRun, calls []ModelCall, events []Event, now time.Time) ([]Event, error) {
+func (s *Store) recordUsage(ctx context.Context, tx *sql.Tx, run FlowRun, calls []ModelCall, events []Event, now time.Time, fresh bool) ([]Event, error) {
 	if err := s.insertUsage(ctx, tx, run, calls, now); err != nil {
 		return nil, err
 	}
-	step := calls[len(calls)-1].Step
-	at := -1
-	for i, e := range events {
-		if e.Step != step {
+	// One commit may hold the outcomes of several steps (steps answered in the process commit
+	// together): each step's outcome tells that step's usage.
+	events = append([]Event{}, events...)
+	told := map[string]bool{}
+	for _, c := range calls {
+		step := c.Step
+		if told[step] {
 			continue
 		}
-		switch e.Type {
-		case EventStepCompleted, EventStepRetried, EventRunFailed:
-			at = i
-		default:
-			if at < 0 && e.Type != EventStepStarted {
+		told[step] = true
+		at := -1
+		for i, e := range events {
+			if e.Step != step {
+				continue
+			}
+			switch e.Type {
+			case EventStepCompleted, EventStepRetried, EventRunFailed:
 				at = i
+			default:
+				if at < 0 && e.Type != EventStepStarted {
+					at = i
+				}
 			}
 		}
+		if at < 0 {
+			continue
+		}
+		var u *ModelUsage
+		if fresh {
+			// A new run has no earlier calls: the step's usage is what calls hold.
+			var mine []ModelCall
+			for _, c := range calls {
+				if c.Step == step {
+					mine = append(mine, c)
+				}
+			}
+			u = usageOf(sumCalls(mine))
+		} else {
+			var err error
+			if u, err = s.stepUsage(ctx, tx, run.ID, step); err != nil {
+				return nil, err
+			}
+		}
+		events[at].Usage = u
 	}
-	if at < 0 {
-		return events, nil
-	}
-	u, err := s.stepUsage(ctx, tx, run.ID, step)
-	if err != nil {
-		return nil, err
-	}
-	events = append([]Event{}, events...)
-	events[at].Usage = u
 	return events, nil
 }

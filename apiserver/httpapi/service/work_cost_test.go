@@ -28,10 +28,12 @@ func TestAWorkItemCostsAtMostItsStatementBudget(t *testing.T) {
 		flow := fmt.Sprintf("cost-%d", benchFlows.Add(1))
 		benchFlow(t, server, flow, "@respond done")
 		body := `{"type":"bench","title":"t","instruction":"i","flowReference":{"name":"` + flow + `"}}`
+		var runID string
 		submit := func() {
 			r := call(t, server, http.MethodPost, "/api/work/workitems?waitSeconds=30", body)
 			g.Expect(r.status).To(Equal(http.StatusAccepted), "%v", r.body)
 			g.Expect(field(r.body, "flowRun", "state")).To(Equal("Completed"))
+			runID, _ = field(r.body, "flowRun", "id").(string)
 		}
 		submit() // the first one resolves the Flow and the agent
 		const items = 5
@@ -46,6 +48,10 @@ func TestAWorkItemCostsAtMostItsStatementBudget(t *testing.T) {
 		t.Logf("%.1f statements, %.1f transactions, %.1f commits per WorkItem; the statements of %d:\n%s",
 			perItem, float64(ran.Transactions)/items, float64(ran.Commits)/items, items, strings.Join(recorded, "\n"))
 		g.Expect(perItem).To(BeNumerically("<=", maxStatementsPerWorkItem[s.Dialect()]))
+		// What the budget buys includes the step's model call, recorded in the same commit.
+		r := call(t, server, http.MethodGet, "/api/flowRuns/"+runID, "")
+		g.Expect(r.status).To(Equal(http.StatusOK), "%v", r.body)
+		g.Expect(field(r.body, "usage", "modelCalls")).To(BeNumerically("==", 1), "%v", r.body)
 	})
 }
 
