@@ -71,6 +71,8 @@ function run(name, args, env, ready, timeoutMs = 90_000) {
  * front of it). httpPort and dataDir let a test restart the same server.
  */
 export async function startPlatform({ name = "platform", dataDir, httpPort, workplacePort, workplace = true, env = {} } = {}) {
+  // A data directory made here is the test's own: stop removes it (each one holds about 60 MB).
+  const ownDataDir = dataDir === undefined;
   dataDir ??= fs.mkdtempSync(path.join(os.tmpdir(), "platform-browser-"));
   workplacePort ??= await freePort();
   const workplaceUrl = `http://127.0.0.1:${workplacePort}/`;
@@ -81,6 +83,7 @@ export async function startPlatform({ name = "platform", dataDir, httpPort, work
   p.stop = async () => {
     await p.host?.stop();
     await p.serve.stop();
+    if (ownDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   };
   // restart starts the server again on the same port and data, as after a crash or an upgrade.
   p.restart = async () => {
