@@ -164,6 +164,12 @@ func (e *Executor) checkBudgets(ctx context.Context, run *work.FlowRun, step pla
 	if len(limits) == 0 {
 		return nil
 	}
+	// What the budgets count is read from the store: the usage of the run's earlier calls that
+	// is still staged with their uncommitted transitions (answers made in the process) is
+	// committed first, or a run would count none of its own calls.
+	if err := provider.BeforeOutsideCall(ctx); err != nil {
+		return &outcome{err: err}
+	}
 	data, err := run.DecodeData()
 	if err != nil {
 		return failed("%v", err).ptr()

@@ -657,7 +657,13 @@ func (o *operation) put(ctx context.Context, want *unstructured.Unstructured, ex
 	live := newLive(kind)
 	err := o.r.Client.Get(ctx, client.ObjectKeyFromObject(want), live)
 	if apierrors.IsNotFound(err) {
-		return permanent(o.r.Client.Create(ctx, want))
+		err = o.r.Client.Create(ctx, want.DeepCopy())
+		if !apierrors.IsAlreadyExists(err) {
+			return permanent(err)
+		}
+		// Another replica's reconciler (a deposed leader not yet stopped) created it between
+		// the read and the create: what it wrote is judged like any live object.
+		err = o.r.Client.Get(ctx, client.ObjectKeyFromObject(want), live)
 	}
 	if err != nil {
 		return err
