@@ -470,7 +470,7 @@ func (s *routes) submitWork(ctx context.Context, sub domain.Submission, wait int
 		settled func(context.Context, time.Duration) (domain.FlowRun, bool)
 		err     error
 	)
-	if r, ok := s.reserve(sub.WorkspaceID); ok {
+	if r, _ := s.Reserve(sub.WorkspaceID); r != nil {
 		var submitted domain.Submitted
 		submitted, err = r.Submit(ctx, sub)
 		item, run, token, settled = submitted.Item, submitted.Run, submitted.Token, submitted.Settled
@@ -520,14 +520,6 @@ func (s *routes) workContext(ctx context.Context) (domain.Context, error) {
 		return domain.Context{}, huma.Error403Forbidden("no resolved management context: the request has no Principal or workspace")
 	}
 	return domain.Context{TenantID: rc.TenantID, WorkspaceID: rc.WorkspaceID, Namespace: rc.Namespace, PrincipalID: rc.PrincipalID}, nil
-}
-
-// reserve takes a free worker of this process for a submission of workspace.
-func (s *routes) reserve(workspace string) (domain.Reservation, bool) {
-	if s.Executor() == nil {
-		return nil, false
-	}
-	return s.Executor().Reserve(workspace)
 }
 
 func (s *routes) wakeExecutor() {
