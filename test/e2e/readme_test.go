@@ -82,7 +82,8 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	out, err := cmd.CombinedOutput()
 	g.Expect(killGroup(cmd.Process.Pid)).To(Succeed())
-	g.Expect(err).NotTo(HaveOccurred(), "%s\n%s", out, s.output())
+	// The script's last lines go last: a failing command is what a reader of a cut log needs.
+	g.Expect(err).NotTo(HaveOccurred(), "%s\n%s\n--- the script's last lines\n%s", out, s.output(), lastLines(string(out), 40))
 	g.Expect(string(out)).To(And(ContainSubstring(`"state": "Completed"`), ContainSubstring(`"answer": "detailed"`),
 		ContainSubstring("RunCompleted"), MatchRegexp(`(?m)^TaskStatusChanged \{.*"taskId"`),
 		ContainSubstring(`"connection":"Connected"`), ContainSubstring("platform_list_entries enabled=false"),
