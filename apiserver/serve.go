@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-logr/logr"
 	"net"
 	"os"
 	"os/signal"
@@ -192,7 +193,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	// The Work and Workplace stores open before the kube API, which serves their rows as the
 	// group work.platform.dev (watches follow the Workplace outbox through the Work store's hub).
 	workStore := work.New(db)
-	artifactsDir := cfg.GetOr(workplace.ArtifactsDirectorySetting, filepath.Join(opts.DataDir, "artifacts"))
+	artifactsDir := artifactsDirectory(cfg, opts.DataDir, databaseURL != "", ctrl.Log.WithName("workplace"))
 	places := workplace.NewStore(db, workStore, workplace.FileArtifacts{Dir: artifactsDir})
 	workStore.Observer = places
 	var wakeExecutor atomic.Pointer[func()]
@@ -527,4 +528,19 @@ func NewKubeconfigCommand() *cobra.Command {
 	cmd.Flags().StringVar(&dataDir, "data-dir", ".data", "data directory of `platform serve`")
 	cmd.Flags().StringVar(&server, "server", "", "server URL to put in the kubeconfig (default: the address `platform serve` listens on)")
 	return cmd
+}
+
+// artifactsDirectory is where artifact bytes are kept: the configured directory, or the data
+// directory's own. Replicas share a PostgreSQL store, and a download another replica serves would
+// miss bytes kept in this one's data directory with nothing else saying why: so a replica on
+// PostgreSQL without a configured directory says it once at start.
+func artifactsDirectory(cfg *config.Config, dataDir string, postgres bool, log logr.Logger) string {
+	if dir := cfg.Get(workplace.ArtifactsDirectorySetting); dir != "" {
+		return dir
+	}
+	dir := filepath.Join(dataDir, "artifacts")
+	if postgres {
+		log.Info("artifact bytes are kept in this replica's data directory: replicas that share the PostgreSQL store must share one directory too ("+workplace.ArtifactsDirectorySetting+")", "directory", dir)
+	}
+	return dir
 }
