@@ -162,12 +162,22 @@ func (s *Server) AddArchive(archive []byte) error {
 		return err
 	}
 	m := a.Manifest.Metadata
+	return s.addVersion(&version{publisher: m.Publisher, source: m.Name, version: m.Version,
+		displayName: m.DisplayName, description: m.Description, archive: archive})
+}
+
+// AddArchiveAs publishes archive as publisher/source/version whatever its pack.yaml says: a
+// registry that lists one Pack and serves another, with digests that match what it serves.
+func (s *Server) AddArchiveAs(publisher, source, ver string, archive []byte) error {
+	return s.addVersion(&version{publisher: publisher, source: source, version: ver, archive: archive})
+}
+
+func (s *Server) addVersion(v *version) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.versions[m.Publisher+"/"+m.Name+"/"+m.Version] = &version{publisher: m.Publisher, source: m.Name, version: m.Version,
-		displayName: m.DisplayName, description: m.Description, archive: archive}
-	if _, ok := s.statuses[m.Publisher]; !ok {
-		s.statuses[m.Publisher] = contract.Declared
+	s.versions[v.publisher+"/"+v.source+"/"+v.version] = v
+	if _, ok := s.statuses[v.publisher]; !ok {
+		s.statuses[v.publisher] = contract.Declared
 	}
 	return s.publishLocked()
 }

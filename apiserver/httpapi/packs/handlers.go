@@ -151,11 +151,11 @@ func (r *routes) readImported(ctx context.Context, body []byte) (*upload, error)
 	if err != nil {
 		return nil, archiveProblem(err)
 	}
-	if m := a.Manifest.Metadata; m.Publisher != got.Publisher || m.Name != got.SourceName {
-		p := newProblem(http.StatusConflict, fmt.Sprintf("the archive of the imported Source version %s/%s is the Pack %s/%s; nothing was changed",
-			got.Publisher, got.SourceName, m.Publisher, m.Name))
-		p.Reason = srdomain.CodeArchiveMismatch
-		return nil, p
+	if m := a.Manifest.Metadata; m.Publisher != got.Publisher || m.Name != got.SourceName || m.Version != got.Version {
+		// A code as every other registry refusal of these routes has, so a client reads one field.
+		return nil, httpapi.NewCodedProblem(http.StatusConflict, srdomain.CodeArchiveMismatch,
+			fmt.Sprintf("the archive of the imported Source version %s/%s %s is the Pack %s/%s %s; nothing was changed",
+				got.Publisher, got.SourceName, httpapi.Quote(got.Version), m.Publisher, m.Name, httpapi.Quote(m.Version)), nil)
 	}
 	got.Source.Digest = a.Digest
 	return &upload{archive: a, bytes: got.Bytes, source: got.Source}, nil

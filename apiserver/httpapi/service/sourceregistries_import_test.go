@@ -313,3 +313,33 @@ func TestAPackIsPreviewedAndInstalledFromAnImportedSourceVersionAndRecordsItsPro
 	expectProblem(g, revoked, http.StatusConflict)
 	g.Expect(revoked.body).To(HaveKeyWithValue("code", "RegistryPublisherRevoked"))
 }
+
+// A registry may list one Pack and serve another, with digests that match what it serves: an
+// archive whose pack.yaml names another publisher, Pack or version than the imported Source
+// version is refused (409 RegistryArchiveMismatch) and installs nothing.
+func TestAnArchiveThatIsAnotherPackThanItsImportedSourceVersionIsRefused(t *testing.T) {
+	e := newRegistryEnv(t)
+	for name, served := range map[string]func(publisher string) []byte{
+		"another publisher": func(string) []byte { return testregistry.MustArchive(t, "elsewhere", "kit", "1.0.0") },
+		"another Pack":      func(p string) []byte { return testregistry.MustArchive(t, p, "other", "1.0.0") },
+		"another version":   func(p string) []byte { return testregistry.MustArchive(t, p, "kit", "2.0.0") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			publisher := strings.ToLower(uniqueWorkspace("mis"))
+			g.Expect(e.registry.AddArchiveAs(publisher, "kit", "1.0.0", served(publisher))).To(Succeed())
+			registration := e.register("mis", "trusted", "")
+			imported := e.importVersion(importBody(e.selection(registration, publisher)))
+			g.Expect(imported.status).To(Equal(http.StatusCreated), "%v", imported.body)
+			body := mustJSON(map[string]any{"source": map[string]any{"sourceVersion": imported.body["name"]}})
+			for _, path := range []string{"/api/packs/preview", "/api/packs"} {
+				r := e.do(http.MethodPost, path, body)
+				expectProblem(g, r, http.StatusConflict)
+				g.Expect(r.body).To(HaveKeyWithValue("code", "RegistryArchiveMismatch"), path)
+			}
+			list := e.do(http.MethodGet, "/api/packs", "")
+			g.Expect(list.status).To(Equal(http.StatusOK), "%v", list.body)
+			g.Expect(mustJSON(list.body)).NotTo(ContainSubstring(publisher), "nothing is installed")
+		})
+	}
+}

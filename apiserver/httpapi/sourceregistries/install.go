@@ -27,8 +27,9 @@ type SourceRef struct {
 type ImportedArchive struct {
 	Bytes  []byte
 	Source platformv1.PackSource
-	// Publisher and SourceName are what the archive must be: the Source it was imported as.
-	Publisher, SourceName string
+	// Publisher, SourceName and Version are what the archive must be: the Source version it was
+	// imported as.
+	Publisher, SourceName, Version string
 }
 
 // maxImportMatches bounds the imported versions a reference by publisher, Source and version reads.
@@ -178,7 +179,7 @@ func (r *routes) fetchArchive(ctx context.Context, imp domain.Imported) (*Import
 	if err != nil {
 		return nil, err
 	}
-	return &ImportedArchive{Bytes: archive, Publisher: imp.Selection.Publisher, SourceName: imp.Selection.Source, Source: platformv1.PackSource{
+	return &ImportedArchive{Bytes: archive, Publisher: imp.Selection.Publisher, SourceName: imp.Selection.Source, Version: imp.Selection.Version, Source: platformv1.PackSource{
 		Kind: platformv1.RegistryPackSource, Registry: reg.Name, RegistrationUID: string(reg.UID), ObservationID: imp.Selection.ObservationID,
 		SourceVersion: imp.ID, ManifestDigest: platformv1.Digest(imp.ManifestDigest), Digest: platformv1.Digest(m.Pack.Digest),
 	}}, nil
