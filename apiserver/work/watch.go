@@ -66,6 +66,14 @@ type Flusher interface {
 	Flush(ctx context.Context, tx *sql.Tx) error
 }
 
+// NotifyingFlusher is a Flusher that can send, with its write and in one statement, the
+// PostgreSQL notification (pg_notify(channel, payload)) the transaction would otherwise send in a
+// statement of its own. FlushNotifying must send it, whatever it writes.
+type NotifyingFlusher interface {
+	Flusher
+	FlushNotifying(ctx context.Context, tx *sql.Tx, channel, payload string) error
+}
+
 // Deferred returns the Flusher that tx keeps under key, made by create at the key's first use in
 // tx, and flushed when the transaction's work is done, right before it commits (or its savepoint
 // is released): a write that locks a row every transaction of a workspace updates (the
@@ -115,11 +123,30 @@ func (s *Store) announcing(ctx context.Context, inTx func(context.Context, func(
 		// deferred write announces its topics when it is deferred). A transaction that writes
 		// many outbox rows announces their workspace's topic once.
 		topics = slices.Compact(slices.Sorted(slices.Values(record.topics)))
-		if err := s.changes.Stage(ctx, tx, s.db.Dialect(), topics...); err != nil {
-			return err
+		// On PostgreSQL a deferred write that can carries the notification in its own
+		// statement: a statement less per transaction.
+		carrier := -1
+		for i, d := range record.deferred {
+			if _, ok := d.flusher.(NotifyingFlusher); ok {
+				carrier = i
+				break
+			}
 		}
-		for _, d := range record.deferred {
-			if err := d.flusher.Flush(ctx, tx); err != nil {
+		channel, payload, carried := s.changes.Notification(s.db.Dialect(), topics...)
+		if !carried || carrier < 0 {
+			carrier = -1
+			if err := s.changes.Stage(ctx, tx, s.db.Dialect(), topics...); err != nil {
+				return err
+			}
+		}
+		for i, d := range record.deferred {
+			var err error
+			if i == carrier {
+				err = d.flusher.(NotifyingFlusher).FlushNotifying(ctx, tx, channel, payload)
+			} else {
+				err = d.flusher.Flush(ctx, tx)
+			}
+			if err != nil {
 				return err
 			}
 		}

@@ -129,7 +129,7 @@ func (s *Store) emit(ctx context.Context, tx *sql.Tx, workspaceID, principalID, 
 		o.add(e)
 		return nil
 	}
-	return s.writeOutbox(ctx, tx, []Event{e}, nil)
+	return s.writeOutbox(ctx, tx, []Event{e}, nil, nil)
 }
 
 // unreadChanged adds delta to the count of a Principal's unread notifications and tells it
@@ -151,7 +151,7 @@ func (s *Store) unreadChanged(ctx context.Context, tx *sql.Tx, workspaceID, prin
 		return nil
 	}
 	return s.writeOutbox(ctx, tx, []Event{{WorkspaceID: workspaceID, Name: EventUnreadNotificationCountChanged, PrincipalID: principalID,
-		CreatedAt: s.now()}}, map[int]int64{0: delta})
+		CreatedAt: s.now()}}, map[int]int64{0: delta}, nil)
 }
 
 // countUnread is the statement that adds to a Principal's unread count and returns the count
@@ -210,12 +210,25 @@ type unreadChange struct {
 }
 
 func (o *outboxWrite) Flush(ctx context.Context, tx *sql.Tx) error {
+	return o.s.writeOutbox(ctx, tx, o.events, o.deltas(), nil)
+}
+
+// FlushNotifying writes the events as Flush does, and sends the transaction's notification to
+// the other replicas with the first of them (PostgreSQL): one statement for both.
+func (o *outboxWrite) FlushNotifying(ctx context.Context, tx *sql.Tx, channel, payload string) error {
+	return o.s.writeOutbox(ctx, tx, o.events, o.deltas(), &notice{channel, payload})
+}
+
+func (o *outboxWrite) deltas() map[int]int64 {
 	deltas := make(map[int]int64, len(o.unread))
 	for _, c := range o.unread {
 		deltas[c.event] = c.delta
 	}
-	return o.s.writeOutbox(ctx, tx, o.events, deltas)
+	return deltas
 }
+
+// notice is a PostgreSQL notification that an outbox write sends with its first statement.
+type notice struct{ channel, payload string }
 
 // outboxBatch bounds the rows of one INSERT of outbox events, and so the statements each
 // connection caches for it.
@@ -230,13 +243,20 @@ const outboxBatch = 16
 // counter row and the Principal's count row until the commit and so line up the transactions of
 // the workspace: the events are appended unnumbered with the count changes they tell, and
 // NumberOutbox numbers them and applies the changes once committed.
-func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, deltas map[int]int64) error {
+//
+// With n set (PostgreSQL), the first statement also sends that notification.
+func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, deltas map[int]int64, n *notice) error {
 	defer prometheus.NewTimer(outboxWriteDuration).ObserveDuration()
 	if s.db.Dialect() == store.Postgres {
+		if n != nil && len(events) == 0 {
+			_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, n.channel, n.payload)
+			return err
+		}
 		for start := 0; start < len(events); start += outboxBatch {
-			if err := s.appendPending(ctx, tx, events, start, min(start+outboxBatch, len(events)), deltas); err != nil {
+			if err := s.appendPending(ctx, tx, events, start, min(start+outboxBatch, len(events)), deltas, n); err != nil {
 				return err
 			}
+			n = nil
 		}
 		return nil
 	}
@@ -286,9 +306,16 @@ func (s *Store) appendOutbox(ctx context.Context, tx *sql.Tx, workspaceID string
 }
 
 // appendPending appends events[from:to] unnumbered, in their order, with the unread count
-// changes they tell (NumberEvents applies them).
-func (s *Store) appendPending(ctx context.Context, tx *sql.Tx, events []Event, from, to int, deltas map[int]int64) error {
-	args := make([]any, 0, 7*(to-from))
+// changes they tell (NumberEvents applies them); with n set it sends n too, in the same statement.
+func (s *Store) appendPending(ctx context.Context, tx *sql.Tx, events []Event, from, to int, deltas map[int]int64, n *notice) error {
+	args := make([]any, 0, 2+7*(to-from))
+	// The notification rides along as a CTE the INSERT's rows join (an unreferenced CTE is not
+	// evaluated); pg_notify is volatile, so the CTE runs once, not per row.
+	with, joined := ``, ``
+	if n != nil {
+		with, joined = `WITH notified AS MATERIALIZED (SELECT pg_notify(CAST(? AS TEXT), CAST(? AS TEXT))) `, `, notified`
+		args = append(args, n.channel, n.payload)
+	}
 	for i := from; i < to; i++ {
 		e := events[i]
 		var delta any
@@ -297,10 +324,10 @@ func (s *Store) appendPending(ctx context.Context, tx *sql.Tx, events []Event, f
 		}
 		args = append(args, i-from+1, e.WorkspaceID, e.Name, e.PrincipalID, string(e.Payload), delta, ms(e.CreatedAt))
 	}
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO workplace_events_pending (workspace_id, name, principal_id, payload, unread_delta, created_at)
+	_, err := tx.ExecContext(ctx, s.q(with+`INSERT INTO workplace_events_pending (workspace_id, name, principal_id, payload, unread_delta, created_at)
 		SELECT e.workspace_id, e.name, e.principal_id, e.payload, e.unread_delta, e.created_at FROM (VALUES `+
 		valueRows(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT))`, to-from)+`)
-		AS e (k, workspace_id, name, principal_id, payload, unread_delta, created_at)
+		AS e (k, workspace_id, name, principal_id, payload, unread_delta, created_at)`+joined+`
 		ORDER BY e.k`), args...)
 	return err
 }
