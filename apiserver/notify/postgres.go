@@ -55,6 +55,11 @@ func (h *Hub) Notification(dialect string, topics ...string) (channelName, paylo
 	return channel, h.origin + " " + strings.Join(topics, " "), true
 }
 
+// Sender is what a statement that sends this hub's notification itself needs: the channel, the
+// hub's origin that starts every payload (its topics follow, each after a space), and the
+// payload's limit.
+func (h *Hub) Sender() (channelName, origin string, limit int) { return channel, h.origin, maxPayload }
+
 // send notifies the other replicas of topics through tx: a transaction, which delivers them when it
 // commits, or the database, which delivers them at once.
 func (h *Hub) send(ctx context.Context, tx interface {

@@ -746,7 +746,9 @@ func (s *Store) resolveTx(ctx context.Context, tx *sql.Tx, a *PendingAction, old
 		return resolved{}, err
 	}
 	next.CurrentStep, next.StepStarted, next.Attempt = a.ContinuationStep, false, 1
-	events := append([]Event{r.told}, toolEvents...)
+	told, left := r.told, *a
+	told.Action = &left
+	events := append([]Event{told}, toolEvents...)
 	switch old.State {
 	case StateActionRequired:
 		next.State = StateRunning

@@ -236,6 +236,10 @@ type Event struct {
 	// retry, or the tool calls a model asked for), is the usage of the step's calls so far.
 	Usage     *ModelUsage
 	CreatedAt time.Time
+	// Action, on an event the store's own transaction tells about a pending action (resolved,
+	// expired), is the action as that transaction left it, for the Observer to project without
+	// reading it back; it is not stored (nil on events read from the store).
+	Action *PendingAction
 }
 
 // Option is one answer a choice offers.

@@ -345,6 +345,10 @@ var numberBatch = 1000
 // (each such event says the count as it was once its change was applied), and returns how many
 // events each workspace got: one statement, its own transaction.
 //
+// It tells the other replicas of the workspaces it numbered (their Topic) in the same statement,
+// when one notification carries them all (the last column says it did): delivered when it
+// commits, as an Announce after it would be.
+//
 // It takes numberingLockKey before it deletes a row (the rows it picks join the lock). Its
 // snapshot may be older than the lock: a row that the previous holder moved meanwhile is skipped
 // by the DELETE (it is gone by then), a row committed meanwhile waits for the next round, and each
@@ -375,8 +379,10 @@ const numberPending = `WITH locked AS (SELECT pg_advisory_xact_lock(CAST(? AS BI
 			m.created_at
 		FROM moved m JOIN counters c ON c.workspace_id = m.workspace_id JOIN counts k ON k.workspace_id = m.workspace_id
 		LEFT JOIN deltas d ON d.workspace_id = m.workspace_id AND d.principal_id = m.principal_id
-		LEFT JOIN unread u ON u.workspace_id = m.workspace_id AND u.principal_id = m.principal_id)
-	SELECT workspace_id, n FROM counts`
+		LEFT JOIN unread u ON u.workspace_id = m.workspace_id AND u.principal_id = m.principal_id),
+	notified AS (SELECT pg_notify(CAST(? AS TEXT), CAST(? AS TEXT) || string_agg(' ' || CAST(? AS TEXT) || workspace_id, '')) FROM counts
+		HAVING COUNT(*) > 0 AND length(CAST(? AS TEXT)) + SUM(1 + length(CAST(? AS TEXT)) + length(workspace_id)) <= ?)
+	SELECT workspace_id, n, (SELECT COUNT(*) FROM notified) FROM counts`
 
 // NumberEvents numbers the events that committed transactions left unnumbered (PostgreSQL; on
 // SQLite they are numbered as they are written) and announces each workspace's Topic.
@@ -391,13 +397,16 @@ func (s *Store) NumberEvents(ctx context.Context) error {
 	}
 	changes, _ := s.Work.(notifier)
 	for {
-		moved, topics, err := s.numberRound(ctx)
+		moved, topics, notified, err := s.numberRound(ctx)
 		if err != nil {
 			return err
 		}
 		if changes != nil {
-			// After the commit: a replica that missed it learns of the workspace's next events.
-			if err := changes.Changes().Announce(ctx, s.db.DB(), s.db.Dialect(), topics...); err != nil {
+			// After the commit: a replica that missed it learns of the workspace's next events
+			// (from the numbering statement itself when it could tell them).
+			if notified {
+				changes.Changes().Publish(topics...)
+			} else if err := changes.Changes().Announce(ctx, s.db.DB(), s.db.Dialect(), topics...); err != nil {
 				return err
 			}
 		}
@@ -407,30 +416,37 @@ func (s *Store) NumberEvents(ctx context.Context) error {
 	}
 }
 
-// numberRound runs numberPending once: how many events it moved, and the topics of their
-// workspaces.
-func (s *Store) numberRound(ctx context.Context) (int64, []string, error) {
-	rows, err := s.db.DB().QueryContext(ctx, s.q(numberPending), numberingLockKey, numberBatch)
+// numberRound runs numberPending once: how many events it moved, the topics of their workspaces,
+// and whether the statement told the other replicas of them.
+func (s *Store) numberRound(ctx context.Context) (int64, []string, bool, error) {
+	channel, origin, limit := "", "", 0 // nothing fits: no notification without the Work store's hub
+	if n, ok := s.Work.(notifier); ok {
+		channel, origin, limit = n.Changes().Sender()
+	}
+	prefix := Topic("")
+	rows, err := s.db.DB().QueryContext(ctx, s.q(numberPending), numberingLockKey, numberBatch, channel, origin, prefix, origin, prefix, limit)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	defer rows.Close()
 	var (
-		moved  int64
-		topics []string
+		moved    int64
+		topics   []string
+		notified bool
 	)
 	for rows.Next() {
 		var (
 			workspaceID string
-			n           int64
+			n, sent     int64
 		)
-		if err := rows.Scan(&workspaceID, &n); err != nil {
-			return 0, nil, err
+		if err := rows.Scan(&workspaceID, &n, &sent); err != nil {
+			return 0, nil, false, err
 		}
 		moved += n
 		topics = append(topics, Topic(workspaceID))
+		notified = sent > 0
 	}
-	return moved, topics, rows.Err()
+	return moved, topics, notified, rows.Err()
 }
 
 // numberSweep is how often NumberOutbox numbers without being woken: after a lost wake-up, a

@@ -379,7 +379,7 @@ func TestAWorkTransactionTellsOtherReplicasWithItsOutboxWrite(t *testing.T) {
 		g := NewWithT(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		here, _ := workAndPlaces(s)
+		here, places := workAndPlaces(s)
 		there := work.New(s) // another replica's store on the same database
 		go there.Changes().Listen(ctx, s, logr.Discard())
 		outbox, err := there.Changes().Subscribe(pendingTopic)
@@ -396,6 +396,15 @@ func TestAWorkTransactionTellsOtherReplicasWithItsOutboxWrite(t *testing.T) {
 		for _, q := range statements {
 			g.Expect(q).NotTo(HavePrefix("SELECT pg_notify"), "the notification rides with the outbox's INSERT")
 		}
+		// The numbering tells the workspace's new events in its own statement too.
+		numbered, err := there.Changes().Subscribe(Topic("ws-a"))
+		g.Expect(err).NotTo(HaveOccurred())
+		defer numbered.Close()
+		stop = s.RecordStatements()
+		g.Expect(places.NumberEvents(ctx)).To(Succeed())
+		statements = stop()
+		g.Eventually(numbered.Events()).WithTimeout(10 * time.Second).Should(Receive(Equal(notify.Event{Topic: Topic("ws-a")})))
+		g.Expect(statements).To(HaveLen(1), "one numbering statement, which notifies: %v", statements)
 		runTopic, err := there.Changes().Subscribe(work.RunTopic(run.ID))
 		g.Expect(err).NotTo(HaveOccurred())
 		defer runTopic.Close()
@@ -404,8 +413,6 @@ func TestAWorkTransactionTellsOtherReplicasWithItsOutboxWrite(t *testing.T) {
 		g.Eventually(runTopic.Events()).WithTimeout(10*time.Second).Should(Receive(), "the run's topic too")
 		g.Eventually(outbox.Events()).WithTimeout(10 * time.Second).Should(Receive())
 
-		_, places := workAndPlaces(s)
-		places.Work = here
 		g.Expect(here.InTx(ctx, func(tx *sql.Tx) error {
 			if err := places.emit(ctx, tx, "ws-a", "", EventTaskCreated, map[string]any{"taskId": "gone"}); err != nil {
 				return err

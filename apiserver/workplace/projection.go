@@ -737,6 +737,9 @@ func ExpiredLabel(a *work.PendingAction) string {
 
 // actionByEvent is the pending action an event names ("pending action <id>: ...").
 func (s *Store) actionByEvent(ctx context.Context, tx *sql.Tx, e work.Event) (*work.PendingAction, error) {
+	if e.Action != nil {
+		return e.Action, nil // as the event's transaction left it
+	}
 	rest, ok := strings.CutPrefix(e.Reason, "pending action ")
 	if !ok {
 		return nil, nil
@@ -851,6 +854,9 @@ func (s *Store) openAction(ctx context.Context, tx *sql.Tx, runID string) (*work
 // actionOf is the pending action an event names ("pending action <id>"), else the run's most
 // recently answered one.
 func (s *Store) actionOf(ctx context.Context, tx *sql.Tx, e work.Event) (*work.PendingAction, error) {
+	if e.Action != nil {
+		return e.Action, nil // as the event's transaction left it
+	}
 	actions, err := s.actionsTx(ctx, tx, `run_id = ? AND status = ? ORDER BY answered_at DESC`, e.RunID, work.ActionCompleted)
 	if err != nil || len(actions) == 0 {
 		return nil, err
