@@ -379,6 +379,9 @@ func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner st
 		}
 		return s.appendEvents(ctx, tx, out, now, events...)
 	})
+	if err == nil {
+		s.settled.keep(out)
+	}
 	return out, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"sync"
 	"time"
 
 	"platform.dev/platform/apiserver/notify"
@@ -158,6 +159,50 @@ func (s *Store) announcing(ctx context.Context, inTx func(context.Context, func(
 	return err
 }
 
+// maxSettledKept bounds the settled runs a store keeps for WaitSettled (settledRuns).
+const maxSettledKept = 1024
+
+// settledRuns are the latest runs that this process's transitions left settled (neither Pending
+// nor Running), at most maxSettledKept, the oldest forgotten first: a waiter for a run that a
+// worker of this process settles finds it here instead of reading it, once woken or at once when
+// it came before the waiter subscribed.
+type settledRuns struct {
+	mu    sync.Mutex
+	runs  map[string]FlowRun
+	order []string // ring of the kept ids, next the oldest once full
+	next  int
+}
+
+// keep records run when it is settled.
+func (k *settledRuns) keep(run FlowRun) {
+	if run.State == StatePending || run.State == StateRunning {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.runs == nil {
+		k.runs = make(map[string]FlowRun, maxSettledKept)
+	}
+	if _, kept := k.runs[run.ID]; !kept {
+		if len(k.order) < maxSettledKept {
+			k.order = append(k.order, run.ID)
+		} else {
+			delete(k.runs, k.order[k.next])
+			k.order[k.next] = run.ID
+			k.next = (k.next + 1) % maxSettledKept
+		}
+	}
+	k.runs[run.ID] = run
+}
+
+// after is the kept settled run of workspaceID newer than version.
+func (k *settledRuns) after(workspaceID, id string, version int64) (FlowRun, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	run, ok := k.runs[id]
+	return run, ok && run.WorkspaceID == workspaceID && run.Version > version
+}
+
 // WaitSettled waits up to timeout for a Pending or Running run to ask, end or pause, and returns
 // it as it then is: woken when a committed change settles the run (RunSettledTopic), never
 // polling. When the hub holds as many subscribers as it serves, it answers at once.
@@ -178,9 +223,13 @@ func (s *Store) WaitSettled(ctx context.Context, workspaceID string, run FlowRun
 				return run, nil
 			}
 		}
-		next, err := s.Run(ctx, workspaceID, run.ID)
-		if err != nil {
-			return run, err
+		// A worker of this process that settled the run since left it here: no read.
+		next, settled := s.settled.after(workspaceID, run.ID, run.Version)
+		if !settled {
+			var err error
+			if next, err = s.Run(ctx, workspaceID, run.ID); err != nil {
+				return run, err
+			}
 		}
 		if run = next; run.State != StatePending && run.State != StateRunning {
 			break

@@ -301,6 +301,8 @@ type Store struct {
 	// announced holds, per transaction of announcing, the topics to announce once it commits and
 	// the writes deferred to its end.
 	announced sync.Map
+	// settled keeps the runs this process's transitions last left settled, for WaitSettled.
+	settled settledRuns
 }
 
 // New returns the Work store over s, with a hub of its own for the changes it commits.
