@@ -507,6 +507,25 @@ func (s *Store) NumberOutbox(ctx context.Context, log logr.Logger) {
 	}
 }
 
+// updateInteraction sets a conversation's columns (set, with args), bumps nothing itself, and
+// tells the change with the version and state the UPDATE returns: one statement, no read after.
+// A conversation deleted meanwhile is no change.
+func (s *Store) updateInteraction(ctx context.Context, tx *sql.Tx, interactionID, set string, args ...any) error {
+	var (
+		workspace, state string
+		version          int64
+	)
+	err := tx.QueryRowContext(ctx, s.q(`UPDATE interactions SET `+set+` WHERE id = ? RETURNING workspace_id, state, version`),
+		append(args, interactionID)...).Scan(&workspace, &state, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, workspace, "", EventInteractionUpdated, map[string]any{"interactionId": interactionID, "state": state, "version": version})
+}
+
 // emitInteraction tells that a conversation changed, with its version and state now.
 func (s *Store) emitInteraction(ctx context.Context, tx *sql.Tx, interactionID string) error {
 	var (

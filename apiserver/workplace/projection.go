@@ -481,11 +481,7 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 	}
 	if c.interaction != nil {
 		c.interaction.LastTaskID = t.ID
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET last_task_id = ?, version = version + 1, updated_at = ? WHERE id = ?`),
-			t.ID, ms(now), c.interaction.ID); err != nil {
-			return err
-		}
-		return s.emitInteraction(ctx, tx, c.interaction.ID)
+		return s.updateInteraction(ctx, tx, c.interaction.ID, `last_task_id = ?, version = version + 1, updated_at = ?`, t.ID, ms(now))
 	}
 	return nil
 }
@@ -642,11 +638,7 @@ func (s *Store) touchInteraction(ctx context.Context, tx *sql.Tx, c *conversatio
 		state = InteractionClosed
 	}
 	i.State = state
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET state = ?, version = version + 1, updated_at = ? WHERE id = ?`),
-		state, ms(s.now()), i.ID); err != nil {
-		return err
-	}
-	return s.emitInteraction(ctx, tx, i.ID)
+	return s.updateInteraction(ctx, tx, i.ID, `state = ?, version = version + 1, updated_at = ?`, state, ms(s.now()))
 }
 
 // notifyAbout notifies the run's Principal, when the work is a Task or a conversation; a

@@ -127,3 +127,40 @@ func TestAnAnswerCostsAtMostItsStatementBudget(t *testing.T) {
 		g.Expect(float64(ran.Commits) / answers).To(BeNumerically("<=", 3.5))
 	})
 }
+
+// maxStatementsPerQuickAnswer is what the demo Entry's quick-answer costs the store per dialect,
+// opened through the Workplace API and answered to an Idle conversation (its Interaction, first
+// message, WorkItem and FlowRun, the run executed and projected onto the conversation; idle polls
+// excluded), once its Flow and agent are known to the process: 31 on both when it was set, in two
+// commits (39 before a conversation's change returned its version instead of reading it after).
+var maxStatementsPerQuickAnswer = map[string]float64{store.SQLite: 31, store.Postgres: 31}
+
+// A quick-answer costs at most maxStatementsPerQuickAnswer statements on both dialects; the
+// statements of each are logged.
+func TestAQuickAnswerCostsAtMostItsStatementBudget(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		server := benchServer(t, s)
+		ws := routingWorkspace(t)
+		publishDemo(t, ws)
+		path := "/api/workspaces/" + ws + "/entries/quick-answer/interactions?waitSeconds=30"
+		open := func() {
+			r := call(t, server, http.MethodPost, path, `{"input":{"question":"Why?"}}`)
+			g.Expect(r.status).To(Equal(http.StatusCreated), "%v", r.body)
+			g.Expect(field(r.body, "action", "type")).To(Equal("respond"), "%v", r.body)
+		}
+		open() // the first one resolves the Entry, the Flow and the agent
+		const answers = 3
+		before := s.Counts()
+		stop := s.RecordStatements()
+		for range answers {
+			open()
+		}
+		own, polls := workStatements(stop())
+		ran := s.Counts().Sub(before)
+		perAnswer := float64(len(own)) / answers
+		t.Logf("%.1f statements (%d of idle polls besides), %.1f transactions, %.1f commits per quick-answer; the statements of %d:\n%s",
+			perAnswer, polls, float64(ran.Transactions)/answers, float64(ran.Commits)/answers, answers, strings.Join(own, "\n"))
+		g.Expect(perAnswer).To(BeNumerically("<=", maxStatementsPerQuickAnswer[s.Dialect()]))
+	})
+}
