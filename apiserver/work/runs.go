@@ -166,6 +166,10 @@ type Transition struct {
 	Suspend     *Suspension
 	// Usage are the model calls whose outcome the transition records.
 	Usage []ModelCall
+	// UsageFresh says that Usage holds every model call its steps made (the run's first
+	// execution, which recorded none before): the usage each step's outcome tells is summed from
+	// them instead of read back.
+	UsageFresh bool
 }
 
 // ApplyTo sets the fields of run that t changes, as Apply does before it persists them (a
@@ -373,7 +377,7 @@ func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner st
 			return err
 		}
 		if len(t.Usage) > 0 {
-			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now, false); err != nil {
+			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now, t.UsageFresh); err != nil {
 				return err
 			}
 		}
