@@ -581,6 +581,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 	// held is the run as the store holds it (run has the staged transitions applied): each
 	// commit checks against it that nobody changed the run meanwhile, instead of reading it.
 	held := *run
+	drive := &driveState{noToolCalls: !run.Pinned(), noUsage: !run.Pinned()}
 	stage := func(t work.Transition) error {
 		// Each event says the run's state as its own transition left it, however many
 		// transitions commit together.
@@ -624,7 +625,11 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 			// The submission is written with what its run did so far, in one commit.
 			item, next, err = e.work.SubmitApplied(ctx, sub.prepared, owner, t)
 		} else {
+			t.UsageFresh = drive.noUsage
 			next, err = e.work.ApplyHeld(ctx, held, owner, t)
+		}
+		if len(t.Usage) > 0 {
+			drive.noUsage = false // from this commit on, whether or not it committed
 		}
 		if err == nil {
 			*run, held = next, next
@@ -654,7 +659,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 		}
 		return err
 	}
-	ctx = context.WithValue(ctx, driveKey{}, &driveState{noToolCalls: !run.Pinned()})
+	ctx = context.WithValue(ctx, driveKey{}, drive)
 	if !run.Pinned() {
 		pin, input, reason, err := e.pin(ctx, run)
 		if err != nil {

@@ -33,6 +33,10 @@ type driveState struct {
 	// noToolCalls: the run has no tool calls recorded, so an Agent step need not read them. True
 	// for a run this execution pinned (tool calls come after the pin) until it requests any.
 	noToolCalls bool
+	// noUsage: no model call of the run is recorded but those this execution stages, so an
+	// outcome's step usage is summed from them (work.Transition.UsageFresh) instead of read back.
+	// True for a run this execution pinned until a commit records any.
+	noUsage bool
 	// entry is the Entry the run came from, once read (entryRead).
 	entry     EntryRef
 	entryRead bool
@@ -138,6 +142,7 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 		}
 		if drive != nil {
 			drive.noToolCalls = false // from the request on, whether or not it committed
+			drive.noUsage = false
 		}
 		// The calls are persisted with the run as committed: what the step staged goes first.
 		if err := provider.BeforeOutsideCall(ctx); err != nil {

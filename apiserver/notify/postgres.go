@@ -37,6 +37,29 @@ func (h *Hub) Announce(ctx context.Context, db *sql.DB, dialect string, topics .
 	return err
 }
 
+// Notification is the one notification that Stage would send in a transaction for topics, when
+// one carries them all (PostgreSQL): a writer of the same transaction may send it with its own
+// statement instead (SELECT pg_notify(Channel, Payload) beside it), a statement less. ok is false
+// when there is nothing to send, or more than one notification.
+func (h *Hub) Notification(dialect string, topics ...string) (channelName, payload string, ok bool) {
+	if dialect != store.Postgres || len(topics) == 0 {
+		return "", "", false
+	}
+	n := len(h.origin)
+	for _, t := range topics {
+		n += 1 + len(t)
+	}
+	if n > maxPayload {
+		return "", "", false
+	}
+	return channel, h.origin + " " + strings.Join(topics, " "), true
+}
+
+// Sender is what a statement that sends this hub's notification itself needs: the channel, the
+// hub's origin that starts every payload (its topics follow, each after a space), and the
+// payload's limit.
+func (h *Hub) Sender() (channelName, origin string, limit int) { return channel, h.origin, maxPayload }
+
 // send notifies the other replicas of topics through tx: a transaction, which delivers them when it
 // commits, or the database, which delivers them at once.
 func (h *Hub) send(ctx context.Context, tx interface {

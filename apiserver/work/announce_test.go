@@ -71,3 +71,34 @@ func TestATopicAnnouncedInAStoreTransactionIsPublishedOnceAfterItCommits(t *test
 		g.Expect(received()).To(BeZero(), "nothing committed, nothing announced")
 	})
 }
+
+// A waiter for a run that a worker of this process settled learns it without reading the run:
+// the waiter of an answer whose resumed run this process completes costs the store no read once
+// woken; a run another process changes is read as before.
+func TestAWaiterForARunThisProcessSettledDoesNotReadIt(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, _ := newStore(s)
+		_, run, _ := submit(t, w)
+		claimed, err := w.Claim(ctx, "worker-1", time.Minute)
+		g.Expect(err).NotTo(HaveOccurred())
+		completed, err := w.ApplyHeld(ctx, *claimed, "worker-1", work.Transition{State: work.StateCompleted,
+			Result: []byte(`{"output":"done"}`), Events: []work.Event{{Type: work.EventRunCompleted}}})
+		g.Expect(err).NotTo(HaveOccurred())
+
+		stop := s.RecordStatements()
+		settled, err := w.WaitSettled(ctx, wsA.WorkspaceID, *claimed, time.Second)
+		g.Expect(stop()).To(BeEmpty())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(settled.State).To(Equal(work.StateCompleted))
+		g.Expect(settled.Version).To(Equal(completed.Version))
+
+		other := work.New(s) // another replica's store: it never saw the run settle
+		stop = s.RecordStatements()
+		settled, err = other.WaitSettled(ctx, wsA.WorkspaceID, run, time.Second)
+		g.Expect(stop()).To(HaveLen(1))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(settled.State).To(Equal(work.StateCompleted))
+	})
+}

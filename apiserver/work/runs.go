@@ -166,6 +166,10 @@ type Transition struct {
 	Suspend     *Suspension
 	// Usage are the model calls whose outcome the transition records.
 	Usage []ModelCall
+	// UsageFresh says that Usage holds every model call its steps made (the run's first
+	// execution, which recorded none before): the usage each step's outcome tells is summed from
+	// them instead of read back.
+	UsageFresh bool
 }
 
 // ApplyTo sets the fields of run that t changes, as Apply does before it persists them (a
@@ -373,12 +377,15 @@ func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner st
 			return err
 		}
 		if len(t.Usage) > 0 {
-			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now, false); err != nil {
+			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now, t.UsageFresh); err != nil {
 				return err
 			}
 		}
 		return s.appendEvents(ctx, tx, out, now, events...)
 	})
+	if err == nil {
+		s.settled.keep(out)
+	}
 	return out, err
 }
 
@@ -746,7 +753,9 @@ func (s *Store) resolveTx(ctx context.Context, tx *sql.Tx, a *PendingAction, old
 		return resolved{}, err
 	}
 	next.CurrentStep, next.StepStarted, next.Attempt = a.ContinuationStep, false, 1
-	events := append([]Event{r.told}, toolEvents...)
+	told, left := r.told, *a
+	told.Action = &left
+	events := append([]Event{told}, toolEvents...)
 	switch old.State {
 	case StateActionRequired:
 		next.State = StateRunning

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"sync"
 	"time"
 
 	"platform.dev/platform/apiserver/notify"
@@ -66,6 +67,14 @@ type Flusher interface {
 	Flush(ctx context.Context, tx *sql.Tx) error
 }
 
+// NotifyingFlusher is a Flusher that can send, with its write and in one statement, the
+// PostgreSQL notification (pg_notify(channel, payload)) the transaction would otherwise send in a
+// statement of its own. FlushNotifying must send it, whatever it writes.
+type NotifyingFlusher interface {
+	Flusher
+	FlushNotifying(ctx context.Context, tx *sql.Tx, channel, payload string) error
+}
+
 // Deferred returns the Flusher that tx keeps under key, made by create at the key's first use in
 // tx, and flushed when the transaction's work is done, right before it commits (or its savepoint
 // is released): a write that locks a row every transaction of a workspace updates (the
@@ -115,11 +124,30 @@ func (s *Store) announcing(ctx context.Context, inTx func(context.Context, func(
 		// deferred write announces its topics when it is deferred). A transaction that writes
 		// many outbox rows announces their workspace's topic once.
 		topics = slices.Compact(slices.Sorted(slices.Values(record.topics)))
-		if err := s.changes.Stage(ctx, tx, s.db.Dialect(), topics...); err != nil {
-			return err
+		// On PostgreSQL a deferred write that can carries the notification in its own
+		// statement: a statement less per transaction.
+		carrier := -1
+		for i, d := range record.deferred {
+			if _, ok := d.flusher.(NotifyingFlusher); ok {
+				carrier = i
+				break
+			}
 		}
-		for _, d := range record.deferred {
-			if err := d.flusher.Flush(ctx, tx); err != nil {
+		channel, payload, carried := s.changes.Notification(s.db.Dialect(), topics...)
+		if !carried || carrier < 0 {
+			carrier = -1
+			if err := s.changes.Stage(ctx, tx, s.db.Dialect(), topics...); err != nil {
+				return err
+			}
+		}
+		for i, d := range record.deferred {
+			var err error
+			if i == carrier {
+				err = d.flusher.(NotifyingFlusher).FlushNotifying(ctx, tx, channel, payload)
+			} else {
+				err = d.flusher.Flush(ctx, tx)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -129,6 +157,50 @@ func (s *Store) announcing(ctx context.Context, inTx func(context.Context, func(
 		s.changes.Publish(topics...)
 	}
 	return err
+}
+
+// maxSettledKept bounds the settled runs a store keeps for WaitSettled (settledRuns).
+const maxSettledKept = 1024
+
+// settledRuns are the latest runs that this process's transitions left settled (neither Pending
+// nor Running), at most maxSettledKept, the oldest forgotten first: a waiter for a run that a
+// worker of this process settles finds it here instead of reading it, once woken or at once when
+// it came before the waiter subscribed.
+type settledRuns struct {
+	mu    sync.Mutex
+	runs  map[string]FlowRun
+	order []string // ring of the kept ids, next the oldest once full
+	next  int
+}
+
+// keep records run when it is settled.
+func (k *settledRuns) keep(run FlowRun) {
+	if run.State == StatePending || run.State == StateRunning {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.runs == nil {
+		k.runs = make(map[string]FlowRun, maxSettledKept)
+	}
+	if _, kept := k.runs[run.ID]; !kept {
+		if len(k.order) < maxSettledKept {
+			k.order = append(k.order, run.ID)
+		} else {
+			delete(k.runs, k.order[k.next])
+			k.order[k.next] = run.ID
+			k.next = (k.next + 1) % maxSettledKept
+		}
+	}
+	k.runs[run.ID] = run
+}
+
+// after is the kept settled run of workspaceID newer than version.
+func (k *settledRuns) after(workspaceID, id string, version int64) (FlowRun, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	run, ok := k.runs[id]
+	return run, ok && run.WorkspaceID == workspaceID && run.Version > version
 }
 
 // WaitSettled waits up to timeout for a Pending or Running run to ask, end or pause, and returns
@@ -151,9 +223,13 @@ func (s *Store) WaitSettled(ctx context.Context, workspaceID string, run FlowRun
 				return run, nil
 			}
 		}
-		next, err := s.Run(ctx, workspaceID, run.ID)
-		if err != nil {
-			return run, err
+		// A worker of this process that settled the run since left it here: no read.
+		next, settled := s.settled.after(workspaceID, run.ID, run.Version)
+		if !settled {
+			var err error
+			if next, err = s.Run(ctx, workspaceID, run.ID); err != nil {
+				return run, err
+			}
 		}
 		if run = next; run.State != StatePending && run.State != StateRunning {
 			break

@@ -236,6 +236,10 @@ type Event struct {
 	// retry, or the tool calls a model asked for), is the usage of the step's calls so far.
 	Usage     *ModelUsage
 	CreatedAt time.Time
+	// Action, on an event the store's own transaction tells about a pending action (resolved,
+	// expired), is the action as that transaction left it, for the Observer to project without
+	// reading it back; it is not stored (nil on events read from the store).
+	Action *PendingAction
 }
 
 // Option is one answer a choice offers.
@@ -297,6 +301,8 @@ type Store struct {
 	// announced holds, per transaction of announcing, the topics to announce once it commits and
 	// the writes deferred to its end.
 	announced sync.Map
+	// settled keeps the runs this process's transitions last left settled, for WaitSettled.
+	settled settledRuns
 }
 
 // New returns the Work store over s, with a hub of its own for the changes it commits.

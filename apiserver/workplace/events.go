@@ -129,7 +129,7 @@ func (s *Store) emit(ctx context.Context, tx *sql.Tx, workspaceID, principalID, 
 		o.add(e)
 		return nil
 	}
-	return s.writeOutbox(ctx, tx, []Event{e}, nil)
+	return s.writeOutbox(ctx, tx, []Event{e}, nil, nil)
 }
 
 // unreadChanged adds delta to the count of a Principal's unread notifications and tells it
@@ -151,7 +151,7 @@ func (s *Store) unreadChanged(ctx context.Context, tx *sql.Tx, workspaceID, prin
 		return nil
 	}
 	return s.writeOutbox(ctx, tx, []Event{{WorkspaceID: workspaceID, Name: EventUnreadNotificationCountChanged, PrincipalID: principalID,
-		CreatedAt: s.now()}}, map[int]int64{0: delta})
+		CreatedAt: s.now()}}, map[int]int64{0: delta}, nil)
 }
 
 // countUnread is the statement that adds to a Principal's unread count and returns the count
@@ -210,12 +210,25 @@ type unreadChange struct {
 }
 
 func (o *outboxWrite) Flush(ctx context.Context, tx *sql.Tx) error {
+	return o.s.writeOutbox(ctx, tx, o.events, o.deltas(), nil)
+}
+
+// FlushNotifying writes the events as Flush does, and sends the transaction's notification to
+// the other replicas with the first of them (PostgreSQL): one statement for both.
+func (o *outboxWrite) FlushNotifying(ctx context.Context, tx *sql.Tx, channel, payload string) error {
+	return o.s.writeOutbox(ctx, tx, o.events, o.deltas(), &notice{channel, payload})
+}
+
+func (o *outboxWrite) deltas() map[int]int64 {
 	deltas := make(map[int]int64, len(o.unread))
 	for _, c := range o.unread {
 		deltas[c.event] = c.delta
 	}
-	return o.s.writeOutbox(ctx, tx, o.events, deltas)
+	return deltas
 }
+
+// notice is a PostgreSQL notification that an outbox write sends with its first statement.
+type notice struct{ channel, payload string }
 
 // outboxBatch bounds the rows of one INSERT of outbox events, and so the statements each
 // connection caches for it.
@@ -230,13 +243,20 @@ const outboxBatch = 16
 // counter row and the Principal's count row until the commit and so line up the transactions of
 // the workspace: the events are appended unnumbered with the count changes they tell, and
 // NumberOutbox numbers them and applies the changes once committed.
-func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, deltas map[int]int64) error {
+//
+// With n set (PostgreSQL), the first statement also sends that notification.
+func (s *Store) writeOutbox(ctx context.Context, tx *sql.Tx, events []Event, deltas map[int]int64, n *notice) error {
 	defer prometheus.NewTimer(outboxWriteDuration).ObserveDuration()
 	if s.db.Dialect() == store.Postgres {
+		if n != nil && len(events) == 0 {
+			_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, n.channel, n.payload)
+			return err
+		}
 		for start := 0; start < len(events); start += outboxBatch {
-			if err := s.appendPending(ctx, tx, events, start, min(start+outboxBatch, len(events)), deltas); err != nil {
+			if err := s.appendPending(ctx, tx, events, start, min(start+outboxBatch, len(events)), deltas, n); err != nil {
 				return err
 			}
+			n = nil
 		}
 		return nil
 	}
@@ -286,9 +306,16 @@ func (s *Store) appendOutbox(ctx context.Context, tx *sql.Tx, workspaceID string
 }
 
 // appendPending appends events[from:to] unnumbered, in their order, with the unread count
-// changes they tell (NumberEvents applies them).
-func (s *Store) appendPending(ctx context.Context, tx *sql.Tx, events []Event, from, to int, deltas map[int]int64) error {
-	args := make([]any, 0, 7*(to-from))
+// changes they tell (NumberEvents applies them); with n set it sends n too, in the same statement.
+func (s *Store) appendPending(ctx context.Context, tx *sql.Tx, events []Event, from, to int, deltas map[int]int64, n *notice) error {
+	args := make([]any, 0, 2+7*(to-from))
+	// The notification rides along as a CTE the INSERT's rows join (an unreferenced CTE is not
+	// evaluated); pg_notify is volatile, so the CTE runs once, not per row.
+	with, joined := ``, ``
+	if n != nil {
+		with, joined = `WITH notified AS MATERIALIZED (SELECT pg_notify(CAST(? AS TEXT), CAST(? AS TEXT))) `, `, notified`
+		args = append(args, n.channel, n.payload)
+	}
 	for i := from; i < to; i++ {
 		e := events[i]
 		var delta any
@@ -297,10 +324,10 @@ func (s *Store) appendPending(ctx context.Context, tx *sql.Tx, events []Event, f
 		}
 		args = append(args, i-from+1, e.WorkspaceID, e.Name, e.PrincipalID, string(e.Payload), delta, ms(e.CreatedAt))
 	}
-	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO workplace_events_pending (workspace_id, name, principal_id, payload, unread_delta, created_at)
+	_, err := tx.ExecContext(ctx, s.q(with+`INSERT INTO workplace_events_pending (workspace_id, name, principal_id, payload, unread_delta, created_at)
 		SELECT e.workspace_id, e.name, e.principal_id, e.payload, e.unread_delta, e.created_at FROM (VALUES `+
 		valueRows(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT))`, to-from)+`)
-		AS e (k, workspace_id, name, principal_id, payload, unread_delta, created_at)
+		AS e (k, workspace_id, name, principal_id, payload, unread_delta, created_at)`+joined+`
 		ORDER BY e.k`), args...)
 	return err
 }
@@ -317,6 +344,10 @@ var numberBatch = 1000
 // workspace's last in the order they were appended, applies the unread count changes they tell
 // (each such event says the count as it was once its change was applied), and returns how many
 // events each workspace got: one statement, its own transaction.
+//
+// It tells the other replicas of the workspaces it numbered (their Topic) in the same statement,
+// when one notification carries them all (the last column says it did): delivered when it
+// commits, as an Announce after it would be.
 //
 // It takes numberingLockKey before it deletes a row (the rows it picks join the lock). Its
 // snapshot may be older than the lock: a row that the previous holder moved meanwhile is skipped
@@ -348,8 +379,10 @@ const numberPending = `WITH locked AS (SELECT pg_advisory_xact_lock(CAST(? AS BI
 			m.created_at
 		FROM moved m JOIN counters c ON c.workspace_id = m.workspace_id JOIN counts k ON k.workspace_id = m.workspace_id
 		LEFT JOIN deltas d ON d.workspace_id = m.workspace_id AND d.principal_id = m.principal_id
-		LEFT JOIN unread u ON u.workspace_id = m.workspace_id AND u.principal_id = m.principal_id)
-	SELECT workspace_id, n FROM counts`
+		LEFT JOIN unread u ON u.workspace_id = m.workspace_id AND u.principal_id = m.principal_id),
+	notified AS (SELECT pg_notify(CAST(? AS TEXT), CAST(? AS TEXT) || string_agg(' ' || CAST(? AS TEXT) || workspace_id, '')) FROM counts
+		HAVING COUNT(*) > 0 AND length(CAST(? AS TEXT)) + SUM(1 + length(CAST(? AS TEXT)) + length(workspace_id)) <= ?)
+	SELECT workspace_id, n, (SELECT COUNT(*) FROM notified) FROM counts`
 
 // NumberEvents numbers the events that committed transactions left unnumbered (PostgreSQL; on
 // SQLite they are numbered as they are written) and announces each workspace's Topic.
@@ -364,13 +397,16 @@ func (s *Store) NumberEvents(ctx context.Context) error {
 	}
 	changes, _ := s.Work.(notifier)
 	for {
-		moved, topics, err := s.numberRound(ctx)
+		moved, topics, notified, err := s.numberRound(ctx)
 		if err != nil {
 			return err
 		}
 		if changes != nil {
-			// After the commit: a replica that missed it learns of the workspace's next events.
-			if err := changes.Changes().Announce(ctx, s.db.DB(), s.db.Dialect(), topics...); err != nil {
+			// After the commit: a replica that missed it learns of the workspace's next events
+			// (from the numbering statement itself when it could tell them).
+			if notified {
+				changes.Changes().Publish(topics...)
+			} else if err := changes.Changes().Announce(ctx, s.db.DB(), s.db.Dialect(), topics...); err != nil {
 				return err
 			}
 		}
@@ -380,30 +416,37 @@ func (s *Store) NumberEvents(ctx context.Context) error {
 	}
 }
 
-// numberRound runs numberPending once: how many events it moved, and the topics of their
-// workspaces.
-func (s *Store) numberRound(ctx context.Context) (int64, []string, error) {
-	rows, err := s.db.DB().QueryContext(ctx, s.q(numberPending), numberingLockKey, numberBatch)
+// numberRound runs numberPending once: how many events it moved, the topics of their workspaces,
+// and whether the statement told the other replicas of them.
+func (s *Store) numberRound(ctx context.Context) (int64, []string, bool, error) {
+	channel, origin, limit := "", "", 0 // nothing fits: no notification without the Work store's hub
+	if n, ok := s.Work.(notifier); ok {
+		channel, origin, limit = n.Changes().Sender()
+	}
+	prefix := Topic("")
+	rows, err := s.db.DB().QueryContext(ctx, s.q(numberPending), numberingLockKey, numberBatch, channel, origin, prefix, origin, prefix, limit)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	defer rows.Close()
 	var (
-		moved  int64
-		topics []string
+		moved    int64
+		topics   []string
+		notified bool
 	)
 	for rows.Next() {
 		var (
 			workspaceID string
-			n           int64
+			n, sent     int64
 		)
-		if err := rows.Scan(&workspaceID, &n); err != nil {
-			return 0, nil, err
+		if err := rows.Scan(&workspaceID, &n, &sent); err != nil {
+			return 0, nil, false, err
 		}
 		moved += n
 		topics = append(topics, Topic(workspaceID))
+		notified = sent > 0
 	}
-	return moved, topics, rows.Err()
+	return moved, topics, notified, rows.Err()
 }
 
 // numberSweep is how often NumberOutbox numbers without being woken: after a lost wake-up, a
@@ -462,6 +505,25 @@ func (s *Store) NumberOutbox(ctx context.Context, log logr.Logger) {
 			}
 		}
 	}
+}
+
+// updateInteraction sets a conversation's columns (set, with args), bumps nothing itself, and
+// tells the change with the version and state the UPDATE returns: one statement, no read after.
+// A conversation deleted meanwhile is no change.
+func (s *Store) updateInteraction(ctx context.Context, tx *sql.Tx, interactionID, set string, args ...any) error {
+	var (
+		workspace, state string
+		version          int64
+	)
+	err := tx.QueryRowContext(ctx, s.q(`UPDATE interactions SET `+set+` WHERE id = ? RETURNING workspace_id, state, version`),
+		append(args, interactionID)...).Scan(&workspace, &state, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, workspace, "", EventInteractionUpdated, map[string]any{"interactionId": interactionID, "state": state, "version": version})
 }
 
 // emitInteraction tells that a conversation changed, with its version and state now.

@@ -147,11 +147,7 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 }
 
 func (s *Store) setCurrentRun(ctx context.Context, tx *sql.Tx, interactionID, runID string) error {
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET current_run_id = ?, version = version + 1, updated_at = ? WHERE id = ?`),
-		runID, ms(s.now()), interactionID); err != nil {
-		return err
-	}
-	return s.emitInteraction(ctx, tx, interactionID)
+	return s.updateInteraction(ctx, tx, interactionID, `current_run_id = ?, version = version + 1, updated_at = ?`, runID, ms(s.now()))
 }
 
 // titleOf is the title of a conversation's work: the Entry's name and the request's beginning,

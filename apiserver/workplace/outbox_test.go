@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 
+	"platform.dev/platform/apiserver/notify"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
 	"platform.dev/platform/apiserver/work"
@@ -146,7 +147,7 @@ func TestTransactionsOfOneWorkspaceWriteTheirEventsWithoutWaitingForEachOther(t 
 				if err := places.writeOutbox(ctx, tx, []Event{{WorkspaceID: "ws-a", Name: EventTaskCreated,
 					Payload: []byte(`{"taskId":"first"}`), CreatedAt: time.Now()},
 					{WorkspaceID: "ws-a", Name: EventUnreadNotificationCountChanged, PrincipalID: "p1", CreatedAt: time.Now()}},
-					map[int]int64{1: 1}); err != nil {
+					map[int]int64{1: 1}, nil); err != nil {
 					return err
 				}
 				close(written)
@@ -363,5 +364,61 @@ func TestReplicasChangingOneUnreadCountAtOnceLoseNoChangeAndTellItInOrder(t *tes
 		for i, payload := range told {
 			g.Expect(payload).To(Equal(fmt.Sprintf(`{"unreadCount":%d}`, i+1)), "event %d tells the count its change left", i+1)
 		}
+	})
+}
+
+// On PostgreSQL a Work transaction that writes outbox events tells the other replicas of its
+// changes with the outbox's own INSERT (no pg_notify statement of its own): another replica's
+// subscribers learn of the run and of the events to number once it commits, never when it rolls
+// back.
+func TestAWorkTransactionTellsOtherReplicasWithItsOutboxWrite(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		if s.Dialect() != store.Postgres {
+			t.Skip("one process owns a SQLite database: there are no other replicas")
+		}
+		g := NewWithT(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		here, places := workAndPlaces(s)
+		there := work.New(s) // another replica's store on the same database
+		go there.Changes().Listen(ctx, s, logr.Discard())
+		outbox, err := there.Changes().Subscribe(pendingTopic)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer outbox.Close()
+		g.Eventually(outbox.Events()).WithTimeout(10*time.Second).Should(Receive(), "listening has begun")
+
+		stop := s.RecordStatements()
+		_, run, _, err := here.Submit(ctx, work.Submission{Context: work.Context{TenantID: "t1", WorkspaceID: "ws-a", Namespace: "a", PrincipalID: "p1"},
+			Type: "report", Title: "Quarterly numbers", Instruction: "i", FlowName: "f", FlowVersion: "1.0.0"})
+		statements := stop()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Eventually(outbox.Events()).WithTimeout(10 * time.Second).Should(Receive(Equal(notify.Event{Topic: pendingTopic})))
+		for _, q := range statements {
+			g.Expect(q).NotTo(HavePrefix("SELECT pg_notify"), "the notification rides with the outbox's INSERT")
+		}
+		// The numbering tells the workspace's new events in its own statement too.
+		numbered, err := there.Changes().Subscribe(Topic("ws-a"))
+		g.Expect(err).NotTo(HaveOccurred())
+		defer numbered.Close()
+		stop = s.RecordStatements()
+		g.Expect(places.NumberEvents(ctx)).To(Succeed())
+		statements = stop()
+		g.Eventually(numbered.Events()).WithTimeout(10 * time.Second).Should(Receive(Equal(notify.Event{Topic: Topic("ws-a")})))
+		g.Expect(statements).To(HaveLen(1), "one numbering statement, which notifies: %v", statements)
+		runTopic, err := there.Changes().Subscribe(work.RunTopic(run.ID))
+		g.Expect(err).NotTo(HaveOccurred())
+		defer runTopic.Close()
+		_, err = here.Cancel(ctx, "ws-a", run.ID, "not needed")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Eventually(runTopic.Events()).WithTimeout(10*time.Second).Should(Receive(), "the run's topic too")
+		g.Eventually(outbox.Events()).WithTimeout(10 * time.Second).Should(Receive())
+
+		g.Expect(here.InTx(ctx, func(tx *sql.Tx) error {
+			if err := places.emit(ctx, tx, "ws-a", "", EventTaskCreated, map[string]any{"taskId": "gone"}); err != nil {
+				return err
+			}
+			return sql.ErrNoRows // rolled back
+		})).To(MatchError(sql.ErrNoRows))
+		g.Consistently(outbox.Events()).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "nothing committed, nothing told")
 	})
 }

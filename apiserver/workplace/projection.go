@@ -52,6 +52,14 @@ type conversation struct {
 	// milestones counts the Task's milestones of this transition not yet written: they are
 	// written with its state, in one statement (syncTaskState).
 	milestones int
+	// events are the transition's events, next the index of the one being projected.
+	events []work.Event
+	next   int
+	// prepaid counts the milestones still to come in this transition that the Task's insert
+	// wrote already (materializeTask): a Task created by the transition that completes its turns
+	// (a WorkItem submitted and run in one commit) takes them in its INSERT, not in an UPDATE
+	// after.
+	prepaid int
 	// activities are the Task's activities of this transition not yet written (writeActivities).
 	activities []Activity
 }
@@ -67,7 +75,7 @@ func (s *Store) Observe(ctx context.Context, tx *sql.Tx, run work.FlowRun, event
 	if err := s.emitRun(ctx, tx, run, created, false); err != nil {
 		return err
 	}
-	c := &conversation{run: &run}
+	c := &conversation{run: &run, events: events}
 	if run.InteractionID != "" {
 		i, err := s.interactionTx(ctx, tx, run.InteractionID)
 		if errors.Is(err, ErrNotFound) {
@@ -97,7 +105,8 @@ func (s *Store) Observe(ctx context.Context, tx *sql.Tx, run work.FlowRun, event
 			return err
 		}
 	}
-	for _, e := range events {
+	for i, e := range events {
+		c.next = i
 		if err := s.project(ctx, tx, c, e); err != nil {
 			return fmt.Errorf("workplace projection of %s: %w", e.Type, err)
 		}
@@ -444,6 +453,8 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 		// one commit) is a Task that ended then.
 		t.EndedAt = now
 	}
+	// The milestones this transition will count from here on are written with the Task.
+	c.prepaid = c.milestonesFrom(c.next)
 	fallback := ""
 	if c.interaction != nil {
 		t.InteractionID = c.interaction.ID
@@ -454,10 +465,10 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 	// subject, which a title the work gives keeps.
 	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO work_tasks (id, tenant_id, workspace_id, principal_id, interaction_id, title, state,
 		visible, current_run_id, reason, milestones, version, created_at, updated_at, ended_at)
-		VALUES (?, ?, ?, ?, ?, COALESCE(NULLIF((SELECT title FROM work_items WHERE id = ?), ''), ?), ?, ?, ?, ?, 0, 1, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, COALESCE(NULLIF((SELECT title FROM work_items WHERE id = ?), ''), ?), ?, ?, ?, ?, ?, 1, ?, ?, ?)
 		RETURNING title`),
 		t.ID, t.TenantID, t.WorkspaceID, t.PrincipalID, nullString(t.InteractionID), run.WorkTaskID, fallback, t.State, boolInt(t.Visible),
-		t.CurrentRunID, t.Reason, ms(now), ms(now), ms(t.EndedAt)).Scan(&t.Title); err != nil {
+		t.CurrentRunID, t.Reason, c.prepaid, ms(now), ms(now), ms(t.EndedAt)).Scan(&t.Title); err != nil {
 		return err
 	}
 	if err := s.retitle(ctx, tx, &t, title); err != nil {
@@ -470,11 +481,7 @@ func (s *Store) materializeTask(ctx context.Context, tx *sql.Tx, c *conversation
 	}
 	if c.interaction != nil {
 		c.interaction.LastTaskID = t.ID
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET last_task_id = ?, version = version + 1, updated_at = ? WHERE id = ?`),
-			t.ID, ms(now), c.interaction.ID); err != nil {
-			return err
-		}
-		return s.emitInteraction(ctx, tx, c.interaction.ID)
+		return s.updateInteraction(ctx, tx, c.interaction.ID, `last_task_id = ?, version = version + 1, updated_at = ?`, t.ID, ms(now))
 	}
 	return nil
 }
@@ -545,8 +552,27 @@ func (s *Store) countMilestone(ctx context.Context, tx *sql.Tx, c *conversation)
 		}
 	}
 	c.task.Milestones++
+	if c.prepaid > 0 {
+		c.prepaid-- // written with the Task
+		return nil
+	}
 	c.milestones++
 	return nil
+}
+
+// milestonesFrom counts the milestones that the transition's events from index i on make once
+// the work is a Task: its Agent steps that complete (project counts each).
+func (c *conversation) milestonesFrom(i int) int {
+	n := 0
+	for _, e := range c.events[min(i, len(c.events)):] {
+		if e.Type != work.EventStepCompleted {
+			continue
+		}
+		if step, ok := c.step(e.Step); ok && step.Type == platformv1.AgentStep {
+			n++
+		}
+	}
+	return n
 }
 
 // finishedTurns counts the Agent steps of the run's work that completed (this run's steps are
@@ -612,11 +638,7 @@ func (s *Store) touchInteraction(ctx context.Context, tx *sql.Tx, c *conversatio
 		state = InteractionClosed
 	}
 	i.State = state
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE interactions SET state = ?, version = version + 1, updated_at = ? WHERE id = ?`),
-		state, ms(s.now()), i.ID); err != nil {
-		return err
-	}
-	return s.emitInteraction(ctx, tx, i.ID)
+	return s.updateInteraction(ctx, tx, i.ID, `state = ?, version = version + 1, updated_at = ?`, state, ms(s.now()))
 }
 
 // notifyAbout notifies the run's Principal, when the work is a Task or a conversation; a
@@ -707,6 +729,9 @@ func ExpiredLabel(a *work.PendingAction) string {
 
 // actionByEvent is the pending action an event names ("pending action <id>: ...").
 func (s *Store) actionByEvent(ctx context.Context, tx *sql.Tx, e work.Event) (*work.PendingAction, error) {
+	if e.Action != nil {
+		return e.Action, nil // as the event's transaction left it
+	}
 	rest, ok := strings.CutPrefix(e.Reason, "pending action ")
 	if !ok {
 		return nil, nil
@@ -821,6 +846,9 @@ func (s *Store) openAction(ctx context.Context, tx *sql.Tx, runID string) (*work
 // actionOf is the pending action an event names ("pending action <id>"), else the run's most
 // recently answered one.
 func (s *Store) actionOf(ctx context.Context, tx *sql.Tx, e work.Event) (*work.PendingAction, error) {
+	if e.Action != nil {
+		return e.Action, nil // as the event's transaction left it
+	}
 	actions, err := s.actionsTx(ctx, tx, `run_id = ? AND status = ? ORDER BY answered_at DESC`, e.RunID, work.ActionCompleted)
 	if err != nil || len(actions) == 0 {
 		return nil, err

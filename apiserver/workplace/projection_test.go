@@ -73,6 +73,23 @@ func TestEachFinishedAgentTurnIsAMilestoneOfTheTask(t *testing.T) {
 			Events: []work.Event{{Type: work.EventStepStarted, Step: "review"}, {Type: work.EventStepCompleted, Step: "review"}}})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(milestones()).To(Equal(2))
+
+		// Submitted and run to its end in one transition (the Task created in it): each turn counts.
+		p, err := w.Prepare(work.Submission{Context: work.Context{TenantID: "t1", WorkspaceID: "ws-a", Namespace: "a", PrincipalID: "p1"},
+			Type: "report", Title: "At once", Instruction: "i", FlowName: "f", FlowVersion: "1.0.0",
+			Lease: &work.Lease{Owner: "worker-1", Until: time.Now().Add(time.Minute)}})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, ran, err := w.SubmitApplied(ctx, p, "worker-1", work.Transition{Pin: &work.Pin{Digest: "sha256:f", Snapshot: snapshot},
+			State: work.StateCompleted, Result: json.RawMessage(`{"output":"done"}`), Events: []work.Event{
+				{Type: work.EventStepStarted, Step: "in"}, {Type: work.EventStepCompleted, Step: "in"},
+				{Type: work.EventStepStarted, Step: "draft"}, {Type: work.EventStepCompleted, Step: "draft"},
+				{Type: work.EventStepStarted, Step: "review"}, {Type: work.EventStepCompleted, Step: "review"},
+				{Type: work.EventRunCompleted, State: work.StateCompleted}}})
+		g.Expect(err).NotTo(HaveOccurred())
+		task, err := places.Task(ctx, "ws-a", ran.WorkTaskID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(task.Milestones).To(Equal(2), "the Input step is no turn")
+		g.Expect(task.State).To(Equal(TaskCompleted))
 	})
 }
 

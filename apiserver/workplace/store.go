@@ -401,8 +401,15 @@ func (s *Store) recentMessages(ctx context.Context, tx *sql.Tx, interactionID st
 // version. Callers change the Interaction's row in the same transaction first, which serializes
 // writers of one conversation.
 func (s *Store) appendMessage(ctx context.Context, tx *sql.Tx, m *Message) error {
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) + 1 FROM interaction_messages WHERE interaction_id = ?`),
-		m.InteractionID).Scan(&m.Seq); err != nil {
+	// The conversation's workspace, state and version (which the events tell) and the message's
+	// number, in one read.
+	var (
+		workspace, state string
+		version          int64
+	)
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT workspace_id, state, version,
+		(SELECT COALESCE(MAX(seq), 0) + 1 FROM interaction_messages WHERE interaction_id = interactions.id) FROM interactions WHERE id = ?`),
+		m.InteractionID).Scan(&workspace, &state, &version, &m.Seq); err != nil {
 		return err
 	}
 	if m.ID == "" {
@@ -416,14 +423,10 @@ func (s *Store) appendMessage(ctx context.Context, tx *sql.Tx, m *Message) error
 		m.ID, m.Seq, m.Role, m.Kind, m.Text, nullJSON(m.Payload), m.RunID, boolInt(m.Pending), ms(m.CreatedAt), m.InteractionID); err != nil {
 		return err
 	}
-	var workspace string
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT workspace_id FROM interactions WHERE id = ?`), m.InteractionID).Scan(&workspace); err != nil {
-		return err
-	}
 	if err := s.emit(ctx, tx, workspace, "", EventMessageAdded, map[string]any{"interactionId": m.InteractionID, "messageId": m.ID, "seq": m.Seq}); err != nil {
 		return err
 	}
-	return s.emitInteraction(ctx, tx, m.InteractionID)
+	return s.emit(ctx, tx, workspace, "", EventInteractionUpdated, map[string]any{"interactionId": m.InteractionID, "state": state, "version": version})
 }
 
 const taskColumns = `id, tenant_id, workspace_id, principal_id, interaction_id, title, state, visible, current_run_id, reason, milestones,
