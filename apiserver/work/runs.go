@@ -555,6 +555,11 @@ type Response struct {
 	// starts it at once (Reservation), instead of leaving it for any worker to claim. A run that
 	// stays Paused is not leased.
 	Lease *Lease
+	// MayAnswerEscalated says, in the answer's own transaction and only for an action escalated
+	// to the workspace's Owners and Admins, whether PrincipalID is one of them: a check made
+	// before the transaction would let an escalation committed in between be answered by anyone.
+	// Nil refuses every escalated action.
+	MayAnswerEscalated func(ctx context.Context, tx *sql.Tx) (bool, error)
 }
 
 // checkAnswer validates an answer against the action and returns the value recorded.
@@ -597,7 +602,8 @@ func checkAnswer(a PendingAction, ans Answer) (any, error) {
 
 // Respond completes a PendingAction atomically and resumes its run at the continuation step. A
 // wrong token is ErrInvalidToken; an action already resolved or expired is ErrConflict; an
-// answer that does not fit the action is ErrInvalidInput. It returns the completed action, the
+// escalated action answered by someone MayAnswerEscalated refuses is ErrEscalated; an answer
+// that does not fit the action is ErrInvalidInput. It returns the completed action, the
 // resumed run and a fresh resume token for the run's next PendingAction.
 func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun, string, error) {
 	var (
@@ -623,6 +629,19 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 			return fmt.Errorf("the pending action is already %s: %w", a.Status, ErrConflict)
 		case !now.Before(a.ExpiresAt):
 			return fmt.Errorf("the pending action expired at %s: %w", a.ExpiresAt.Format(time.RFC3339), ErrConflict)
+		}
+		// The run is locked, and an escalation locks it first too: what is read here holds
+		// until this transaction commits.
+		if !a.EscalatedAt.IsZero() {
+			may := false
+			if r.MayAnswerEscalated != nil {
+				if may, err = r.MayAnswerEscalated(ctx, tx); err != nil {
+					return err
+				}
+			}
+			if !may {
+				return fmt.Errorf("nobody answered this question in time and it was escalated to the workspace's Owners and Admins: only they may answer it now: %w", ErrEscalated)
+			}
 		}
 		value, err := checkAnswer(a, r.Answer)
 		if err != nil {

@@ -463,9 +463,6 @@ func (s *routes) executable(ctx context.Context, from string, ref platformv1.Flo
 // stored first and recorded as an artifact of the Task with the answer; a refused answer removes
 // them again.
 func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, actionID string, body AnswerRequest, needToken bool) (work.PendingAction, string, error) {
-	if err := s.MayAnswer(ctx, rc.PrincipalID, rc.WorkspaceID, runID, actionID); err != nil {
-		return work.PendingAction{}, "", err
-	}
 	ans := work.Answer{Value: body.Value, Confirmed: body.Confirmed, Approved: body.Approved, Reason: body.Reason}
 	if needToken && body.ResumeToken == "" {
 		return work.PendingAction{}, "", huma.Error400BadRequest("the answer needs the resume token returned with the question",
@@ -500,7 +497,8 @@ func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, a
 	// A worker of this process, when one is free, gets the resumed run with the answer.
 	reserved, lease := s.Reserve(rc.WorkspaceID)
 	action, run, token, err := s.Work().Respond(ctx, work.Response{WorkspaceID: rc.WorkspaceID, RunID: runID, ActionID: actionID,
-		Token: body.ResumeToken, SkipToken: !needToken, PrincipalID: rc.PrincipalID, Answer: ans, Lease: lease})
+		Token: body.ResumeToken, SkipToken: !needToken, PrincipalID: rc.PrincipalID, Answer: ans, Lease: lease,
+		MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
 	s.StartReserved(reserved, run, err)
 	if err != nil {
 		if artifact != nil {
