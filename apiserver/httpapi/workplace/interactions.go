@@ -18,6 +18,7 @@ import (
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/work"
 	domain "platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/mediatype"
@@ -98,6 +99,49 @@ type InteractionPendingAction struct {
 	Call *work.ApprovalCall `json:"call,omitempty" doc:"The exact tool call an approval decides: agent, tool, provider, the complete arguments and the sha256 digest of that call; once approved, only that call runs"`
 	// Budget is the budget an approval to continue past one is about.
 	Budget *work.BudgetCrossing `json:"budget,omitempty" doc:"The budget an approval to continue past it is about: scope, name, period, limit and what the period used; approved, the run goes on past it for the rest of the period"`
+	// MayAnswer lets a page offer the answer only to who may give it, instead of a form that
+	// ends in 403.
+	MayAnswer     bool   `json:"mayAnswer" doc:"Whether the caller may answer this question now: false once it ended, for a caller who may not run work, and for an escalated question unless the caller is an Owner or Admin of the workspace or of its tenant"`
+	AnswerRefusal string `json:"answerRefusal,omitempty" enum:"EscalatedToAdministrators,NotPermitted" doc:"Why an open question is not the caller's to answer: EscalatedToAdministrators (nobody answered in time and it now waits for the workspace's Owners and Admins), NotPermitted (the caller may read work but not run it)"`
+}
+
+// Why an open question is not the caller's to answer (answerRefusal).
+const (
+	refusedEscalated    = httpapi.EscalatedCode
+	refusedNotPermitted = "NotPermitted"
+)
+
+// answerable says, for each open question of actions, whether the request's caller may answer
+// it: one who may not run work answers none; an escalated one is answered only by an Owner or
+// Admin of the workspace, which is read once per request and only when a question is escalated.
+// A question that ended is nobody's to answer.
+func (s *routes) answerable(ctx context.Context, actions ...*InteractionPendingAction) error {
+	rc, _ := httpapi.RequestContextFrom(ctx)
+	execute := rc.Permissions.Has(identity.PermRunsExecute)
+	var admin *bool
+	for _, a := range actions {
+		a.MayAnswer, a.AnswerRefusal = false, ""
+		switch {
+		case a.Status != work.ActionCreated:
+		case !execute:
+			a.AnswerRefusal = refusedNotPermitted
+		case a.EscalatedAt != nil:
+			if admin == nil {
+				ok, err := s.MayAnswerEscalated(ctx, rc)
+				if err != nil {
+					return httpapi.Problem(err)
+				}
+				admin = &ok
+			}
+			a.MayAnswer = *admin
+			if !*admin {
+				a.AnswerRefusal = refusedEscalated
+			}
+		default:
+			a.MayAnswer = true
+		}
+	}
+	return nil
 }
 
 // escalatedAt is t, or nil when it is zero.
@@ -577,7 +621,11 @@ func (s *routes) actionOf(ctx context.Context, run work.FlowRun) (*InteractionAc
 		if kind == "" {
 			kind = "requestInput"
 		}
-		return &InteractionAction{Type: kind, Text: a.Prompt, PendingAction: pendingActionOf(a)}, nil
+		pending := pendingActionOf(a)
+		if err := s.answerable(ctx, pending); err != nil {
+			return nil, err
+		}
+		return &InteractionAction{Type: kind, Text: a.Prompt, PendingAction: pending}, nil
 	case work.StateCompleted:
 		action, text, title := domain.FunctionalAction(run.Result)
 		if action == "createTask" && text == "" {

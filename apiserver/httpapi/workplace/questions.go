@@ -95,9 +95,16 @@ func (s *routes) registerQuestions() {
 			list = list[:in.Take]
 			out.Next = cursorOf(list[len(list)-1])
 		}
+		actions := make([]*InteractionPendingAction, 0, len(list))
 		for _, q := range list {
 			out.Items = append(out.Items, OpenQuestion{InteractionPendingAction: questionOf(q), TaskID: q.TaskID, InteractionID: q.InteractionID,
 				Title: q.Title, CreatedAt: q.CreatedAt})
+		}
+		for i := range out.Items {
+			actions = append(actions, &out.Items[i].InteractionPendingAction)
+		}
+		if err := s.answerable(ctx, actions...); err != nil {
+			return nil, err
 		}
 		return &struct{ Body OpenQuestionList }{Body: out}, nil
 	})
@@ -137,10 +144,14 @@ func (s *routes) registerQuestions() {
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
+		pending := pendingActionOf(&action)
+		if err := s.answerable(ctx, pending); err != nil {
+			return nil, err
+		}
 		return &struct {
 			CacheControl string `header:"Cache-Control"`
 			Body         ResumeTokenGrant
-		}{CacheControl: "no-store", Body: ResumeTokenGrant{ResumeToken: token, PendingAction: *pendingActionOf(&action)}}, nil
+		}{CacheControl: "no-store", Body: ResumeTokenGrant{ResumeToken: token, PendingAction: *pending}}, nil
 	})
 }
 
@@ -180,10 +191,14 @@ func (s *routes) withQuestions(ctx context.Context, tasks ...*Task) error {
 	if err != nil {
 		return httpapi.Problem(err)
 	}
+	var actions []*InteractionPendingAction
 	for _, t := range tasks {
 		for _, q := range open[t.ID] {
 			t.PendingActions = append(t.PendingActions, questionOf(q))
 		}
+		for i := range t.PendingActions {
+			actions = append(actions, &t.PendingActions[i])
+		}
 	}
-	return nil
+	return s.answerable(ctx, actions...)
 }
