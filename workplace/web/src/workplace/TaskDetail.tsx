@@ -116,7 +116,7 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
       <Link href={backHref}>← Back to the Dashboard</Link>
       <header>
         <h1 id="task-title">{task.title}</h1>
-        <span className={`pill state-${task.state}`}>{taskStateLabel(task.state)}</span>
+        <span className={`pill state-${task.state}`}>{taskStateLabel(task.state, task.pendingActions)}</span>
         <span className="muted">Started {when(task.createdAt)}{task.endedAt ? ` · ended ${when(task.endedAt)}` : ""}</span>
       </header>
       {task.state === "failed" && <StateNote state="failure" tone="error">This Task failed{task.reason ? `: ${task.reason}` : "."}</StateNote>}
@@ -133,7 +133,7 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
 
       {task.pendingActions && task.pendingActions.length > 0 && (
         <section aria-labelledby="questions-h" className="questions">
-          <h2 id="questions-h">{task.pendingActions.length === 1 ? "A question for you" : "Questions for you"}</h2>
+          <h2 id="questions-h">{task.pendingActions.every((q) => q.mayAnswer === false) ? (task.pendingActions.length === 1 ? "Its question" : "Its questions") : task.pendingActions.length === 1 ? "A question for you" : "Questions for you"}</h2>
           {task.pendingActions.map((q) => (
             <QuestionCard
               key={q.id}
