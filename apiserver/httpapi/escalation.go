@@ -13,7 +13,8 @@ const EscalatedCode = "EscalatedToAdministrators"
 const EscalatedDetail = "nobody answered this question in time and it was escalated to the workspace's Owners and Admins: only they may answer it now"
 
 // MayAnswerEscalated reports whether the caller may answer a question escalated in the request's
-// workspace: an Owner or Admin of it or of its tenant (the Workplace offers the answer only then).
+// workspace: an Owner or Admin of it or of its tenant, or a Platform administrator (the Workplace
+// offers the answer only then).
 func (s *Server) MayAnswerEscalated(ctx context.Context, rc RequestContext) (bool, error) {
 	if s.identity == nil {
 		return true, nil

@@ -75,6 +75,11 @@ func TestAnEscalatedQuestionIsAnsweredOnlyByTheWorkspacesOwnersAndAdmins(t *test
 		g.Expect(refused.body).To(HaveKeyWithValue("code", "EscalatedToAdministrators"))
 		g.Expect(refused.body["detail"]).To(ContainSubstring("only they may answer it now"))
 
+		// A Platform administrator, though no member of the workspace, is told it may answer.
+		platform := e.do(e.adminCookie, http.MethodGet, base+"/pending-actions", "")
+		g.Expect(platform.status).To(Equal(http.StatusOK), "%v", platform.body)
+		g.Expect(platform.body["items"].([]any)[0]).To(HaveKeyWithValue("mayAnswer", true))
+
 		answered := e.do(olga, http.MethodPost, path, answer)
 		g.Expect(answered.status).To(Equal(http.StatusOK), "an Admin answers the escalated question: %v", answered.body)
 	})

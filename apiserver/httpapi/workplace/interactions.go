@@ -101,7 +101,7 @@ type InteractionPendingAction struct {
 	Budget *work.BudgetCrossing `json:"budget,omitempty" doc:"The budget an approval to continue past it is about: scope, name, period, limit and what the period used; approved, the run goes on past it for the rest of the period"`
 	// MayAnswer lets a page offer the answer only to who may give it, instead of a form that
 	// ends in 403.
-	MayAnswer     bool   `json:"mayAnswer" doc:"Whether the caller may answer this question now: false once it ended, for a caller who may not run work, and for an escalated question unless the caller is an Owner or Admin of the workspace or of its tenant"`
+	MayAnswer     bool   `json:"mayAnswer" doc:"Whether the caller may answer this question now: false once it ended, for a caller who may not run work, and for an escalated question unless the caller is an Owner or Admin of the workspace or of its tenant, or a Platform administrator"`
 	AnswerRefusal string `json:"answerRefusal,omitempty" enum:"EscalatedToAdministrators,NotPermitted" doc:"Why an open question is not the caller's to answer: EscalatedToAdministrators (nobody answered in time and it now waits for the workspace's Owners and Admins), NotPermitted (the caller may read work but not run it)"`
 }
 

@@ -109,6 +109,8 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
   if (!detail) return <Loading label="Loading the Task…" />;
   const { task, activities, results, artifacts, context } = detail;
   const { finished, current } = foldSteps(activities);
+  // Questions the viewer may not answer (escalated to the administrators) wait for someone else.
+  const othersToAnswer = !!task.pendingActions?.length && task.pendingActions.every((q) => q.mayAnswer === false);
   const readable = results.filter((r) => r.text || (r.output !== null && typeof r.output === "object"));
 
   return (
@@ -150,7 +152,7 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
         <h2 id="progress-h">Progress</h2>
         {current ? (
           <p className="current-step" role="status">
-            <span className="spinner" aria-hidden="true" /> {current.state === "waiting" ? `Waiting for your answer: ${current.label}` : current.label}
+            <span className="spinner" aria-hidden="true" /> {current.state === "waiting" ? `${othersToAnswer ? "Waiting for an administrator's answer" : "Waiting for your answer"}: ${current.label}` : current.label}
             {current.participant && <span className="muted"> ({current.participant})</span>}
           </p>
         ) : (
