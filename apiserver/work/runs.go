@@ -632,16 +632,8 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		}
 		// The run is locked, and an escalation locks it first too: what is read here holds
 		// until this transaction commits.
-		if !a.EscalatedAt.IsZero() {
-			may := false
-			if r.MayAnswerEscalated != nil {
-				if may, err = r.MayAnswerEscalated(ctx, tx); err != nil {
-					return err
-				}
-			}
-			if !may {
-				return fmt.Errorf("nobody answered this question in time and it was escalated to the workspace's Owners and Admins: only they may answer it now: %w", ErrEscalated)
-			}
+		if err := mayAnswerEscalated(ctx, tx, a, r.MayAnswerEscalated); err != nil {
+			return err
 		}
 		value, err := checkAnswer(a, r.Answer)
 		if err != nil {
@@ -672,6 +664,25 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		return s.appendEvents(ctx, tx, run, now, events...)
 	})
 	return action, run, token, err
+}
+
+// mayAnswerEscalated refuses an escalated action a, with ErrEscalated, unless may (read in tx)
+// says the caller is one of those it was escalated to; nil may refuses it.
+func mayAnswerEscalated(ctx context.Context, tx *sql.Tx, a PendingAction, may func(context.Context, *sql.Tx) (bool, error)) error {
+	if a.EscalatedAt.IsZero() {
+		return nil
+	}
+	ok := false
+	if may != nil {
+		var err error
+		if ok, err = may(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return fmt.Errorf("nobody answered this question in time and it was escalated to the workspace's Owners and Admins: only they may answer it now: %w", ErrEscalated)
+	}
+	return nil
 }
 
 // resolution is how an open PendingAction ends: answered by a person, or expired into its
@@ -1146,6 +1157,9 @@ type Reissue struct {
 	// Record, when set, writes the durable record of the reissue in its transaction (who, which
 	// action, when; never the token).
 	Record func(tx *sql.Tx) error
+	// MayAnswerEscalated is Response.MayAnswerEscalated: a token is not given for an escalated
+	// action to someone who may not answer it (it would only stop the token of one who may).
+	MayAnswerEscalated func(ctx context.Context, tx *sql.Tx) (bool, error)
 }
 
 // ReissueResumeToken gives an open PendingAction a fresh single-use resume token: its stored hash
@@ -1174,6 +1188,11 @@ func (s *Store) ReissueResumeToken(ctx context.Context, r Reissue) (PendingActio
 			return fmt.Errorf("the pending action is already %s: %w", a.Status, ErrConflict)
 		case !now.Before(a.ExpiresAt):
 			return fmt.Errorf("the pending action expired at %s: %w", a.ExpiresAt.Format(time.RFC3339), ErrConflict)
+		}
+		// An escalation committed after this read changes the action's version: the guarded
+		// UPDATE below then finds it changed.
+		if err := mayAnswerEscalated(ctx, tx, a, r.MayAnswerEscalated); err != nil {
+			return err
 		}
 		if now.Sub(fromMS(window)) >= time.Minute {
 			window, reissues = ms(now), 0

@@ -70,6 +70,11 @@ func TestAnEscalatedQuestionIsAnsweredOnlyByTheWorkspacesOwnersAndAdmins(t *test
 		g.Expect(question).To(HaveKeyWithValue("answerRefusal", "EscalatedToAdministrators"))
 		g.Expect(question).To(HaveKey("escalatedAt"))
 
+		// Nor is she given a fresh token, which would only stop the one an Admin's page holds.
+		reissue := e.do(mary, http.MethodPost, base+"/interactions/"+interaction+"/pending-actions/"+action+"/resume-token", "")
+		expectProblem(g, reissue, http.StatusForbidden)
+		g.Expect(reissue.body).To(HaveKeyWithValue("code", "EscalatedToAdministrators"))
+
 		refused := e.do(mary, http.MethodPost, path, answer)
 		expectProblem(g, refused, http.StatusForbidden)
 		g.Expect(refused.body).To(HaveKeyWithValue("code", "EscalatedToAdministrators"))

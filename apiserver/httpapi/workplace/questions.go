@@ -116,9 +116,10 @@ func (s *routes) registerQuestions() {
 		Description: "For a page that did not receive the question's token (a reload, another tab or device, a " +
 			"notification, the inbox). The question's stored hash is replaced in one guarded update, so the token given " +
 			"before stops answering it; the new token is returned only in this answer, single-use. Each reissue is recorded " +
-			"in the security audit (who, which question, when; never the token). An expired or answered question is 409; " +
+			"in the security audit (who, which question, when; never the token). An expired or answered question is 409; an " +
+			"escalated one 403 (code EscalatedToAdministrators) to anyone but the workspace's Owners and Admins; " +
 			"more than " + strconv.Itoa(work.MaxReissuesPerMinute) + " reissues of one question in a minute 429.",
-		Errors: []int{http.StatusConflict, http.StatusTooManyRequests},
+		Errors: []int{http.StatusForbidden, http.StatusConflict, http.StatusTooManyRequests},
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
 		InteractionPath
 		ActionID string `path:"actionId" maxLength:"64" doc:"Pending action id"`
@@ -136,7 +137,8 @@ func (s *routes) registerQuestions() {
 			Record: func(tx *sql.Tx) error {
 				return audit.Record(ctx, tx, identity.Event{Action: identity.ActionResumeTokenReissued, Outcome: identity.OutcomeSuccess,
 					ActorID: rc.PrincipalID, TargetID: in.ActionID, TenantID: rc.TenantID, WorkspaceID: rc.WorkspaceID})
-			}})
+			},
+			MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
 		if errors.Is(err, work.ErrTooManyReissues) {
 			return nil, huma.Error429TooManyRequests(fmt.Sprintf("this question was given %d fresh tokens in the last minute; try again in a minute",
 				work.MaxReissuesPerMinute))
