@@ -19,6 +19,11 @@ describe("answerProblem", () => {
     expect(answerProblem(new ApiError(409, "Conflict", "already completed")).gone).toBe(true);
     expect(answerProblem(new ApiError(429, "Too Many Requests", "try again in a minute")).gone).toBe(false);
     expect(answerProblem(new ApiError(503, "Unavailable", "")).unavailable).toBe(true);
+    // Escalated while the page showed it: not gone, but read again (it then shows read-only).
+    const escalated = answerProblem(new ApiError(403, "Forbidden", "only they may answer it now", [], { code: "EscalatedToAdministrators" }));
+    expect(escalated).toMatchObject({ gone: false, reread: true, state: "escalated" });
+    expect(escalated.text).toContain("only an administrator of this workspace may answer it now");
+    expect(answerProblem(new ApiError(403, "Forbidden", "no")).reread).toBeUndefined();
   });
 });
 

@@ -82,8 +82,13 @@ export function closedLabel(status: PendingAction["status"] | undefined, expires
   return undefined;
 }
 
-/** What a refused answer tells the person, and whether the question is gone. */
-export function answerProblem(e: unknown): { state: string; text: string; tone: "warn" | "error"; gone: boolean; unavailable: boolean } {
+/**
+ * What a refused answer tells the person, whether the question is gone, and whether it changed
+ * hands (escalated while the page showed it: read again, it shows read-only).
+ */
+export function answerProblem(e: unknown): { state: string; text: string; tone: "warn" | "error"; gone: boolean; unavailable: boolean; reread?: boolean } {
+  if (e instanceof ApiError && e.status === 403 && e.problem.code === "EscalatedToAdministrators")
+    return { state: "escalated", text: "Nobody answered in time, so only an administrator of this workspace may answer it now; nothing was sent.", tone: "warn", gone: false, unavailable: false, reread: true };
   if (e instanceof ApiError && e.unavailable)
     return { state: "api-unavailable", text: "The platform API is unavailable; nothing was sent. Try again in a moment.", tone: "error", gone: false, unavailable: true };
   if (e instanceof ApiError && (e.status === 409 || e.status === 404))
@@ -125,7 +130,7 @@ export function QuestionCard({
       const p = answerProblem(e);
       if (p.unavailable && e instanceof ApiError) onApiDown?.(e.message);
       setNotice(p);
-      if (p.gone) onAnswered();
+      if (p.gone || p.reread) onAnswered();
     } finally {
       setBusy(false);
     }

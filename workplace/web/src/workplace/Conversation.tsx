@@ -78,6 +78,9 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
     if (answering && p.gone) {
       setNotice({ ...p, text: `${p.text} The conversation was refreshed.` });
       void load();
+    } else if (answering && p.reread) {
+      setNotice(p);
+      void load();
     } else setNotice(p);
   };
 
