@@ -334,7 +334,7 @@ func (s *routes) registerWork() {
 			"the action (a value that is not an option, a confirmation without confirmed, an approval without approved) 400, an expired or already resolved " +
 			"action 409. The action is completed atomically, records who answered, and the run resumes at its continuation " +
 			"step. The response carries a new single-use resumeToken for the run's next pending action.",
-		Errors: []int{http.StatusBadRequest, http.StatusConflict},
+		Errors: []int{http.StatusBadRequest, http.StatusForbidden, http.StatusConflict},
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
 		FlowRunInput
 		WaitInput

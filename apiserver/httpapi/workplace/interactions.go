@@ -356,10 +356,11 @@ func (s *routes) registerInteractions() {
 		Tags: []string{tagInteractions}, Summary: "Answer a pending action of the conversation",
 		Description: "Workspace, Interaction, pending action and resume token must all match. The action completes " +
 			"atomically and once: a wrong token or an answer that does not fit is 400, an expired or already answered action " +
-			"409, another workspace's 404. The answer is recorded as a User message (a choice's label, yes or no, the text, " +
+			"409, another workspace's 404; an escalated question answered by anyone but the workspace's Owners and Admins (or a " +
+			"Platform administrator) 403 with code EscalatedToAdministrators. The answer is recorded as a User message (a choice's label, yes or no, the text, " +
 			"the file's name, approved or rejected with the reason); a file's bytes go to the artifact store, as an artifact " +
 			"of the Task. The answer carries a fresh resume token for the run's next question.",
-		Errors: []int{http.StatusBadRequest, http.StatusConflict},
+		Errors: []int{http.StatusBadRequest, http.StatusForbidden, http.StatusConflict},
 		// A file answer carries up to 16 MiB, Base64-encoded.
 		MaxBodyBytes: maxAnswerBytes,
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
