@@ -104,6 +104,8 @@ func workProblem(err error) error {
 		return huma.Error400BadRequest(withoutSentinel(err, work.ErrInvalidInput))
 	case errors.Is(err, work.ErrConflict):
 		return huma.Error409Conflict(withoutSentinel(err, work.ErrConflict))
+	case errors.Is(err, work.ErrEscalated):
+		return NewCodedProblem(http.StatusForbidden, EscalatedCode, EscalatedDetail, nil)
 	case errors.Is(err, work.ErrStale):
 		return huma.Error412PreconditionFailed(withoutSentinel(err, work.ErrStale))
 	}

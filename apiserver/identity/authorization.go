@@ -180,13 +180,24 @@ func (s Permissions) String() string {
 }
 
 // IsOwnerOrAdmin reports whether the Principal, active, is an Owner or an Admin of the workspace
-// or of its tenant: those an escalated question is re-addressed to.
+// or of its tenant, or a Platform administrator (who holds every permission in every workspace):
+// those who may answer an escalated question. The question is re-addressed (notified) to the
+// workspace's and tenant's Owners and Admins; a Platform administrator may answer it too, so that
+// an instance whose only administrator is its Platform administrator is not left with a question
+// nobody may answer.
 func (s *Service) IsOwnerOrAdmin(ctx context.Context, principalID, workspaceID string) (bool, error) {
+	return s.IsOwnerOrAdminIn(ctx, s.Store.DB(), principalID, workspaceID)
+}
+
+// IsOwnerOrAdminIn is IsOwnerOrAdmin read through db: a transaction of the same store, for a
+// decision that must hold until it commits.
+func (s *Service) IsOwnerOrAdminIn(ctx context.Context, db queryer, principalID, workspaceID string) (bool, error) {
 	var n int
-	err := s.Store.DB().QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM memberships m JOIN principals p ON p.id = m.principal_id
-		JOIN workspaces w ON w.id = ?
-		WHERE m.principal_id = ? AND p.status = 'Active' AND m.role IN ('Owner', 'Admin') AND
-		((m.scope_kind = 'workspace' AND m.scope_id = w.id) OR (m.scope_kind = 'tenant' AND m.scope_id = w.tenant_id))`),
-		workspaceID, principalID).Scan(&n)
+	err := db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM principals p WHERE p.id = ? AND p.status = 'Active' AND (
+		EXISTS (SELECT 1 FROM platform_administrators g WHERE g.principal_id = p.id) OR
+		EXISTS (SELECT 1 FROM memberships m JOIN workspaces w ON w.id = ?
+			WHERE m.principal_id = p.id AND m.role IN ('Owner', 'Admin') AND
+			((m.scope_kind = 'workspace' AND m.scope_id = w.id) OR (m.scope_kind = 'tenant' AND m.scope_id = w.tenant_id))))`),
+		principalID, workspaceID).Scan(&n)
 	return n > 0, err
 }

@@ -2,6 +2,7 @@ package work_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"math/rand/v2"
 	"sync"
@@ -261,5 +262,118 @@ func TestAnAnswerRacingTheExpiryResolvesTheQuestionOnce(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 		}
 		t.Logf("%d answers won, %d expiries won", answered, expired)
+	})
+}
+
+// An answer decides who may give it in its own transaction: an escalation committed after the
+// caller was checked (the question was still anyone's then) and before the answer leaves a Member
+// refused, an Admin answers, and the role is read only for an escalated question.
+func TestAnEscalationBetweenTheCheckAndTheAnswerLeavesTheQuestionToOwnersAndAdmins(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, c := newStore(s)
+		_, run, token := submit(t, w)
+		action := ask(t, w, run.ID, work.Suspension{Step: "why", Kind: work.KindText, Prompt: "Why?", Continuation: "why",
+			TTL: time.Minute, OnExpiry: work.FallbackEscalate})
+		asked := 0
+		role := func(admin bool) func(context.Context, *sql.Tx) (bool, error) {
+			return func(ctx context.Context, tx *sql.Tx) (bool, error) {
+				asked++
+				return admin, nil
+			}
+		}
+
+		// The check a route makes before answering: the question is not escalated yet.
+		open, err := w.OpenPendingAction(ctx, run.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(open.EscalatedAt).To(BeZero())
+		// The escalation commits between that check and the answer.
+		c.Add(time.Minute)
+		n, err := w.ExpirePendingActions(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(n).To(Equal(1))
+
+		_, _, _, err = w.Respond(ctx, work.Response{WorkspaceID: wsA.WorkspaceID, RunID: run.ID, ActionID: action.ID, Token: token,
+			PrincipalID: "member", Answer: work.Answer{Value: ptr("mine")}, MayAnswerEscalated: role(false)})
+		g.Expect(err).To(MatchError(work.ErrEscalated), "a Member may no longer answer")
+		_, _, _, err = w.Respond(ctx, work.Response{WorkspaceID: wsA.WorkspaceID, RunID: run.ID, ActionID: action.ID, Token: token,
+			PrincipalID: "member", Answer: work.Answer{Value: ptr("mine")}})
+		g.Expect(err).To(MatchError(work.ErrEscalated), "without a check of the role, nobody may")
+		still, err := w.OpenPendingAction(ctx, run.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(still).NotTo(BeNil(), "the refused answers left the question open")
+
+		answered, resumed, _, err := w.Respond(ctx, work.Response{WorkspaceID: wsA.WorkspaceID, RunID: run.ID, ActionID: action.ID, Token: token,
+			PrincipalID: "admin", Answer: work.Answer{Value: ptr("theirs")}, MayAnswerEscalated: role(true)})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(answered.AnsweredBy).To(Equal("admin"))
+		g.Expect(resumed.State).To(Equal(work.StateRunning))
+		g.Expect(asked).To(Equal(2), "the role is read once per answer to the escalated question")
+
+		// A question that was never escalated is anyone's: the role is not read.
+		_, err = w.Cancel(ctx, wsA.WorkspaceID, run.ID, "next")
+		g.Expect(err).NotTo(HaveOccurred())
+		_, run2, token2 := submit(t, w)
+		plain := ask(t, w, run2.ID, work.Suspension{Step: "why", Kind: work.KindText, Prompt: "Why?", Continuation: "why", TTL: time.Minute})
+		_, _, _, err = w.Respond(ctx, work.Response{WorkspaceID: wsA.WorkspaceID, RunID: run2.ID, ActionID: plain.ID, Token: token2,
+			PrincipalID: "member", Answer: work.Answer{Value: ptr("mine")}, MayAnswerEscalated: role(false)})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(asked).To(Equal(2))
+	})
+}
+
+// A Member's answer racing the escalation resolves the question once: either the answer came
+// first (it is answered, nothing escalates) or the escalation did (the Member is refused, the
+// question waits for the Owners and Admins); never an answer to an escalated question.
+func TestAMembersAnswerRacingTheEscalationNeverAnswersAnEscalatedQuestion(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, c := newStore(s)
+		const rounds = 20
+		for i := range rounds {
+			c.now = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+			w.Clock = c.Now
+			_, run, token := submit(t, w)
+			action := ask(t, w, run.ID, work.Suspension{Step: "why", Kind: work.KindText, Prompt: "Why?", Continuation: "why",
+				TTL: time.Minute, OnExpiry: work.FallbackEscalate})
+			jitter := &jitterClock{at: action.ExpiresAt, rnd: rand.New(rand.NewPCG(uint64(i), 11))}
+			w.Clock = jitter.Now
+			var (
+				wg        sync.WaitGroup
+				answerErr error
+				expireErr error
+			)
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				_, _, _, answerErr = w.Respond(ctx, work.Response{WorkspaceID: wsA.WorkspaceID, RunID: run.ID, ActionID: action.ID,
+					Token: token, PrincipalID: "member", Answer: work.Answer{Value: ptr("mine")},
+					MayAnswerEscalated: func(context.Context, *sql.Tx) (bool, error) { return false, nil }})
+			}()
+			go func() {
+				defer wg.Done()
+				_, expireErr = w.ExpirePendingActions(ctx)
+			}()
+			wg.Wait()
+			g.Expect(expireErr).NotTo(HaveOccurred())
+			actions, err := w.PendingActions(ctx, run.ID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(actions).To(HaveLen(1))
+			a := actions[0]
+			if answerErr == nil {
+				g.Expect(a.Status).To(Equal(work.ActionCompleted), "round %d", i)
+				g.Expect(a.EscalatedAt).To(BeZero(), "round %d: an answered question does not escalate", i)
+			} else {
+				g.Expect(answerErr).To(Or(MatchError(work.ErrEscalated), MatchError(work.ErrConflict)), "round %d", i)
+				if !a.EscalatedAt.IsZero() {
+					g.Expect(a.Status).To(Equal(work.ActionCreated), "round %d: escalated, it waits for the Owners and Admins", i)
+				}
+				g.Expect(a.AnsweredBy).To(BeEmpty(), "round %d", i)
+			}
+			_, err = w.Cancel(ctx, wsA.WorkspaceID, run.ID, "next round")
+			g.Expect(err).NotTo(HaveOccurred())
+		}
 	})
 }

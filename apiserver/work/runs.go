@@ -562,6 +562,11 @@ type Response struct {
 	// starts it at once (Reservation), instead of leaving it for any worker to claim. A run that
 	// stays Paused is not leased.
 	Lease *Lease
+	// MayAnswerEscalated says, in the answer's own transaction and only for an action escalated
+	// to the workspace's Owners and Admins, whether PrincipalID is one of them: a check made
+	// before the transaction would let an escalation committed in between be answered by anyone.
+	// Nil refuses every escalated action.
+	MayAnswerEscalated func(ctx context.Context, tx *sql.Tx) (bool, error)
 }
 
 // checkAnswer validates an answer against the action and returns the value recorded.
@@ -604,7 +609,8 @@ func checkAnswer(a PendingAction, ans Answer) (any, error) {
 
 // Respond completes a PendingAction atomically and resumes its run at the continuation step. A
 // wrong token is ErrInvalidToken; an action already resolved or expired is ErrConflict; an
-// answer that does not fit the action is ErrInvalidInput. It returns the completed action, the
+// escalated action answered by someone MayAnswerEscalated refuses is ErrEscalated; an answer
+// that does not fit the action is ErrInvalidInput. It returns the completed action, the
 // resumed run and a fresh resume token for the run's next PendingAction.
 func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun, string, error) {
 	var (
@@ -630,6 +636,11 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 			return fmt.Errorf("the pending action is already %s: %w", a.Status, ErrConflict)
 		case !now.Before(a.ExpiresAt):
 			return fmt.Errorf("the pending action expired at %s: %w", a.ExpiresAt.Format(time.RFC3339), ErrConflict)
+		}
+		// The run is locked, and an escalation locks it first too: what is read here holds
+		// until this transaction commits.
+		if err := mayAnswerEscalated(ctx, tx, a, r.MayAnswerEscalated); err != nil {
+			return err
 		}
 		value, err := checkAnswer(a, r.Answer)
 		if err != nil {
@@ -660,6 +671,25 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		return s.appendEvents(ctx, tx, run, now, events...)
 	})
 	return action, run, token, err
+}
+
+// mayAnswerEscalated refuses an escalated action a, with ErrEscalated, unless may (read in tx)
+// says the caller is one of those it was escalated to; nil may refuses it.
+func mayAnswerEscalated(ctx context.Context, tx *sql.Tx, a PendingAction, may func(context.Context, *sql.Tx) (bool, error)) error {
+	if a.EscalatedAt.IsZero() {
+		return nil
+	}
+	ok := false
+	if may != nil {
+		var err error
+		if ok, err = may(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return fmt.Errorf("nobody answered this question in time and it was escalated to the workspace's Owners and Admins: only they may answer it now: %w", ErrEscalated)
+	}
+	return nil
 }
 
 // resolution is how an open PendingAction ends: answered by a person, or expired into its
@@ -1136,6 +1166,9 @@ type Reissue struct {
 	// Record, when set, writes the durable record of the reissue in its transaction (who, which
 	// action, when; never the token).
 	Record func(tx *sql.Tx) error
+	// MayAnswerEscalated is Response.MayAnswerEscalated: a token is not given for an escalated
+	// action to someone who may not answer it (it would only stop the token of one who may).
+	MayAnswerEscalated func(ctx context.Context, tx *sql.Tx) (bool, error)
 }
 
 // ReissueResumeToken gives an open PendingAction a fresh single-use resume token: its stored hash
@@ -1164,6 +1197,11 @@ func (s *Store) ReissueResumeToken(ctx context.Context, r Reissue) (PendingActio
 			return fmt.Errorf("the pending action is already %s: %w", a.Status, ErrConflict)
 		case !now.Before(a.ExpiresAt):
 			return fmt.Errorf("the pending action expired at %s: %w", a.ExpiresAt.Format(time.RFC3339), ErrConflict)
+		}
+		// An escalation committed after this read changes the action's version: the guarded
+		// UPDATE below then finds it changed.
+		if err := mayAnswerEscalated(ctx, tx, a, r.MayAnswerEscalated); err != nil {
+			return err
 		}
 		if now.Sub(fromMS(window)) >= time.Minute {
 			window, reissues = ms(now), 0

@@ -88,6 +88,9 @@ var (
 	ErrInvalidToken = errors.New("invalid resume token")
 	ErrInvalidInput = errors.New("invalid input")
 	ErrLeaseLost    = errors.New("lease lost")
+	// ErrEscalated refuses an answer to an action escalated to the workspace's Owners and Admins
+	// from anyone else.
+	ErrEscalated = errors.New("escalated to the workspace's Owners and Admins")
 )
 
 // What a PendingAction turns into when nobody answers it before it expires.

@@ -162,3 +162,33 @@ func (s *Store) QuestionStatuses(ctx context.Context, workspaceID string, ids ..
 	}
 	return out, rows.Err()
 }
+
+// QuestionEscalations are when the workspace's open pending actions ids were escalated to its
+// Owners and Admins, for those that were.
+func (s *Store) QuestionEscalations(ctx context.Context, workspaceID string, ids ...string) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := []any{workspaceID, work.ActionCreated}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT id, escalated_at FROM pending_actions WHERE workspace_id = ? AND status = ?
+		AND escalated_at > 0 AND id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id string
+			at int64
+		)
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, err
+		}
+		out[id] = fromMS(at)
+	}
+	return out, rows.Err()
+}

@@ -37,10 +37,53 @@ func TestAnEscalatedQuestionIsAnsweredOnlyByTheWorkspacesOwnersAndAdmins(t *test
 		_, err := s.DB().ExecContext(context.Background(), s.Rebind(`UPDATE pending_actions SET escalated_at = ? WHERE id = ?`), time.Now().UnixMilli(), action)
 		g.Expect(err).NotTo(HaveOccurred())
 
+		// Every read that carries the question says whose it is now, before anyone clicks.
+		conversation := e.do(mary, http.MethodGet, base+"/interactions/"+interaction, "")
+		g.Expect(field(conversation.body, "action", "pendingAction", "mayAnswer")).To(BeFalse())
+		g.Expect(field(conversation.body, "action", "pendingAction", "answerRefusal")).To(Equal("EscalatedToAdministrators"))
+		g.Expect(field(conversation.body, "action", "pendingAction", "escalatedAt")).NotTo(BeNil())
+		for who, want := range map[string]bool{"mary": false, "olga": true} {
+			session := map[string]*http.Cookie{"mary": mary, "olga": olga}[who]
+			inbox := e.do(session, http.MethodGet, base+"/pending-actions", "")
+			g.Expect(inbox.status).To(Equal(http.StatusOK), "%v", inbox.body)
+			items := inbox.body["items"].([]any)
+			g.Expect(items).To(HaveLen(1))
+			g.Expect(items[0]).To(HaveKeyWithValue("mayAnswer", want), "%s's inbox", who)
+			taskID := items[0].(map[string]any)["taskId"].(string)
+			task := e.do(session, http.MethodGet, base+"/tasks/"+taskID, "")
+			g.Expect(task.status).To(Equal(http.StatusOK), "%v", task.body)
+			g.Expect(task.body["pendingActions"].([]any)[0]).To(HaveKeyWithValue("mayAnswer", want), "%s's Task detail", who)
+			if !want {
+				g.Expect(items[0]).To(HaveKeyWithValue("answerRefusal", "EscalatedToAdministrators"))
+			}
+		}
+		notes := e.do(mary, http.MethodGet, base+"/notifications", "")
+		g.Expect(notes.status).To(Equal(http.StatusOK), "%v", notes.body)
+		var question map[string]any
+		for _, n := range notes.body["items"].([]any) {
+			if n.(map[string]any)["pendingActionId"] == action {
+				question = n.(map[string]any)
+			}
+		}
+		g.Expect(question).NotTo(BeNil(), "the Member was told of the question: %v", notes.body)
+		g.Expect(question).To(HaveKeyWithValue("mayAnswer", false))
+		g.Expect(question).To(HaveKeyWithValue("answerRefusal", "EscalatedToAdministrators"))
+		g.Expect(question).To(HaveKey("escalatedAt"))
+
+		// Nor is she given a fresh token, which would only stop the one an Admin's page holds.
+		reissue := e.do(mary, http.MethodPost, base+"/interactions/"+interaction+"/pending-actions/"+action+"/resume-token", "")
+		expectProblem(g, reissue, http.StatusForbidden)
+		g.Expect(reissue.body).To(HaveKeyWithValue("code", "EscalatedToAdministrators"))
+
 		refused := e.do(mary, http.MethodPost, path, answer)
 		expectProblem(g, refused, http.StatusForbidden)
 		g.Expect(refused.body).To(HaveKeyWithValue("code", "EscalatedToAdministrators"))
 		g.Expect(refused.body["detail"]).To(ContainSubstring("only they may answer it now"))
+
+		// A Platform administrator, though no member of the workspace, is told it may answer.
+		platform := e.do(e.adminCookie, http.MethodGet, base+"/pending-actions", "")
+		g.Expect(platform.status).To(Equal(http.StatusOK), "%v", platform.body)
+		g.Expect(platform.body["items"].([]any)[0]).To(HaveKeyWithValue("mayAnswer", true))
 
 		answered := e.do(olga, http.MethodPost, path, answer)
 		g.Expect(answered.status).To(Equal(http.StatusOK), "an Admin answers the escalated question: %v", answered.body)

@@ -334,7 +334,7 @@ func (s *routes) registerWork() {
 			"the action (a value that is not an option, a confirmation without confirmed, an approval without approved) 400, an expired or already resolved " +
 			"action 409. The action is completed atomically, records who answered, and the run resumes at its continuation " +
 			"step. The response carries a new single-use resumeToken for the run's next pending action.",
-		Errors: []int{http.StatusBadRequest, http.StatusConflict},
+		Errors: []int{http.StatusBadRequest, http.StatusForbidden, http.StatusConflict},
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
 		FlowRunInput
 		WaitInput
@@ -352,14 +352,11 @@ func (s *routes) registerWork() {
 		if err != nil {
 			return nil, err
 		}
-		if err := s.MayAnswer(ctx, rc.PrincipalID, rc.WorkspaceID, in.RunID, in.ActionID); err != nil {
-			return nil, err
-		}
 		// A worker of this process, when one is free, gets the resumed run with the answer.
 		reserved, lease := s.Reserve(rc.WorkspaceID)
 		action, run, token, err := s.Work().Respond(ctx, domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
 			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason},
-			Lease: lease})
+			Lease: lease, MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
 		s.StartReserved(reserved, run, err)
 		if err != nil {
 			return nil, httpapi.Problem(err)

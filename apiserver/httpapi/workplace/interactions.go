@@ -18,6 +18,7 @@ import (
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/identity"
 	"platform.dev/platform/apiserver/work"
 	domain "platform.dev/platform/apiserver/workplace"
 	"platform.dev/platform/internal/mediatype"
@@ -98,6 +99,49 @@ type InteractionPendingAction struct {
 	Call *work.ApprovalCall `json:"call,omitempty" doc:"The exact tool call an approval decides: agent, tool, provider, the complete arguments and the sha256 digest of that call; once approved, only that call runs"`
 	// Budget is the budget an approval to continue past one is about.
 	Budget *work.BudgetCrossing `json:"budget,omitempty" doc:"The budget an approval to continue past it is about: scope, name, period, limit and what the period used; approved, the run goes on past it for the rest of the period"`
+	// MayAnswer lets a page offer the answer only to who may give it, instead of a form that
+	// ends in 403.
+	MayAnswer     bool   `json:"mayAnswer" doc:"Whether the caller may answer this question now: false once it ended, for a caller who may not run work, and for an escalated question unless the caller is an Owner or Admin of the workspace or of its tenant, or a Platform administrator"`
+	AnswerRefusal string `json:"answerRefusal,omitempty" enum:"EscalatedToAdministrators,NotPermitted" doc:"Why an open question is not the caller's to answer: EscalatedToAdministrators (nobody answered in time and it now waits for the workspace's Owners and Admins), NotPermitted (the caller may read work but not run it)"`
+}
+
+// Why an open question is not the caller's to answer (answerRefusal).
+const (
+	refusedEscalated    = httpapi.EscalatedCode
+	refusedNotPermitted = "NotPermitted"
+)
+
+// answerable says, for each open question of actions, whether the request's caller may answer
+// it: one who may not run work answers none; an escalated one is answered only by an Owner or
+// Admin of the workspace, which is read once per request and only when a question is escalated.
+// A question that ended is nobody's to answer.
+func (s *routes) answerable(ctx context.Context, actions ...*InteractionPendingAction) error {
+	rc, _ := httpapi.RequestContextFrom(ctx)
+	execute := rc.Permissions.Has(identity.PermRunsExecute)
+	var admin *bool
+	for _, a := range actions {
+		a.MayAnswer, a.AnswerRefusal = false, ""
+		switch {
+		case a.Status != work.ActionCreated:
+		case !execute:
+			a.AnswerRefusal = refusedNotPermitted
+		case a.EscalatedAt != nil:
+			if admin == nil {
+				ok, err := s.MayAnswerEscalated(ctx, rc)
+				if err != nil {
+					return httpapi.Problem(err)
+				}
+				admin = &ok
+			}
+			a.MayAnswer = *admin
+			if !*admin {
+				a.AnswerRefusal = refusedEscalated
+			}
+		default:
+			a.MayAnswer = true
+		}
+	}
+	return nil
 }
 
 // escalatedAt is t, or nil when it is zero.
@@ -312,10 +356,11 @@ func (s *routes) registerInteractions() {
 		Tags: []string{tagInteractions}, Summary: "Answer a pending action of the conversation",
 		Description: "Workspace, Interaction, pending action and resume token must all match. The action completes " +
 			"atomically and once: a wrong token or an answer that does not fit is 400, an expired or already answered action " +
-			"409, another workspace's 404. The answer is recorded as a User message (a choice's label, yes or no, the text, " +
+			"409, another workspace's 404; an escalated question answered by anyone but the workspace's Owners and Admins (or a " +
+			"Platform administrator) 403 with code EscalatedToAdministrators. The answer is recorded as a User message (a choice's label, yes or no, the text, " +
 			"the file's name, approved or rejected with the reason); a file's bytes go to the artifact store, as an artifact " +
 			"of the Task. The answer carries a fresh resume token for the run's next question.",
-		Errors: []int{http.StatusBadRequest, http.StatusConflict},
+		Errors: []int{http.StatusBadRequest, http.StatusForbidden, http.StatusConflict},
 		// A file answer carries up to 16 MiB, Base64-encoded.
 		MaxBodyBytes: maxAnswerBytes,
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
@@ -463,9 +508,6 @@ func (s *routes) executable(ctx context.Context, from string, ref platformv1.Flo
 // stored first and recorded as an artifact of the Task with the answer; a refused answer removes
 // them again.
 func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, actionID string, body AnswerRequest, needToken bool) (work.PendingAction, string, error) {
-	if err := s.MayAnswer(ctx, rc.PrincipalID, rc.WorkspaceID, runID, actionID); err != nil {
-		return work.PendingAction{}, "", err
-	}
 	ans := work.Answer{Value: body.Value, Confirmed: body.Confirmed, Approved: body.Approved, Reason: body.Reason}
 	if needToken && body.ResumeToken == "" {
 		return work.PendingAction{}, "", huma.Error400BadRequest("the answer needs the resume token returned with the question",
@@ -500,7 +542,8 @@ func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, a
 	// A worker of this process, when one is free, gets the resumed run with the answer.
 	reserved, lease := s.Reserve(rc.WorkspaceID)
 	action, run, token, err := s.Work().Respond(ctx, work.Response{WorkspaceID: rc.WorkspaceID, RunID: runID, ActionID: actionID,
-		Token: body.ResumeToken, SkipToken: !needToken, PrincipalID: rc.PrincipalID, Answer: ans, Lease: lease})
+		Token: body.ResumeToken, SkipToken: !needToken, PrincipalID: rc.PrincipalID, Answer: ans, Lease: lease,
+		MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
 	s.StartReserved(reserved, run, err)
 	if err != nil {
 		if artifact != nil {
@@ -579,7 +622,11 @@ func (s *routes) actionOf(ctx context.Context, run work.FlowRun) (*InteractionAc
 		if kind == "" {
 			kind = "requestInput"
 		}
-		return &InteractionAction{Type: kind, Text: a.Prompt, PendingAction: pendingActionOf(a)}, nil
+		pending := pendingActionOf(a)
+		if err := s.answerable(ctx, pending); err != nil {
+			return nil, err
+		}
+		return &InteractionAction{Type: kind, Text: a.Prompt, PendingAction: pending}, nil
 	case work.StateCompleted:
 		action, text, title := domain.FunctionalAction(run.Result)
 		if action == "createTask" && text == "" {

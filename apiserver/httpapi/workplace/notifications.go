@@ -9,6 +9,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"platform.dev/platform/apiserver/httpapi"
+	"platform.dev/platform/apiserver/work"
 	domain "platform.dev/platform/apiserver/workplace"
 )
 
@@ -25,9 +26,14 @@ type Notification struct {
 	Resolved        bool       `json:"resolved,omitempty" doc:"The question no longer waits: answered, expired or closed (resolution)"`
 	Resolution      string     `json:"resolution,omitempty" enum:"answered,expired,closed"`
 	ResolvedAt      *time.Time `json:"resolvedAt,omitempty"`
-	Read            bool       `json:"read"`
-	ReadAt          *time.Time `json:"readAt,omitempty"`
-	CreatedAt       time.Time  `json:"createdAt"`
+	// EscalatedAt and MayAnswer let a page say, before anyone clicks, that the question now waits
+	// for the workspace's Owners and Admins and whether the caller is one of them.
+	EscalatedAt   *time.Time `json:"escalatedAt,omitempty" doc:"When nobody answered the question in time and it was re-addressed to the workspace's Owners and Admins"`
+	MayAnswer     *bool      `json:"mayAnswer,omitempty" doc:"For a question that still waits: whether the caller may answer it (see the pending action's mayAnswer)"`
+	AnswerRefusal string     `json:"answerRefusal,omitempty" enum:"EscalatedToAdministrators,NotPermitted" doc:"Why the caller may not answer the question that still waits"`
+	Read          bool       `json:"read"`
+	ReadAt        *time.Time `json:"readAt,omitempty"`
+	CreatedAt     time.Time  `json:"createdAt"`
 }
 
 // NotificationList is the caller's notifications, attention first, with the unread count.
@@ -79,6 +85,9 @@ func (s *routes) registerNotifications() {
 		for _, n := range list {
 			out.Items = append(out.Items, notificationOf(n))
 		}
+		if err := s.withAnswerRights(ctx, out.Items); err != nil {
+			return nil, err
+		}
 		return &struct{ Body NotificationList }{Body: out}, nil
 	})
 
@@ -94,7 +103,11 @@ func (s *routes) registerNotifications() {
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		return &struct{ Body Notification }{Body: notificationOf(n)}, nil
+		out := []Notification{notificationOf(n)}
+		if err := s.withAnswerRights(ctx, out); err != nil {
+			return nil, err
+		}
+		return &struct{ Body Notification }{Body: out[0]}, nil
 	})
 
 	huma.Register(s.API(), s.operation(huma.Operation{
@@ -124,4 +137,46 @@ func (s *routes) registerNotifications() {
 		}
 		return out, nil
 	})
+}
+
+// withAnswerRights says on each notification of a question that still waits whether it was
+// escalated and whether the caller may answer it, in one read of the questions.
+func (s *routes) withAnswerRights(ctx context.Context, items []Notification) error {
+	rc, _ := httpapi.RequestContextFrom(ctx)
+	var ids []string
+	for _, n := range items {
+		if n.PendingActionID != "" && !n.Resolved {
+			ids = append(ids, n.PendingActionID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	escalated, err := s.workplace.QuestionEscalations(ctx, rc.WorkspaceID, ids...)
+	if err != nil {
+		return httpapi.Problem(err)
+	}
+	var (
+		questions []*InteractionPendingAction
+		of        []int
+	)
+	for i, n := range items {
+		if n.PendingActionID == "" || n.Resolved {
+			continue
+		}
+		q := &InteractionPendingAction{Status: work.ActionCreated}
+		if at, ok := escalated[n.PendingActionID]; ok {
+			q.EscalatedAt = &at
+			items[i].EscalatedAt = &at
+		}
+		questions, of = append(questions, q), append(of, i)
+	}
+	if err := s.answerable(ctx, questions...); err != nil {
+		return err
+	}
+	for j, q := range questions {
+		may := q.MayAnswer
+		items[of[j]].MayAnswer, items[of[j]].AnswerRefusal = &may, q.AnswerRefusal
+	}
+	return nil
 }

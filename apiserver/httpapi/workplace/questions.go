@@ -95,9 +95,16 @@ func (s *routes) registerQuestions() {
 			list = list[:in.Take]
 			out.Next = cursorOf(list[len(list)-1])
 		}
+		actions := make([]*InteractionPendingAction, 0, len(list))
 		for _, q := range list {
 			out.Items = append(out.Items, OpenQuestion{InteractionPendingAction: questionOf(q), TaskID: q.TaskID, InteractionID: q.InteractionID,
 				Title: q.Title, CreatedAt: q.CreatedAt})
+		}
+		for i := range out.Items {
+			actions = append(actions, &out.Items[i].InteractionPendingAction)
+		}
+		if err := s.answerable(ctx, actions...); err != nil {
+			return nil, err
 		}
 		return &struct{ Body OpenQuestionList }{Body: out}, nil
 	})
@@ -109,9 +116,10 @@ func (s *routes) registerQuestions() {
 		Description: "For a page that did not receive the question's token (a reload, another tab or device, a " +
 			"notification, the inbox). The question's stored hash is replaced in one guarded update, so the token given " +
 			"before stops answering it; the new token is returned only in this answer, single-use. Each reissue is recorded " +
-			"in the security audit (who, which question, when; never the token). An expired or answered question is 409; " +
+			"in the security audit (who, which question, when; never the token). An expired or answered question is 409; an " +
+			"escalated one 403 (code EscalatedToAdministrators) to anyone but the workspace's Owners and Admins; " +
 			"more than " + strconv.Itoa(work.MaxReissuesPerMinute) + " reissues of one question in a minute 429.",
-		Errors: []int{http.StatusConflict, http.StatusTooManyRequests},
+		Errors: []int{http.StatusForbidden, http.StatusConflict, http.StatusTooManyRequests},
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
 		InteractionPath
 		ActionID string `path:"actionId" maxLength:"64" doc:"Pending action id"`
@@ -129,7 +137,8 @@ func (s *routes) registerQuestions() {
 			Record: func(tx *sql.Tx) error {
 				return audit.Record(ctx, tx, identity.Event{Action: identity.ActionResumeTokenReissued, Outcome: identity.OutcomeSuccess,
 					ActorID: rc.PrincipalID, TargetID: in.ActionID, TenantID: rc.TenantID, WorkspaceID: rc.WorkspaceID})
-			}})
+			},
+			MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
 		if errors.Is(err, work.ErrTooManyReissues) {
 			return nil, huma.Error429TooManyRequests(fmt.Sprintf("this question was given %d fresh tokens in the last minute; try again in a minute",
 				work.MaxReissuesPerMinute))
@@ -137,10 +146,14 @@ func (s *routes) registerQuestions() {
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
+		pending := pendingActionOf(&action)
+		if err := s.answerable(ctx, pending); err != nil {
+			return nil, err
+		}
 		return &struct {
 			CacheControl string `header:"Cache-Control"`
 			Body         ResumeTokenGrant
-		}{CacheControl: "no-store", Body: ResumeTokenGrant{ResumeToken: token, PendingAction: *pendingActionOf(&action)}}, nil
+		}{CacheControl: "no-store", Body: ResumeTokenGrant{ResumeToken: token, PendingAction: *pending}}, nil
 	})
 }
 
@@ -180,10 +193,14 @@ func (s *routes) withQuestions(ctx context.Context, tasks ...*Task) error {
 	if err != nil {
 		return httpapi.Problem(err)
 	}
+	var actions []*InteractionPendingAction
 	for _, t := range tasks {
 		for _, q := range open[t.ID] {
 			t.PendingActions = append(t.PendingActions, questionOf(q))
 		}
+		for i := range t.PendingActions {
+			actions = append(actions, &t.PendingActions[i])
+		}
 	}
-	return nil
+	return s.answerable(ctx, actions...)
 }

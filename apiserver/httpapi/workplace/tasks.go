@@ -321,7 +321,7 @@ func (s *routes) registerTasks() {
 		Description: "For work without a conversation (a Trigger's): the Task's pending action is answered by a person of the " +
 			"workspace who may start runs, without a resume token, since nobody received one. A question of a conversation " +
 			"is answered in the conversation (404 here).",
-		Errors:       []int{http.StatusBadRequest, http.StatusConflict},
+		Errors:       []int{http.StatusBadRequest, http.StatusForbidden, http.StatusConflict},
 		MaxBodyBytes: maxAnswerBytes,
 	}, httpapi.PolicyRunsExecute), func(ctx context.Context, in *struct {
 		TaskPath

@@ -16,7 +16,8 @@ interface FlowRun {
   reason?: string;
   parentFlowRunId?: string;
   correlation?: { interactionId?: string; workTaskId?: string };
-  pendingAction?: { kind: string; prompt: string; status: string };
+  /** escalatedAt: nobody answered in time and it went to the workspace's Owners and Admins, until expiresAt. */
+  pendingAction?: { kind: string; prompt: string; status: string; expiresAt?: string; escalatedAt?: string };
   /** The Output step's result: the last step's output and the Flow's closing message. */
   result?: { output?: unknown; message?: string };
   /** What its model calls used (absent from a server that does not record usage). */
@@ -106,6 +107,13 @@ export function RunDetail({ env, runId }: { env: ConsoleEnv; runId: string }) {
             <dt>Waiting for</dt>
             <dd>
               {run.pendingAction.kind}: {run.pendingAction.prompt}
+              {run.pendingAction.escalatedAt && (
+                <p className="muted" data-escalated>
+                  <span className="pill escalated">Escalated</span> {when(run.pendingAction.escalatedAt)} to the workspace's Owners and Admins: nobody answered in
+                  time, and only they may answer it now.
+                  {run.pendingAction.expiresAt ? ` If nobody does by ${new Date(run.pendingAction.expiresAt).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })}, the run fails.` : ""}
+                </p>
+              )}
             </dd>
           </>
         )}

@@ -98,7 +98,7 @@ export function Tasks({ env }: { env: ConsoleEnv }) {
                   ))}
                 </td>
                 <td>
-                  <span className={`pill state-${t.state}`}>{taskStateLabel(t.state)}</span>
+                  <span className={`pill state-${t.state}`}>{taskStateLabel(t.state, t.pendingActions)}</span>
                 </td>
                 <td>{when(t.updatedAt)}</td>
                 <td>{t.interactionId ? <a href={workplace(`w/${enc(ws)}?c=${enc(t.interactionId)}`)}>Open in the Workplace</a> : <span className="muted">Autonomous</span>}</td>

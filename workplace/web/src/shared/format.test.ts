@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { when } from "./format";
+import { taskStateLabel, when } from "./format";
 
 describe("when reads an instant relative to now", () => {
   const now = new Date("2026-05-01T12:00:00Z");
@@ -10,5 +10,15 @@ describe("when reads an instant relative to now", () => {
   it("reads a future instant (a Trigger's next) forward, never as just now", () => {
     expect(when("2026-05-01T12:05:00Z", now)).toBe("in 5 min");
     expect(when("2026-05-03T12:00:00Z", now)).not.toMatch(/just now|ago/);
+  });
+});
+
+describe("taskStateLabel", () => {
+  it("says a Task waits for an administrator when none of its questions is the viewer's to answer", () => {
+    expect(taskStateLabel("action-required")).toBe("Needs your answer");
+    expect(taskStateLabel("action-required", [{ mayAnswer: false }])).toBe("Waiting for an administrator");
+    expect(taskStateLabel("action-required", [{ mayAnswer: false }, { mayAnswer: true }])).toBe("Needs your answer");
+    expect(taskStateLabel("action-required", [{}])).toBe("Needs your answer");
+    expect(taskStateLabel("completed", [{ mayAnswer: false }])).toBe("Completed");
   });
 });

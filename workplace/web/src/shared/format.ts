@@ -31,7 +31,12 @@ const taskStates: Record<TaskState, string> = {
   cancelled: "Cancelled",
 };
 
-export function taskStateLabel(state: TaskState): string {
+/**
+ * The label of a Task's state. A Task whose questions the viewer may not answer (escalated to
+ * the workspace's administrators) does not need the viewer's answer: it waits for theirs.
+ */
+export function taskStateLabel(state: TaskState, questions?: { mayAnswer?: boolean }[]): string {
+  if (state === "action-required" && questions?.length && questions.every((q) => q.mayAnswer === false)) return "Waiting for an administrator";
   return taskStates[state] ?? state;
 }
 

@@ -82,8 +82,13 @@ export function closedLabel(status: PendingAction["status"] | undefined, expires
   return undefined;
 }
 
-/** What a refused answer tells the person, and whether the question is gone. */
-export function answerProblem(e: unknown): { state: string; text: string; tone: "warn" | "error"; gone: boolean; unavailable: boolean } {
+/**
+ * What a refused answer tells the person, whether the question is gone, and whether it changed
+ * hands (escalated while the page showed it: read again, it shows read-only).
+ */
+export function answerProblem(e: unknown): { state: string; text: string; tone: "warn" | "error"; gone: boolean; unavailable: boolean; reread?: boolean } {
+  if (e instanceof ApiError && e.status === 403 && e.problem.code === "EscalatedToAdministrators")
+    return { state: "escalated", text: "Nobody answered in time, so only an administrator of this workspace may answer it now; nothing was sent.", tone: "warn", gone: false, unavailable: false, reread: true };
   if (e instanceof ApiError && e.unavailable)
     return { state: "api-unavailable", text: "The platform API is unavailable; nothing was sent. Try again in a moment.", tone: "error", gone: false, unavailable: true };
   if (e instanceof ApiError && (e.status === 409 || e.status === 404))
@@ -125,7 +130,7 @@ export function QuestionCard({
       const p = answerProblem(e);
       if (p.unavailable && e instanceof ApiError) onApiDown?.(e.message);
       setNotice(p);
-      if (p.gone) onAnswered();
+      if (p.gone || p.reread) onAnswered();
     } finally {
       setBusy(false);
     }
@@ -273,11 +278,28 @@ export function BudgetView({ budget }: { budget: Budget }) {
   );
 }
 
+/**
+ * Why the caller cannot answer an open question, in plain words; undefined when they may (or the
+ * server does not say, when the form is offered and the answer's refusal explains).
+ */
+export function readOnlyReason(action: Pick<PendingAction, "status" | "mayAnswer" | "answerRefusal" | "escalatedAt">): string | undefined {
+  if (action.status !== "created" || action.mayAnswer !== false) return undefined;
+  if (action.answerRefusal === "EscalatedToAdministrators" || action.escalatedAt)
+    return "Nobody answered in time; it now waits for an administrator of this workspace. This page updates when they answer.";
+  return "You may read this question but not answer it.";
+}
+
 /** Rule 9: a choice is one-click buttons, a confirmation one click, an input a small inline composer; files and approvals inline too. */
 export function PendingActionControls({ action, busy, onAnswer }: { action: PendingAction; busy: boolean; onAnswer: (body: Record<string, unknown>) => void }) {
-  const note = expiryNote(action);
+  const readOnly = readOnlyReason(action);
+  const note = readOnly ? undefined : expiryNote(action);
   return (
     <>
+      {action.escalatedAt && !readOnly && (
+        <span className="pill escalated" data-escalated="answerable" title="Nobody answered in time: it was re-addressed to the workspace's Owners and Admins">
+          Escalated
+        </span>
+      )}
       {action.kind === "approval" && action.call && <ApprovalCallView call={action.call} />}
       {action.kind === "approval" && action.budget && <BudgetView budget={action.budget} />}
       {note && (
@@ -285,7 +307,13 @@ export function PendingActionControls({ action, busy, onAnswer }: { action: Pend
           {note}
         </p>
       )}
-      <AnswerControls action={action} busy={busy} onAnswer={onAnswer} />
+      {readOnly ? (
+        <p className="state-note info read-only-question" role="status" data-state="read-only-question" data-refusal={action.answerRefusal ?? "NotPermitted"}>
+          {readOnly}
+        </p>
+      ) : (
+        <AnswerControls action={action} busy={busy} onAnswer={onAnswer} />
+      )}
     </>
   );
 }

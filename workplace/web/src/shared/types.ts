@@ -134,7 +134,14 @@ export interface PendingAction {
   call?: ApprovalCall;
   /** The budget a run would cross: the approval decides whether it goes on past it. */
   budget?: Budget;
+  /** Whether the caller may answer it now (absent from a server that does not say: then offered). */
+  mayAnswer?: boolean;
+  /** Why an open question is not the caller's to answer. */
+  answerRefusal?: AnswerRefusal;
 }
+
+/** EscalatedToAdministrators: it now waits for the workspace's Owners and Admins; NotPermitted: the caller only reads work. */
+export type AnswerRefusal = "EscalatedToAdministrators" | "NotPermitted";
 
 /** The exact call an approval decides: once approved, only the call with this digest runs. */
 export interface ApprovalCall {
@@ -242,6 +249,11 @@ export interface Notification {
   /** The question no longer waits: answered, expired or closed. */
   resolved?: boolean;
   resolution?: "answered" | "expired" | "closed";
+  /** The question still waits but went to the workspace's Owners and Admins when nobody answered in time. */
+  escalatedAt?: string;
+  /** For a question that still waits: whether the caller may answer it. */
+  mayAnswer?: boolean;
+  answerRefusal?: AnswerRefusal;
   read: boolean;
   createdAt: string;
 }

@@ -78,6 +78,9 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
     if (answering && p.gone) {
       setNotice({ ...p, text: `${p.text} The conversation was refreshed.` });
       void load();
+    } else if (answering && p.reread) {
+      setNotice(p);
+      void load();
     } else setNotice(p);
   };
 
@@ -115,7 +118,9 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
   const i = exchange.interaction;
   const action = exchange.action;
   const open = action?.pendingAction && !closedLabel(action.pendingAction.status, action.pendingAction.expiresAt) ? action.pendingAction : undefined;
-  const state = composerState(i, busy);
+  // A question the caller may not answer (escalated to the administrators) blocks the work all the same.
+  const othersToAnswer = open?.mayAnswer === false;
+  const state = composerState(i, busy, othersToAnswer);
   const followUp = followUpNote(i, !!working);
   const task = exchange.task;
   const currentActivity = progress.filter((a) => a.phase === "started" || a.phase === "waiting").pop();
@@ -136,11 +141,11 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
       {task && (
         <div className="task-ref" data-task-state={task.state} aria-label="Task">
           <div>
-            <strong>{task.title}</strong> <span className={`pill state-${task.state}`}>{taskStateLabel(task.state)}</span>
+            <strong>{task.title}</strong> <span className={`pill state-${task.state}`}>{taskStateLabel(task.state, open ? [open] : undefined)}</span>
           </div>
           {currentActivity && !["completed", "failed", "cancelled"].includes(task.state) && (
             <p className="progress" role="status">
-              <span className="spinner" aria-hidden="true" /> {currentActivity.phase === "waiting" ? "Waiting for your answer" : currentActivity.label}
+              <span className="spinner" aria-hidden="true" /> {currentActivity.phase === "waiting" ? (othersToAnswer ? "Waiting for an administrator's answer" : "Waiting for your answer") : currentActivity.label}
             </p>
           )}
           {task.state === "failed" && <p className="state-note error" data-state="failure">The Task failed{task.reason ? `: ${task.reason}` : "."}</p>}

@@ -109,6 +109,8 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
   if (!detail) return <Loading label="Loading the Task…" />;
   const { task, activities, results, artifacts, context } = detail;
   const { finished, current } = foldSteps(activities);
+  // Questions the viewer may not answer (escalated to the administrators) wait for someone else.
+  const othersToAnswer = !!task.pendingActions?.length && task.pendingActions.every((q) => q.mayAnswer === false);
   const readable = results.filter((r) => r.text || (r.output !== null && typeof r.output === "object"));
 
   return (
@@ -116,7 +118,7 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
       <Link href={backHref}>← Back to the Dashboard</Link>
       <header>
         <h1 id="task-title">{task.title}</h1>
-        <span className={`pill state-${task.state}`}>{taskStateLabel(task.state)}</span>
+        <span className={`pill state-${task.state}`}>{taskStateLabel(task.state, task.pendingActions)}</span>
         <span className="muted">Started {when(task.createdAt)}{task.endedAt ? ` · ended ${when(task.endedAt)}` : ""}</span>
       </header>
       {task.state === "failed" && <StateNote state="failure" tone="error">This Task failed{task.reason ? `: ${task.reason}` : "."}</StateNote>}
@@ -133,7 +135,7 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
 
       {task.pendingActions && task.pendingActions.length > 0 && (
         <section aria-labelledby="questions-h" className="questions">
-          <h2 id="questions-h">{task.pendingActions.length === 1 ? "A question for you" : "Questions for you"}</h2>
+          <h2 id="questions-h">{task.pendingActions.every((q) => q.mayAnswer === false) ? (task.pendingActions.length === 1 ? "Its question" : "Its questions") : task.pendingActions.length === 1 ? "A question for you" : "Questions for you"}</h2>
           {task.pendingActions.map((q) => (
             <QuestionCard
               key={q.id}
@@ -150,7 +152,7 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
         <h2 id="progress-h">Progress</h2>
         {current ? (
           <p className="current-step" role="status">
-            <span className="spinner" aria-hidden="true" /> {current.state === "waiting" ? `Waiting for your answer: ${current.label}` : current.label}
+            <span className="spinner" aria-hidden="true" /> {current.state === "waiting" ? `${othersToAnswer ? "Waiting for an administrator's answer" : "Waiting for your answer"}: ${current.label}` : current.label}
             {current.participant && <span className="muted"> ({current.participant})</span>}
           </p>
         ) : (

@@ -345,7 +345,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
                 {tasks.map((t) => (
                   <li key={t.id}>
                     <Link href={`/w/${enc(workspace)}/tasks/${enc(t.id)}`}>{t.title}</Link>
-                    <span className={`pill state-${t.state}`}>{taskStateLabel(t.state)}</span>
+                    <span className={`pill state-${t.state}`}>{taskStateLabel(t.state, t.pendingActions)}</span>
                     <span className="muted">{when(t.updatedAt)}</span>
                   </li>
                 ))}
@@ -379,6 +379,11 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
                       >
                         {n.title}
                       </Link>
+                      {!n.resolved && n.escalatedAt && (
+                        <span className="muted" data-escalated={n.mayAnswer === false ? "read-only" : "answerable"}>
+                          {n.mayAnswer === false ? " · waiting for an administrator" : " · escalated to you"}
+                        </span>
+                      )}
                       {!n.read && <span className="visually-hidden"> (unread)</span>}
                       <span className="muted">{when(n.createdAt)}</span>
                     </li>

@@ -62,6 +62,7 @@ describe("rule 9: a blocking question disables the composer with an explanation"
   });
   it("explains a blocked conversation and a closed one, and leaves a working one open", () => {
     expect(composerState(i({ blocked: true }), false)).toEqual({ disabled: true, reason: expect.stringContaining("Answer the question") });
+    expect(composerState(i({ blocked: true }), false, true)).toEqual({ disabled: true, reason: expect.stringContaining("waits for an administrator") });
     expect(composerState(i({ state: "Closed" }), false).disabled).toBe(true);
     expect(composerState(i({ state: "Active" }), false)).toEqual({ disabled: false });
     expect(composerState(i({ state: "Idle" }), false)).toEqual({ disabled: false });

@@ -83,10 +83,11 @@ export interface ComposerState {
 }
 
 /** Rule 9 and 5: the composer stays, disabled only by an open question, a closed conversation or a send in flight. */
-export function composerState(i: Interaction | undefined, sending: boolean): ComposerState {
+export function composerState(i: Interaction | undefined, sending: boolean, othersToAnswer = false): ComposerState {
   if (sending) return { disabled: true, reason: "Sending…" };
   if (!i) return { disabled: false };
   if (i.state === "Closed") return { disabled: true, reason: "This conversation was closed. Start a new request to continue." };
+  if (i.blocked && othersToAnswer) return { disabled: true, reason: "The work waits for an administrator of this workspace to answer the question above." };
   if (i.blocked) return { disabled: true, reason: "Answer the question above to continue: the work waits for it." };
   return { disabled: false };
 }

@@ -1,0 +1,177 @@
+// An escalated question in a real browser against the real binary: once nobody answered in time,
+// a Member who asked sees it read-only, in plain words, from the inbox and from its notification,
+// with no answer control that would only be refused; a workspace Admin answers it where it is
+// shown, marked escalated; the Member's page follows live and after a reload.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import * as h from "./harness.mjs";
+
+let platform;
+let browser;
+let session;
+const call = (method, p, body) => h.api(platform.apiUrl, session, method, p, body);
+
+// The question escalates after this long and then waits as long again for the Owners and Admins:
+// long enough for a loaded machine to check every view before it fails the run.
+const wait = 20;
+
+before(async () => {
+  platform = await h.startPlatform({ name: "escalation-suite" });
+  browser = await h.launchBrowser();
+  session = await h.bootstrap(platform.apiUrl);
+});
+
+after(async () => {
+  await browser?.close();
+  await platform?.stop();
+});
+
+/** account creates a local account with role in the default workspace and returns its session. */
+async function account(username, displayName, role) {
+  const ws = await call("GET", "/api/identity/context");
+  const created = await call("POST", "/api/identity/accounts/", { username, password: "Correct-horse-battery-2", displayName, role, workspace: ws.body.workspace.id });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const login = await fetch(`${platform.apiUrl}/api/auth/local/login`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ username, password: "Correct-horse-battery-2" }),
+  });
+  assert.ok(login.ok, `login: ${login.status}`);
+  return login.headers.getSetCookie().find((c) => c.startsWith("platform-session=")).split(";")[0].split("=")[1];
+}
+
+async function pageOf(cookie, opts) {
+  const page = await h.newPage(browser, opts);
+  await h.signIn(page, cookie);
+  return page;
+}
+
+/** What a person reads holds no raw JSON, id or code. */
+async function plainWords(locator, what) {
+  const text = await locator.innerText();
+  assert.doesNotMatch(text, /EscalatedToAdministrators|NotPermitted|[{}]|\b[0-9a-f]{16,}\b/, `${what}: ${text}`);
+}
+
+describe("escalated questions", () => {
+  it("a Member sees an escalated question read-only from the inbox and its notification; an Admin answers it; the Member's page follows", async () => {
+    for (const [p, body] of [
+      [
+        "/api/flows",
+        {
+          name: "escalating",
+          kind: "Orchestration",
+          definition: {
+            steps: [
+              { name: "in", type: "Input" },
+              {
+                name: "out",
+                type: "Output",
+                message: "Done",
+                suspend: { kind: "Choice", prompt: "Which level of detail?", choices: [{ value: "brief" }, { value: "detailed" }], expiry: { expiresAfter: `${wait}s`, onExpiry: "Escalate" } },
+              },
+            ],
+            edges: [{ from: "in", to: "out" }],
+          },
+        },
+      ],
+      ["/api/flows/escalating/versions", { version: "1.0.0", activate: true }],
+      [
+        "/api/entries",
+        {
+          apiVersion: "platform/v1",
+          kind: "Entry",
+          metadata: { name: "escalating" },
+          definition: { displayName: "A question that escalates", task: { display: "Visible" }, fields: [{ name: "request", type: "Text", role: "PrimaryInput", label: "What for?" }], binding: { flow: { name: "escalating" } } },
+        },
+      ],
+    ]) {
+      const r = await call("POST", p, body);
+      assert.equal(r.status, 201, `${p}: ${JSON.stringify(r.body)}`);
+    }
+    await h.waitFor(async () => (await call("POST", "/api/entries/escalating/publish")).status < 300, { timeout: 30_000, message: "the Entry to publish" });
+    const dash = await call("POST", "/api/dashboards", { apiVersion: "platform/v1", kind: "Dashboard", metadata: { name: "escalation-desk" }, definition: { displayName: "Escalation desk", entries: [{ name: "escalating", role: "Primary" }] } });
+    assert.equal(dash.status, 201, JSON.stringify(dash.body));
+    const mia = await account("mia", "Mia Member", "Member");
+    const olga = await account("olga", "Olga Admin", "Admin");
+
+    // Mia asks; the question is hers to answer until it expires.
+    const member = await pageOf(mia);
+    await member.goto(`${platform.workplaceUrl}w/default/d/escalation-desk`);
+    const primary = member.locator("article.entry.primary");
+    const conversation = member.locator("section.conversation");
+    await h.waitFor(
+      async () => {
+        if (await conversation.count()) return true;
+        if (!(await primary.count())) return false;
+        await primary.getByRole("textbox").fill("The weekly digest");
+        await primary.getByRole("button", { name: "Send" }).click();
+        await conversation.waitFor({ timeout: 3_000 }).catch(() => undefined);
+        return (await conversation.count()) > 0;
+      },
+      { timeout: 30_000, message: "the Dashboard to open a conversation" },
+    );
+    await conversation.getByRole("button", { name: "brief" }).waitFor({ timeout: 20_000 });
+    const conversationUrl = member.url();
+
+    // Nobody answers in time: the open page turns read-only by itself (live).
+    const readOnly = conversation.locator('[data-state="read-only-question"]');
+    await readOnly.waitFor({ timeout: (wait + 10) * 1000 });
+    assert.match(await readOnly.innerText(), /Nobody answered in time; it now waits for an administrator of this workspace/);
+    assert.equal(await conversation.getByRole("button", { name: "brief" }).count(), 0, "no answer the server would refuse");
+    assert.match(await member.locator(".composer-why").innerText(), /waits for an administrator/);
+    await conversation.locator(".task-ref").getByText("Waiting for an administrator", { exact: true }).waitFor();
+    await plainWords(conversation, "the conversation");
+    await h.screenshot(member, "escalation-member-conversation-1280");
+
+    // From the inbox: the same question, read-only.
+    const phone = await pageOf(mia, { width: 375, height: 800 });
+    await phone.goto(`${platform.workplaceUrl}w/default/inbox`);
+    const card = phone.locator("section.inbox .question-card", { hasText: "Which level of detail?" });
+    await card.locator('[data-state="read-only-question"]').waitFor({ timeout: 10_000 });
+    assert.equal(await card.getByRole("button").count(), 0, "no button on the Member's card");
+    await plainWords(card, "the inbox card");
+    const width = await phone.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 375, `no horizontal scrolling at 375 px (${width})`);
+    await h.screenshot(phone, "escalation-member-inbox-375");
+
+    // From its notification: it says so, and leads to the read-only conversation.
+    await phone.goto(`${platform.workplaceUrl}w/default/d/escalation-desk`);
+    await phone.getByRole("button", { name: /^Notifications/ }).click();
+    const note = phone.locator('[data-panel="notifications"] li[data-notification-kind="question"]:not([data-resolved])', { hasText: "waiting for an administrator" }).first();
+    await note.waitFor({ timeout: 10_000 });
+    await plainWords(note, "the notification");
+    await note.getByRole("link").click();
+    const there = phone.locator("section.conversation");
+    await there.locator('[data-state="read-only-question"]').waitFor({ timeout: 10_000 });
+    assert.equal(await there.getByRole("button", { name: "brief" }).count(), 0);
+    await h.screenshot(phone, "escalation-member-from-notification-375");
+
+    // Olga, an Admin, answers it in her inbox, where it is marked escalated.
+    const admin = await pageOf(olga);
+    await admin.goto(`${platform.workplaceUrl}w/default/inbox`);
+    const hers = admin.locator("section.inbox .question-card", { hasText: "Which level of detail?" });
+    await hers.locator('[data-escalated="answerable"]').waitFor({ timeout: 10_000 });
+    assert.equal(await hers.locator('[data-state="read-only-question"]').count(), 0);
+    await h.screenshot(admin, "escalation-admin-inbox-1280");
+    // The Console's Tasks say the same to an operator: escalated, and to whom.
+    const console = await pageOf(olga);
+    await console.goto(`${platform.apiUrl}/tasks`);
+    const row = console.locator("tr", { hasText: "Which level of detail?" });
+    await row.locator('[data-escalated="answerable"]').waitFor({ timeout: 10_000 });
+    assert.match(await row.innerText(), /now waiting for the workspace's Owners and Admins/);
+    await h.screenshot(console, "escalation-console-tasks-1280");
+    await console.context().close();
+    await hers.getByRole("button", { name: "detailed" }).click();
+    await admin.locator("section.inbox").locator('[data-state="empty"]').waitFor({ timeout: 20_000 });
+
+    // Mia's open page follows live, and so does a reload.
+    await conversation.locator(".task-ref").getByText("Completed").waitFor({ timeout: 10_000 });
+    assert.equal(await conversation.locator('[data-state="read-only-question"]').count(), 0);
+    await member.goto(conversationUrl);
+    await member.locator("section.conversation .task-ref").getByText("Completed").waitFor({ timeout: 10_000 });
+    assert.equal(await member.locator('[data-state="read-only-question"]').count(), 0);
+    await h.screenshot(member, "escalation-member-answered-1280");
+    assert.deepEqual([...member.errors, ...phone.errors, ...admin.errors], []);
+    for (const p of [member, phone, admin]) await p.context().close();
+  });
+});
