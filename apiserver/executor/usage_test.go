@@ -69,7 +69,7 @@ func TestEveryModelCallRecordsTheTokensTheEndpointAnsweredWithTheCostOfItsProvid
 
 		// 120 input tokens at 2.50 and 80 output tokens at 10.00 per million: 0.0003 + 0.0008.
 		want := &work.ModelUsage{ModelCalls: 1, InputTokens: 120, OutputTokens: 80, TotalTokens: 200,
-			Cost: &usage.Amount{Amount: "0.001100", Currency: "USD"}}
+			Cost: &usage.Amount{Amount: "0.001100", Currency: "USD"}, Costs: []usage.Amount{{Amount: "0.001100", Currency: "USD"}}}
 		g.Expect(h.work.RunUsage(context.Background(), run.ID)).To(Equal(want))
 		g.Expect(stepUsage(t, h, run.ID, work.EventStepCompleted, "ask")).To(Equal(want), "the step's completion carries its usage")
 		rows, _, err := h.work.UsageReport(context.Background(), ctxA.WorkspaceID, "2000-01-01", "2999-12-31",
