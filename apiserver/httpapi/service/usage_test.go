@@ -70,7 +70,9 @@ func TestTheUsageReadListsThePackAgentsBudgetsNamedWithTheirResourceNamespace(t 
 	ws := routingWorkspace(t)
 	packNamespace, err := resourcenamespace.Ensure(context.Background(), kube, ws, "acme.kit")
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = kube.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: packNamespace}}) })
+	t.Cleanup(func() {
+		_ = kube.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: packNamespace}})
+	})
 	for ns, tokens := range map[string]int64{ws: 100, packNamespace: 200} {
 		agent := &platformv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "writer"}, Definition: platformv1.AgentDefinition{
 			Instructions: "Write", Budgets: []platformv1.Budget{{Period: platformv1.DayBudget, Tokens: &tokens}}}}
