@@ -25,11 +25,16 @@ type EntryRef struct {
 
 // Recorded is how usage names the Entry: its name for the workspace's own Entries, else
 // "publisher.name/name" (as the Work API's status.entry).
-func (e EntryRef) Recorded() string {
-	if e.Name == "" || e.ResourceNamespace == "" || e.ResourceNamespace == string(platformv1.DefaultResourceNamespace) {
-		return e.Name
+func (e EntryRef) Recorded() string { return RecordedName(e.ResourceNamespace, e.Name) }
+
+// RecordedName is how usage and budgets name an object of a workspace's resource namespace rns:
+// its name in `default`, "publisher.name/name" in a Pack's, so that a Pack's agent and the
+// workspace's own agent of the same name are told apart, with the name people see in the Pack.
+func RecordedName(rns, name string) string {
+	if name == "" || rns == "" || rns == string(platformv1.DefaultResourceNamespace) {
+		return name
 	}
-	return e.ResourceNamespace + "/" + e.Name
+	return rns + "/" + name
 }
 
 // Budgets tells the executor which Entry a run came from and which budgets its model calls
@@ -38,8 +43,11 @@ type Budgets interface {
 	// Entry is the Entry run came from; the zero EntryRef when none.
 	Entry(ctx context.Context, run *work.FlowRun) (EntryRef, error)
 	// Limits are the budgets a model call of agent in run counts against: its workspace's, its
-	// Entry's and the agent's.
+	// Entry's and the agent's (named as RecordedName names it).
 	Limits(ctx context.Context, run *work.FlowRun, entry EntryRef, agent string) ([]usage.Limit, error)
+	// ResourceNamespace is the resource namespace of the run's Flow and agents (run.Namespace):
+	// `default` or a Pack's `publisher.name`.
+	ResourceNamespace(ctx context.Context, run *work.FlowRun) (string, error)
 }
 
 // KubeBudgets reads budgets from the workspace's namespace annotations (over the instance's
@@ -61,12 +69,22 @@ func (b KubeBudgets) Entry(ctx context.Context, run *work.FlowRun) (EntryRef, er
 	return EntryRef{ResourceNamespace: rns, Name: name}, err
 }
 
+// ResourceNamespace reads the resource namespace of the run's namespace.
+func (b KubeBudgets) ResourceNamespace(ctx context.Context, run *work.FlowRun) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := b.Client.Get(ctx, client.ObjectKey{Name: run.Namespace}, ns); err != nil {
+		return "", fmt.Errorf("the namespace of the run: %w", err)
+	}
+	return string(resourcenamespace.Of(ns)), nil
+}
+
 // Limits reads the three scopes' budgets.
 func (b KubeBudgets) Limits(ctx context.Context, run *work.FlowRun, entry EntryRef, agent string) ([]usage.Limit, error) {
 	ns := &corev1.Namespace{}
 	if err := b.Client.Get(ctx, client.ObjectKey{Name: run.Namespace}, ns); err != nil {
 		return nil, fmt.Errorf("the namespace of the run: %w", err)
 	}
+	agentRNS := string(resourcenamespace.Of(ns))
 	if workspace := resourcenamespace.WorkspaceOf(ns); workspace != ns.Name {
 		if err := b.Client.Get(ctx, client.ObjectKey{Name: workspace}, ns); err != nil {
 			return nil, fmt.Errorf("the namespace of the workspace: %w", err)
@@ -96,7 +114,7 @@ func (b KubeBudgets) Limits(ctx context.Context, run *work.FlowRun, entry EntryR
 	a := &platformv1.Agent{}
 	switch err := b.Client.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: agent}, a); {
 	case err == nil:
-		l, err := usage.LimitsOf(usage.ScopeAgent, agent, a.Definition.Budgets)
+		l, err := usage.LimitsOf(usage.ScopeAgent, RecordedName(agentRNS, agent), a.Definition.Budgets)
 		if err != nil {
 			return nil, err
 		}
@@ -123,6 +141,26 @@ func (e *Executor) entryOf(ctx context.Context, run *work.FlowRun) (EntryRef, er
 	return entry, err
 }
 
+// agentName is how usage and budgets name agent of the run: with the resource namespace of the
+// run's Flow when it is a Pack's (RecordedName), read once per execution.
+func (e *Executor) agentName(ctx context.Context, run *work.FlowRun, agent string) (string, error) {
+	if e.budgets == nil {
+		return agent, nil
+	}
+	drive, _ := ctx.Value(driveKey{}).(*driveState)
+	if drive != nil && drive.resourceNamespaceRead {
+		return RecordedName(drive.resourceNamespace, agent), nil
+	}
+	rns, err := e.budgets.ResourceNamespace(ctx, run)
+	if err != nil {
+		return "", err
+	}
+	if drive != nil {
+		drive.resourceNamespace, drive.resourceNamespaceRead = rns, true
+	}
+	return RecordedName(rns, agent), nil
+}
+
 // modelCall is the usage of one model call of an Agent step, priced: by its ModelProvider's
 // pricing, else (the Deterministic model) by the instance's price of it; nil when the provider
 // reported no usage.
@@ -134,7 +172,11 @@ func (e *Executor) modelCall(ctx context.Context, run *work.FlowRun, step platfo
 	if err != nil {
 		return nil, err
 	}
-	mc := &work.ModelCall{Step: step.Name, Attempt: run.Attempt, Agent: agent.Name, Entry: entry.Recorded(), ModelProvider: act.ModelProvider,
+	name, err := e.agentName(ctx, run, agent.Name)
+	if err != nil {
+		return nil, err
+	}
+	mc := &work.ModelCall{Step: step.Name, Attempt: run.Attempt, Agent: name, Entry: entry.Recorded(), ModelProvider: act.ModelProvider,
 		Model: act.Model, InputTokens: act.Usage.InputTokens, OutputTokens: act.Usage.OutputTokens}
 	price := act.Usage.Price
 	if price == nil && act.Model == provider.DeterministicModel {
@@ -163,6 +205,10 @@ func (e *Executor) checkBudgets(ctx context.Context, run *work.FlowRun, step pla
 	}
 	if len(limits) == 0 {
 		return nil
+	}
+	agentName, err := e.agentName(ctx, run, agent.Name)
+	if err != nil {
+		return e.transient(run, step, agent, fmt.Errorf("reading the resource namespace of the run: %w", err))
 	}
 	// What the budgets count is read from the store: the usage of the run's earlier calls that
 	// is still staged with their uncommitted transitions (answers made in the process) is
@@ -202,7 +248,7 @@ func (e *Executor) checkBudgets(ctx context.Context, run *work.FlowRun, step pla
 			return failed("Agent step %q: %s is used up and %s to continue past it: %s", step.Name, what, who, reason).ptr()
 		}
 		crossing := &work.BudgetCrossing{Scope: l.Scope, Name: l.Name, Period: string(l.Period), PeriodStart: start.Format(usage.DayLayout),
-			LimitTokens: l.Tokens, UsedTokens: tokens, Agent: agent.Name, Key: key}
+			LimitTokens: l.Tokens, UsedTokens: tokens, Agent: agentName, Key: key}
 		if l.CostMicros > 0 {
 			crossing.LimitCost, crossing.UsedCost = usage.MoneyOf(l.CostMicros, l.Currency), usage.MoneyOf(cost, l.Currency)
 		}
@@ -213,7 +259,7 @@ func (e *Executor) checkBudgets(ctx context.Context, run *work.FlowRun, step pla
 		sus := &work.Suspension{Step: step.Name, Kind: work.KindApproval, Continuation: step.Name, Budget: crossing,
 			Prompt: fmt.Sprintf("Continue past %s? This %s used %s; agent %q waits to call its model again.",
 				what, map[platformv1.BudgetPeriod]string{platformv1.DayBudget: "day", platformv1.WeekBudget: "week", platformv1.MonthBudget: "month"}[l.Period],
-				used, agent.Name)}
+				used, agentName)}
 		applyExpiry(sus, l.Expiry)
 		return &outcome{suspend: sus}
 	}

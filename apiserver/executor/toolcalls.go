@@ -40,6 +40,10 @@ type driveState struct {
 	// entry is the Entry the run came from, once read (entryRead).
 	entry     EntryRef
 	entryRead bool
+	// resourceNamespace is the resource namespace of the run's Flow, once read
+	// (resourceNamespaceRead).
+	resourceNamespace     string
+	resourceNamespaceRead bool
 }
 
 type driveKey struct{}

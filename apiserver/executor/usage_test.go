@@ -22,6 +22,15 @@ type budgets struct {
 	mu     sync.Mutex
 	limits []usage.Limit
 	entry  executor.EntryRef
+	// resourceNamespaces are the resource namespaces of kube namespaces; `default` for others.
+	resourceNamespaces map[string]string
+}
+
+func (b *budgets) ResourceNamespace(_ context.Context, run *work.FlowRun) (string, error) {
+	if rns, ok := b.resourceNamespaces[run.Namespace]; ok {
+		return rns, nil
+	}
+	return "default", nil
 }
 
 func (b *budgets) Entry(context.Context, *work.FlowRun) (executor.EntryRef, error) {
@@ -69,7 +78,7 @@ func TestEveryModelCallRecordsTheTokensTheEndpointAnsweredWithTheCostOfItsProvid
 
 		// 120 input tokens at 2.50 and 80 output tokens at 10.00 per million: 0.0003 + 0.0008.
 		want := &work.ModelUsage{ModelCalls: 1, InputTokens: 120, OutputTokens: 80, TotalTokens: 200,
-			Cost: &usage.Amount{Amount: "0.001100", Currency: "USD"}}
+			Cost: &usage.Amount{Amount: "0.001100", Currency: "USD"}, Costs: []usage.Amount{{Amount: "0.001100", Currency: "USD"}}}
 		g.Expect(h.work.RunUsage(context.Background(), run.ID)).To(Equal(want))
 		g.Expect(stepUsage(t, h, run.ID, work.EventStepCompleted, "ask")).To(Equal(want), "the step's completion carries its usage")
 		rows, _, err := h.work.UsageReport(context.Background(), ctxA.WorkspaceID, "2000-01-01", "2999-12-31",
@@ -175,5 +184,44 @@ func TestContinuingPastABudgetRejectedFailsTheStepWithTheReason(t *testing.T) {
 		run = h.read(t, run.ID)
 		g.Expect(run.State).To(Equal(work.StateFailed))
 		g.Expect(run.Reason).To(Equal(`Agent step "polish": the budget of Workspace a (1 token a month) is used up and a person declined to continue past it: the month is spent`))
+	})
+}
+
+// TestAPacksAgentIsNamedWithItsResourceNamespaceApartFromTheWorkspacesAgentOfTheSameName: an agent
+// a Pack installed and the workspace's own agent of the same name are two agents: their usage is
+// two rows, the Pack's named publisher.name/agent as its Entries are, and a budget of one does not
+// count the other's calls.
+func TestAPacksAgentIsNamedWithItsResourceNamespaceApartFromTheWorkspacesAgentOfTheSameName(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		h := newHarness(t, s)
+		h.resolver.agents["writer"] = provider.Agent{Name: "writer", Revision: "1", Instructions: "@respond Noted."}
+		packNamespace := "a-acme-kit-0123456789"
+		b := &budgets{resourceNamespaces: map[string]string{packNamespace: "acme.kit"},
+			limits: []usage.Limit{{Scope: usage.ScopeAgent, Name: "writer", Period: platformv1.DayBudget, Tokens: 1_000_000}}}
+		opts := h.options()
+		opts.Budgets = b
+		h.build(t, opts)
+		flow := orchestration([]platformv1.FlowStep{input, agentStep("write", "writer"), output}, edge("in", "write"), edge("write", "out"))
+
+		own, _ := h.submit(t, "note", flow)
+		h.wctx.Namespace = packNamespace
+		packs, _ := h.submit(t, "note", flow)
+		h.settle(t)
+		g.Expect(h.read(t, own.ID).State).To(Equal(work.StateCompleted))
+		g.Expect(h.read(t, packs.ID).State).To(Equal(work.StateCompleted))
+
+		rows, _, err := h.work.UsageReport(context.Background(), ctxA.WorkspaceID, "2000-01-01", "2999-12-31", []string{work.GroupByAgent})
+		g.Expect(err).NotTo(HaveOccurred())
+		agents := map[string]int64{}
+		for _, r := range rows {
+			agents[r.Agent] = r.ModelCalls
+		}
+		g.Expect(agents).To(Equal(map[string]int64{"writer": 1, "acme.kit/writer": 1}), "two agents, two rows")
+		own1, err := h.work.RunUsage(context.Background(), own.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		tokens, _, err := h.work.UsedSince(context.Background(), ctxA.WorkspaceID, usage.ScopeAgent, "writer", "2000-01-01", "")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(tokens).To(Equal(own1.TotalTokens), "the workspace's writer's budget counts its own calls only")
 	})
 }

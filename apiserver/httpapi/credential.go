@@ -27,25 +27,40 @@ const AccessTokenParam = "access_token"
 // the API's: the bearer token of the Authorization header, else of the access_token query
 // parameter, else the session cookie. ok is false when none authenticates; err is internal.
 func (s *Server) AuthenticateRequest(r *http.Request) (caller Caller, cred Credential, ok bool, err error) {
-	switch {
-	case s.mode == ModeDevelopment:
-		cred = Credential{kind: CredentialDevelopment}
-	case s.mode == ModeDisabled:
+	cred, ok = s.CredentialOf(r)
+	if !ok {
 		return Caller{}, Credential{}, false, nil
-	default:
-		if token, bearer := bearerToken(r.Header.Get("Authorization")); bearer {
-			cred = Credential{kind: CredentialBearer, token: token}
-		} else if token := strings.TrimSpace(r.URL.Query().Get(AccessTokenParam)); token != "" {
-			cred = Credential{kind: CredentialBearer, token: token}
-		} else if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" && s.Sessions() {
-			cred = Credential{kind: CredentialSession, token: c.Value}
-		} else {
-			return Caller{}, Credential{}, false, nil
-		}
 	}
 	caller, ok, err = s.Reauthenticate(r.Context(), cred)
 	return caller, cred, ok, err
 }
+
+// CredentialOf is the credential a plain net/http request carries, as AuthenticateRequest reads
+// it, without authenticating it; ok is false when it carries none.
+func (s *Server) CredentialOf(r *http.Request) (Credential, bool) {
+	switch {
+	case s.mode == ModeDevelopment:
+		return Credential{kind: CredentialDevelopment}, true
+	case s.mode == ModeDisabled:
+		return Credential{}, false
+	}
+	if token, bearer := bearerToken(r.Header.Get("Authorization")); bearer {
+		return Credential{kind: CredentialBearer, token: token}, true
+	}
+	if token := strings.TrimSpace(r.URL.Query().Get(AccessTokenParam)); token != "" {
+		return Credential{kind: CredentialBearer, token: token}, true
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" && s.Sessions() {
+		return Credential{kind: CredentialSession, token: c.Value}, true
+	}
+	return Credential{}, false
+}
+
+// Digest is the SHA-256 digest of what the caller sends (the bearer token, the session cookie's
+// value): the key under which the rate limits remember a credential they refused
+// (ratelimit.Counter.RememberBearer), as the service API's and the kube API's refusals do for
+// tokens.
+func (c Credential) Digest() [32]byte { return sha256.Sum256([]byte(c.token)) }
 
 // Reauthenticate resolves a credential again, as a request bearing it would be: ok is false once
 // it no longer authenticates (a revoked or expired token, an ended session, a disabled Principal).
@@ -107,7 +122,12 @@ func (s *Server) WorkspaceContext(ctx context.Context, caller Caller, workspace 
 	if err != nil {
 		return rc, err
 	}
-	return rc, s.CheckNamespace(ctx, rc.Namespace)
+	// The namespace's annotations carry the workspace's limits (LimitsOf), as a request's do.
+	ns, err := s.workspaceNamespace(ctx, rc.Namespace)
+	if err == nil {
+		rc.annotations = ns.Annotations
+	}
+	return rc, err
 }
 
 // Key identifies the credential without revealing it (a SHA-256 digest), for caches of what it
@@ -116,3 +136,7 @@ func (c Credential) Key() string {
 	sum := sha256.Sum256([]byte(c.kind + "\x00" + c.token))
 	return hex.EncodeToString(sum[:])
 }
+
+// IsBearer reports whether the credential is a bearer token (a personal access token or a JWT),
+// not a session or Development mode's.
+func (c Credential) IsBearer() bool { return c.kind == CredentialBearer }

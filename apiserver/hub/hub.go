@@ -54,6 +54,17 @@ const (
 // or with one that does not authenticate.
 var ErrUnauthenticated = errors.New("authentication required")
 
+// RateLimited is what an Authenticate function answers for a request refused before its
+// authentication: a credential whose rate limit was reached lately and whose window is still
+// full. The hub answers it 429 with Retry-After, at no cost of authentication.
+type RateLimited struct {
+	// Reason is what the client sees; RetryAfterSeconds when to try again.
+	Reason            string
+	RetryAfterSeconds int
+}
+
+func (e *RateLimited) Error() string { return e.Reason }
+
 // Caller is who listens on a connection, resolved from the credential of the request that opened
 // it. The hub asks it again, every Revalidate, whether it may go on listening.
 type Caller interface {
@@ -400,7 +411,12 @@ func (h *Hub) authenticate(w http.ResponseWriter, r *http.Request) (Caller, bool
 		h.cors(w, origin)
 	}
 	caller, err := h.opts.Authenticate(r)
+	var limited *RateLimited
 	switch {
+	case errors.As(err, &limited):
+		w.Header().Set("Retry-After", strconv.Itoa(limited.RetryAfterSeconds))
+		h.opts.Problem(w, http.StatusTooManyRequests, limited.Reason)
+		return nil, false
 	case errors.Is(err, ErrUnauthenticated):
 		h.opts.Problem(w, http.StatusUnauthorized, "authentication required")
 		return nil, false

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
+	workv1 "platform.dev/platform/apis/work/v1"
 	"platform.dev/platform/apiserver/ratelimit"
 	"platform.dev/platform/internal/resourcenamespace"
 )
@@ -54,7 +55,7 @@ func (l *Limits) Authorized(next http.Handler) http.Handler {
 		if c.pat {
 			token = tokenOf(u)
 		}
-		refusal, err := l.Counter.Take(r.Context(), wsID, token, ratelimit.Override(l.Defaults, workspace.Annotations), false)
+		refusal, err := l.Counter.Take(r.Context(), wsID, token, ratelimit.Override(l.Defaults, workspace.Annotations), startsRun(info))
 		if err != nil || refusal == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -74,7 +75,7 @@ func (l *Limits) Unauthenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if l.Counter != nil && l.Counter.RemembersBearers() {
 			if raw, ok := bearer(r); ok {
-				if refusal := l.Counter.BearerRefused(sha256.Sum256([]byte(raw)), false); refusal != nil {
+				if refusal := l.Counter.BearerRefused(sha256.Sum256([]byte(raw)), startsRunRequest(r)); refusal != nil {
 					writeTooManyRequests(w, refusal)
 					return
 				}
@@ -82,6 +83,27 @@ func (l *Limits) Unauthenticated(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// runStartingResources are the kinds of the Work group whose creation starts a run: a WorkItem is
+// submitted with the FlowRun that executes it. Their creates count against the runs-per-minute
+// limits, as the service API's submissions do.
+var runStartingResources = map[string]bool{"workitems": true, "flowruns": true}
+
+// startsRun reports whether a request creates a run of the Work group.
+func startsRun(info *request.RequestInfo) bool {
+	return info != nil && info.IsResourceRequest && info.APIGroup == workv1.GroupName && info.Verb == "create" &&
+		info.Subresource == "" && runStartingResources[info.Resource]
+}
+
+// startsRunRequest is startsRun before the request's info is resolved: a POST to a run-starting
+// collection of the Work group (/apis/work.platform.dev/v1/namespaces/<ns>/<resource>).
+func startsRunRequest(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	return len(parts) == 6 && parts[0] == "apis" && parts[1] == workv1.GroupName && parts[3] == "namespaces" && runStartingResources[parts[5]]
 }
 
 // ExtraTokenID carries the id of the personal access token a user authenticated with.

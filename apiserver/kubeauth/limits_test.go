@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +47,8 @@ func TestTheKubeAPIRefusesATokenPastItsLimitWith429AndRetryAfter(t *testing.T) {
 		t.Cleanup(func() { _ = env.Stop() })
 		provision := func(ctx context.Context, ws identity.Workspace) error {
 			_, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ws.RouteName,
-				Annotations: map[string]string{resourcenamespace.WorkspaceIDAnnotation: ws.ID, ratelimit.TokenRequestsPerSecondAnnotation: "2"}}}, metav1.CreateOptions{})
+				Annotations: map[string]string{resourcenamespace.WorkspaceIDAnnotation: ws.ID, ratelimit.TokenRequestsPerSecondAnnotation: "2",
+					ratelimit.TokenRunsPerMinuteAnnotation: "1"}}}, metav1.CreateOptions{})
 			return err
 		}
 		_, admin, home, err := ids.Bootstrap(ctx, identity.BootstrapRequest{Username: "admin", Password: password, TenantName: "Acme", WorkspaceName: "limited"}, provision)
@@ -92,5 +94,31 @@ func TestTheKubeAPIRefusesATokenPastItsLimitWith429AndRetryAfter(t *testing.T) {
 		}
 		_, err = env.Kube.CoreV1().Namespaces().Get(ctx, home.RouteName, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred(), "the administrator's certificate is not limited")
+
+		// Creating a WorkItem in the Work group starts a run: it counts against the token's runs
+		// per minute (1 here) as a submission to the service API does; reads do not.
+		_, submitter, err := ids.CreatePAT(ctx, admin.ID, identity.NewPAT{PrincipalID: admin.ID, WorkspaceID: home.ID, Name: "submitter",
+			Permissions: identity.PermissionsOf(identity.PermRunsRead, identity.PermRunsExecute), ExpiresAt: time.Now().Add(time.Hour)})
+		g.Expect(err).NotTo(HaveOccurred())
+		cfg.BearerToken = submitter
+		client, err = rest.HTTPClientFor(cfg)
+		g.Expect(err).NotTo(HaveOccurred())
+		create := func() (*http.Response, metav1.Status) {
+			r, err := client.Post(cfg.Host+"/apis/work.platform.dev/v1/namespaces/"+home.RouteName+"/workitems", "application/json",
+				strings.NewReader(`{"apiVersion":"work.platform.dev/v1","kind":"WorkItem","metadata":{"generateName":"w-"}}`))
+			g.Expect(err).NotTo(HaveOccurred())
+			defer r.Body.Close()
+			var status metav1.Status
+			body, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(body, &status)
+			return r, status
+		}
+		first, _ := create()
+		g.Expect(first.StatusCode).NotTo(Equal(http.StatusTooManyRequests), "the minute's first run")
+		second, status := create()
+		g.Expect(second.StatusCode).To(Equal(http.StatusTooManyRequests))
+		g.Expect(status.Reason).To(Equal(metav1.StatusReasonTooManyRequests))
+		g.Expect(status.Message).To(ContainSubstring("the limit of 1 runs started per minute with this access token is reached"))
+		g.Expect(second.Header.Get("Retry-After")).To(Equal("60"), "the minute's window ends in 59.75 s")
 	})
 }

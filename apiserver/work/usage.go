@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -33,14 +34,82 @@ type ModelCall struct {
 
 // ModelUsage is summed usage as reads show it.
 type ModelUsage struct {
-	ModelCalls   int64         `json:"modelCalls"`
-	InputTokens  int64         `json:"inputTokens"`
-	OutputTokens int64         `json:"outputTokens"`
-	TotalTokens  int64         `json:"totalTokens"`
-	Cost         *usage.Amount `json:"cost,omitempty"`
+	ModelCalls   int64 `json:"modelCalls"`
+	InputTokens  int64 `json:"inputTokens"`
+	OutputTokens int64 `json:"outputTokens"`
+	TotalTokens  int64 `json:"totalTokens"`
+	// Cost is the cost in the currency of the latest priced call (what a single-currency read
+	// always showed); Costs has every currency.
+	Cost *usage.Amount `json:"cost,omitempty"`
+	// Costs is the cost in each currency the calls were priced in, by currency code: a run whose
+	// agents' providers price in USD and EUR costs both, which no one sum can say.
+	Costs []usage.Amount `json:"costs,omitempty"`
 }
 
-// usageOf is the summed usage of totals.
+// CurrencySum is the sum of the calls priced in one currency ("" for unpriced calls), with the
+// latest of them (created_at, then id), so that sums of several currencies tell which was last.
+type CurrencySum struct {
+	Currency                              string
+	ModelCalls, InputTokens, OutputTokens int64
+	CostMicros                            int64
+	LatestAt                              int64
+	LatestID                              string
+}
+
+// CurrencySumColumns are the columns of model_usage that a query grouped by currency selects, in
+// the order ScanCurrencySum reads them (after the query's own grouping columns).
+var CurrencySumColumns = currencySumColumns("")
+
+// currencySumColumns are CurrencySumColumns of model_usage named by alias ("u.").
+func currencySumColumns(alias string) string {
+	return strings.ReplaceAll(`$currency, COUNT(*), COALESCE(SUM($input_tokens), 0), COALESCE(SUM($output_tokens), 0),
+	COALESCE(SUM($cost_micros), 0), MAX($created_at), MAX($id)`, "$", alias)
+}
+
+// ScanCurrencySum reads CurrencySumColumns after dest (a query's own grouping columns).
+func ScanCurrencySum(row rowScanner, dest ...any) (CurrencySum, error) {
+	var c CurrencySum
+	err := row.Scan(append(dest, &c.Currency, &c.ModelCalls, &c.InputTokens, &c.OutputTokens, &c.CostMicros, &c.LatestAt, &c.LatestID)...)
+	return c, err
+}
+
+// UsageOf is the usage of sums, one per currency: the calls and tokens of all, Cost in the
+// currency of the latest priced call, Costs in each priced currency by code.
+func UsageOf(sums []CurrencySum) *ModelUsage {
+	t, costs := totalsOf(sums)
+	u := usageOf(t)
+	u.Costs = costs
+	return u
+}
+
+// totalsOf sums sums: Totals' cost is that of the latest priced currency; costs are all of them.
+func totalsOf(sums []CurrencySum) (usage.Totals, []usage.Amount) {
+	var (
+		t      usage.Totals
+		latest *CurrencySum
+		costs  []usage.Amount
+	)
+	sorted := append([]CurrencySum{}, sums...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Currency < sorted[j].Currency })
+	for i, c := range sorted {
+		t.ModelCalls += c.ModelCalls
+		t.InputTokens += c.InputTokens
+		t.OutputTokens += c.OutputTokens
+		if c.Currency == "" {
+			continue
+		}
+		costs = append(costs, *usage.MoneyOf(c.CostMicros, c.Currency))
+		if latest == nil || c.LatestAt > latest.LatestAt || (c.LatestAt == latest.LatestAt && c.LatestID > latest.LatestID) {
+			latest = &sorted[i]
+		}
+	}
+	if latest != nil {
+		t.CostMicros, t.Currency = latest.CostMicros, latest.Currency
+	}
+	return t, costs
+}
+
+// usageOf is the summed usage of totals (one currency).
 func usageOf(t usage.Totals) *ModelUsage {
 	return &ModelUsage{ModelCalls: t.ModelCalls, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, TotalTokens: t.Tokens(),
 		Cost: usage.MoneyOf(t.CostMicros, t.Currency)}
@@ -87,110 +156,127 @@ func (s *Store) insertUsage(ctx context.Context, tx *sql.Tx, run FlowRun, calls 
 	return nil
 }
 
-// sumCalls sums calls as sumUsage sums their rows: the cost is that of the currency of the last
-// priced call.
-func sumCalls(calls []ModelCall) usage.Totals {
-	var t usage.Totals
-	for _, c := range calls {
-		t.ModelCalls++
-		t.InputTokens += c.InputTokens
-		t.OutputTokens += c.OutputTokens
-		if c.Currency != "" {
-			t.Currency = c.Currency
+// sumCalls sums calls as the reads sum their rows, by currency; the calls are in the order they
+// were made.
+func sumCalls(calls []ModelCall) []CurrencySum {
+	var sums []CurrencySum
+	for i, c := range calls {
+		at := -1
+		for j := range sums {
+			if sums[j].Currency == c.Currency {
+				at = j
+			}
 		}
-	}
-	for _, c := range calls {
-		if c.Currency == t.Currency && t.Currency != "" {
-			t.CostMicros += c.CostMicros
+		if at < 0 {
+			sums = append(sums, CurrencySum{Currency: c.Currency})
+			at = len(sums) - 1
 		}
+		sum := &sums[at]
+		sum.ModelCalls++
+		sum.InputTokens += c.InputTokens
+		sum.OutputTokens += c.OutputTokens
+		sum.CostMicros += c.CostMicros
+		sum.LatestAt = int64(i + 1)
 	}
-	return t
+	return sums
 }
 
 // stepUsage sums the recorded model calls of a run's step, in tx.
 func (s *Store) stepUsage(ctx context.Context, tx *sql.Tx, runID, step string) (*ModelUsage, error) {
-	t, err := s.sumUsage(func(q string, args ...any) rowScanner { return s.txQueryRow(ctx, tx, q, args...) },
-		`run_id = ? AND step = ?`, runID, step)
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT `+CurrencySumColumns+` FROM model_usage WHERE run_id = ? AND step = ? GROUP BY currency`), runID, step)
 	if err != nil {
 		return nil, err
 	}
-	return usageOf(t), nil
+	sums, err := scanSums(rows)
+	if err != nil {
+		return nil, err
+	}
+	return UsageOf(sums), nil
 }
 
-// sumUsage sums the model calls that where selects; the cost is that of the currency of the
-// latest priced call (usage priced in another currency is left out of the cost).
-func (s *Store) sumUsage(row func(string, ...any) rowScanner, where string, args ...any) (usage.Totals, error) {
-	var t usage.Totals
-	err := row(`SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
-		COALESCE((SELECT currency FROM model_usage WHERE `+where+` AND currency <> '' ORDER BY created_at DESC, id DESC LIMIT 1), '')
-		FROM model_usage WHERE `+where, append(append([]any{}, args...), args...)...).Scan(&t.ModelCalls, &t.InputTokens, &t.OutputTokens, &t.Currency)
-	if err != nil || t.Currency == "" {
-		return t, err
+// scanSums reads the rows of a query of CurrencySumColumns alone, and closes them.
+func scanSums(rows *sql.Rows) ([]CurrencySum, error) {
+	defer rows.Close()
+	var sums []CurrencySum
+	for rows.Next() {
+		c, err := ScanCurrencySum(rows)
+		if err != nil {
+			return nil, err
+		}
+		sums = append(sums, c)
 	}
-	err = row(`SELECT COALESCE(SUM(cost_micros), 0) FROM model_usage WHERE `+where+` AND currency = ?`, append(append([]any{}, args...), t.Currency)...).
-		Scan(&t.CostMicros)
-	return t, err
+	return sums, rows.Err()
 }
 
 // RunUsage sums the model calls of a run.
 func (s *Store) RunUsage(ctx context.Context, runID string) (*ModelUsage, error) {
-	t, err := s.sumUsage(func(q string, args ...any) rowScanner { return s.queryRow(ctx, q, args...) }, `run_id = ?`, runID)
+	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT `+CurrencySumColumns+` FROM model_usage WHERE run_id = ? GROUP BY currency`), runID)
 	if err != nil {
 		return nil, err
 	}
-	return usageOf(t), nil
+	sums, err := scanSums(rows)
+	if err != nil {
+		return nil, err
+	}
+	return UsageOf(sums), nil
 }
 
 // StepsUsage sums the model calls of each step of a run that made any, by step.
 func (s *Store) StepsUsage(ctx context.Context, runID string) (map[string]*ModelUsage, error) {
-	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT step, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), MAX(currency)
-		FROM model_usage WHERE run_id = ? GROUP BY step`), runID)
+	return s.usageBy(ctx, `SELECT step, `+CurrencySumColumns+` FROM model_usage WHERE run_id = ? GROUP BY step, currency`, runID)
+}
+
+// usageBy runs q, grouped by a key and currency (the key first, then CurrencySumColumns), and
+// sums each key's currencies.
+func (s *Store) usageBy(ctx context.Context, q string, args ...any) (map[string]*ModelUsage, error) {
+	rows, err := s.db.DB().QueryContext(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]*ModelUsage{}
+	sums := map[string][]CurrencySum{}
 	for rows.Next() {
-		var (
-			step string
-			t    usage.Totals
-		)
-		if err := rows.Scan(&step, &t.ModelCalls, &t.InputTokens, &t.OutputTokens, &t.CostMicros, &t.Currency); err != nil {
+		var key string
+		c, err := ScanCurrencySum(rows, &key)
+		if err != nil {
 			return nil, err
 		}
-		out[step] = usageOf(t)
+		sums[key] = append(sums[key], c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*ModelUsage, len(sums))
+	for key, s := range sums {
+		out[key] = UsageOf(s)
+	}
+	return out, nil
 }
 
 // TasksUsage sums the model calls of the runs of each of a workspace's Tasks, by Task.
 func (s *Store) TasksUsage(ctx context.Context, workspaceID string, taskIDs ...string) (map[string]*ModelUsage, error) {
-	out := map[string]*ModelUsage{}
 	if len(taskIDs) == 0 {
-		return out, nil
+		return map[string]*ModelUsage{}, nil
 	}
 	args := []any{workspaceID}
 	for _, id := range taskIDs {
 		args = append(args, id)
 	}
-	rows, err := s.db.DB().QueryContext(ctx, s.q(`SELECT r.work_task_id, COUNT(*), SUM(u.input_tokens), SUM(u.output_tokens),
-		SUM(u.cost_micros), MAX(u.currency) FROM model_usage u JOIN flow_runs r ON r.id = u.run_id
-		WHERE r.workspace_id = ? AND r.work_task_id IN (?`+strings.Repeat(", ?", len(taskIDs)-1)+`) GROUP BY r.work_task_id`), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			task string
-			t    usage.Totals
-		)
-		if err := rows.Scan(&task, &t.ModelCalls, &t.InputTokens, &t.OutputTokens, &t.CostMicros, &t.Currency); err != nil {
-			return nil, err
-		}
-		out[task] = usageOf(t)
-	}
-	return out, rows.Err()
+	return s.usageBy(ctx, TasksUsageQuery(len(taskIDs)), args...)
+}
+
+// TasksUsageQuery sums the model calls of the runs of n Tasks of a workspace (its arguments: the
+// workspace, then the Tasks' ids), by Task and currency, in one statement.
+func TasksUsageQuery(n int) string {
+	return `SELECT r.work_task_id, ` + currencySumColumns("u.") + ` FROM model_usage u JOIN flow_runs r ON r.id = u.run_id
+		WHERE r.workspace_id = ? AND r.work_task_id IN (?` + strings.Repeat(", ?", n-1) + `) GROUP BY r.work_task_id, u.currency`
+}
+
+// RunsUsageQuery sums the model calls of n runs of a workspace (its arguments: the workspace,
+// then the runs' ids), by run and currency, in one statement.
+func RunsUsageQuery(n int) string {
+	return `SELECT run_id, ` + CurrencySumColumns + ` FROM model_usage WHERE workspace_id = ? AND run_id IN (?` +
+		strings.Repeat(", ?", n-1) + `) GROUP BY run_id, currency`
 }
 
 // scopeColumn is the column of model_usage that a budget scope selects on, besides the workspace.
@@ -335,7 +421,7 @@ func (s *Store) recordUsage(ctx context.Context, tx *sql.Tx, run FlowRun, calls 
 					mine = append(mine, c)
 				}
 			}
-			u = usageOf(sumCalls(mine))
+			u = UsageOf(sumCalls(mine))
 		} else {
 			var err error
 			if u, err = s.stepUsage(ctx, tx, run.ID, step); err != nil {

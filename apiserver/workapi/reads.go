@@ -176,6 +176,11 @@ func (taskReads) get(ctx context.Context, r *reader, p page, name string) (runti
 	if err := taskQuestions(ctx, r, t, runID); err != nil {
 		return nil, err
 	}
+	used, err := usageOf(ctx, r, work.TasksUsageQuery(1), p.workspaceID, []string{t.Name})
+	if err != nil {
+		return nil, err
+	}
+	t.Status.Usage = used[t.Name]
 	return t, nil
 }
 
@@ -207,6 +212,22 @@ func (taskReads) list(ctx context.Context, r *reader, p page) ([]runtime.Object,
 		if err := taskQuestions(ctx, r, obj.(*workv1.Task), runs[i]); err != nil {
 			return nil, err
 		}
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	ids := make([]string, 0, len(out))
+	for _, obj := range out {
+		ids = append(ids, obj.(*workv1.Task).Name)
+	}
+	// The page's usage in one statement, however many Tasks it holds.
+	used, err := usageOf(ctx, r, work.TasksUsageQuery(len(ids)), p.workspaceID, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range out {
+		t := obj.(*workv1.Task)
+		t.Status.Usage = used[t.Name]
 	}
 	return out, nil
 }
@@ -396,7 +417,15 @@ func (flowRunReads) get(ctx context.Context, r *reader, p page, name string) (ru
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apierrors.NewNotFound(workv1.Resource("flowruns"), name)
 	}
-	return f, err
+	if err != nil {
+		return nil, err
+	}
+	used, err := usageOf(ctx, r, work.RunsUsageQuery(1), p.workspaceID, []string{f.Name})
+	if err != nil {
+		return nil, err
+	}
+	f.Status.Usage = used[f.Name]
+	return f, nil
 }
 
 func (flowRunReads) list(ctx context.Context, r *reader, p page) ([]runtime.Object, error) {
@@ -406,14 +435,72 @@ func (flowRunReads) list(ctx context.Context, r *reader, p page) ([]runtime.Obje
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []runtime.Object
+	var (
+		out []runtime.Object
+		ids []string
+	)
 	for rows.Next() {
 		f, err := scanFlowRunRow(rows, p.namespace)
 		if err != nil {
+			rows.Close()
 			return nil, err
 		}
 		out = append(out, f)
+		ids = append(ids, f.Name)
 	}
-	return out, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		return out, err
+	}
+	// The page's usage in one statement, however many runs it holds.
+	used, err := usageOf(ctx, r, work.RunsUsageQuery(len(ids)), p.workspaceID, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range out {
+		f := obj.(*workv1.FlowRun)
+		f.Status.Usage = used[f.Name]
+	}
+	return out, nil
+}
+
+// usageOf runs q, a usage query of the Work store by key (work.RunsUsageQuery,
+// work.TasksUsageQuery) over the workspace's keys, and answers the usage of each key; a key
+// without model calls has the zero usage.
+func usageOf(ctx context.Context, r *reader, q, workspaceID string, keys []string) (map[string]*workv1.ModelUsage, error) {
+	args := make([]any, 0, len(keys)+1)
+	args = append(args, workspaceID)
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	rows, err := r.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	sums := map[string][]work.CurrencySum{}
+	for rows.Next() {
+		var key string
+		c, err := work.ScanCurrencySum(rows, &key)
+		if err != nil {
+			return nil, err
+		}
+		sums[key] = append(sums[key], c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*workv1.ModelUsage, len(keys))
+	for _, k := range keys {
+		u := work.UsageOf(sums[k])
+		v := &workv1.ModelUsage{ModelCalls: u.ModelCalls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+		if u.Cost != nil {
+			v.Cost = &workv1.Money{Amount: u.Cost.Amount, Currency: u.Cost.Currency}
+		}
+		for _, c := range u.Costs {
+			v.Costs = append(v.Costs, workv1.Money{Amount: c.Amount, Currency: c.Currency})
+		}
+		out[k] = v
+	}
+	return out, nil
 }

@@ -2,7 +2,7 @@ package workapi
 
 import (
 	"fmt"
-	"platform.dev/platform/apiserver/native"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	workv1 "platform.dev/platform/apis/work/v1"
+	"platform.dev/platform/apiserver/native"
+	"platform.dev/platform/apiserver/usage"
 )
 
 func metaOf(obj runtime.Object) metav1.Object {
@@ -34,17 +36,50 @@ var (
 	ageColumn  = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: "Time since it was created"}
 )
 
+var (
+	tokensColumn = metav1.TableColumnDefinition{Name: "Tokens", Type: "integer", Description: "Input and output tokens of its model calls"}
+	costColumn   = metav1.TableColumnDefinition{Name: "Cost", Type: "string", Priority: 1,
+		Description: "The cost of its model calls in each currency they were priced in"}
+)
+
+// tokensCell is the total tokens of u (0 without usage).
+func tokensCell(u *workv1.ModelUsage) int64 {
+	if u == nil {
+		return 0
+	}
+	return u.TotalTokens
+}
+
+// costCell writes u's cost in each currency, as people write money: "0.0011 USD, 0.0005 EUR".
+func costCell(u *workv1.ModelUsage) string {
+	if u == nil {
+		return ""
+	}
+	parts := make([]string, 0, len(u.Costs))
+	for _, c := range u.Costs {
+		amount := c.Amount
+		if micros, err := usage.ParseMicros(amount); err == nil {
+			amount = usage.ShortMicros(micros)
+		}
+		parts = append(parts, amount+" "+c.Currency)
+	}
+	return strings.Join(parts, ", ")
+}
+
 var taskTable = native.TableConvertor{
 	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Title", Type: "string", Description: "The Task's title"},
 		{Name: "State", Type: "string", Description: "pending, running, paused, action-required, completed, failed or cancelled"},
 		{Name: "Waiting-On", Type: "string", Description: "The question it waits on, or resume when paused"},
+		tokensColumn,
 		{Name: "Entry", Type: "string", Priority: 1, Description: "The Entry the work was submitted through"},
 		{Name: "Trigger", Type: "string", Priority: 1, Description: "The Trigger that submitted the work"},
+		costColumn,
 		ageColumn},
 	Cells: func(obj runtime.Object) []any {
 		t := obj.(*workv1.Task)
-		return []any{t.Name, short(t.Status.Title, 40), t.Status.State, short(t.Status.WaitingOn, 40), t.Status.Entry, t.Status.Trigger, native.Age(t.CreationTimestamp)}
+		return []any{t.Name, short(t.Status.Title, 40), t.Status.State, short(t.Status.WaitingOn, 40), tokensCell(t.Status.Usage),
+			t.Status.Entry, t.Status.Trigger, costCell(t.Status.Usage), native.Age(t.CreationTimestamp)}
 	},
 }
 
@@ -68,11 +103,14 @@ var flowRunTable = native.TableConvertor{
 		{Name: "Version", Type: "string", Description: "The Flow version (empty for a Draft Run)"},
 		{Name: "State", Type: "string", Description: "The run's state"},
 		{Name: "Step", Type: "string", Description: "The step it is at"},
+		tokensColumn,
 		{Name: "Task", Type: "string", Priority: 1, Description: "The Task it works on"},
+		costColumn,
 		ageColumn},
 	Cells: func(obj runtime.Object) []any {
 		f := obj.(*workv1.FlowRun)
-		return []any{f.Name, f.Status.Flow, f.Status.FlowVersion, f.Status.State, f.Status.CurrentStep, f.Status.Task, native.Age(f.CreationTimestamp)}
+		return []any{f.Name, f.Status.Flow, f.Status.FlowVersion, f.Status.State, f.Status.CurrentStep, tokensCell(f.Status.Usage),
+			f.Status.Task, costCell(f.Status.Usage), native.Age(f.CreationTimestamp)}
 	},
 }
 

@@ -549,3 +549,87 @@ func TestAWatchListAcrossNoWorkspaceEndsItsInitialEventsAtOnce(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// usage records model calls of run, as the executor does with the calls' outcome.
+func (f *fixture) usage(ws, run string, calls ...[3]any) {
+	f.t.Helper()
+	for i, c := range calls {
+		f.exec(`INSERT INTO model_usage (id, workspace_id, run_id, step, attempt, agent, model, input_tokens, output_tokens, cost_micros,
+			currency, day, created_at) VALUES (?, ?, ?, 'ask', 1, 'assistant', 'gpt-test', ?, 10, ?, ?, '2026-11-27', ?)`,
+			fmt.Sprintf("%s-call-%d", run, i), ws, run, c[0], c[1], c[2], time.Now().UnixMilli()+int64(i))
+	}
+}
+
+// TestARunAndATaskShowTheUsageOfTheirModelCallsAndAPageReadsItInOneStatement: a FlowRun's
+// status.usage is its calls' as the service API's read of the run shows it (cost in the latest
+// priced call's currency, costs in each), a Task's the sum of its runs', the tables show the
+// tokens (and the costs in -o wide), and a page of runs reads its usage in one statement however
+// many runs it holds.
+func TestARunAndATaskShowTheUsageOfTheirModelCallsAndAPageReadsItInOneStatement(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		f := newFixture(t, s, WatchLimits{})
+		f.run("default", "r-1", "Completed", true)
+		f.run("default", "r-2", "Running", true)
+		f.task("default", "wi-r-1", workplace.TaskCompleted, true)
+		f.usage("default", "r-1", [3]any{100, 1000, "USD"}, [3]any{50, 500, "EUR"}, [3]any{7, 0, ""})
+		f.usage("other", "r-elsewhere", [3]any{100, 1000, "USD"})
+		want := &workv1.ModelUsage{ModelCalls: 3, InputTokens: 157, OutputTokens: 30, TotalTokens: 187,
+			Cost:  &workv1.Money{Amount: "0.000500", Currency: "EUR"},
+			Costs: []workv1.Money{{Amount: "0.000500", Currency: "EUR"}, {Amount: "0.001000", Currency: "USD"}}}
+
+		runs := f.watchOf("flowruns")
+		obj, err := runs.Get(requestIn("default", "u"), "r-1", &metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(obj.(*workv1.FlowRun).Status.Usage).To(Equal(want))
+
+		before := f.api.Queries()
+		obj, err = runs.List(requestIn("default", "u"), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		onePage := f.api.Queries() - before
+		list := obj.(*workv1.FlowRunList)
+		g.Expect(list.Items).To(HaveLen(2))
+		byName := map[string]*workv1.ModelUsage{}
+		for _, item := range list.Items {
+			byName[item.Name] = item.Status.Usage
+		}
+		g.Expect(byName["r-1"]).To(Equal(want))
+		g.Expect(byName["r-2"]).To(Equal(&workv1.ModelUsage{}), "a run without model calls used nothing")
+
+		for i := range 20 {
+			f.run("default", fmt.Sprintf("r-more-%02d", i), "Completed", true)
+			f.usage("default", fmt.Sprintf("r-more-%02d", i), [3]any{1, 1, "USD"})
+		}
+		before = f.api.Queries()
+		obj, err = runs.List(requestIn("default", "u"), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(obj.(*workv1.FlowRunList).Items).To(HaveLen(22))
+		g.Expect(f.api.Queries()-before).To(Equal(onePage), "a page's usage is one statement, not one per run")
+
+		table, err := runs.ConvertToTable(context.Background(), list, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		columns := map[string]int{}
+		for i, c := range table.ColumnDefinitions {
+			columns[c.Name] = i
+		}
+		g.Expect(table.Rows[slicesIndex(list.Items, "r-1")].Cells[columns["Tokens"]]).To(Equal(int64(187)))
+		g.Expect(table.Rows[slicesIndex(list.Items, "r-1")].Cells[columns["Cost"]]).To(Equal("0.0005 EUR, 0.001 USD"))
+		g.Expect(table.ColumnDefinitions[columns["Cost"]].Priority).To(Equal(int32(1)), "costs show in -o wide")
+
+		obj, err = f.tasks().Get(requestIn("default", "u"), "wi-r-1", &metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(obj.(*workv1.Task).Status.Usage).To(Equal(want), "a Task's usage is its runs'")
+		obj, err = f.tasks().List(requestIn("default", "u"), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(obj.(*workv1.TaskList).Items[0].Status.Usage).To(Equal(want))
+	})
+}
+
+func slicesIndex(items []workv1.FlowRun, name string) int {
+	for i, item := range items {
+		if item.Name == name {
+			return i
+		}
+	}
+	return -1
+}

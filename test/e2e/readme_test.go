@@ -121,7 +121,8 @@ func TestTheREADMECommandsWorkAsWritten(t *testing.T) {
 	// A run pausing at its budget and resuming once approved, with its usage.
 	g.Expect(string(out)).To(And(ContainSubstring(`["ActionRequired","polish","approval","Agent","frugal",20]`),
 		ContainSubstring(`["completed","Completed"]`), ContainSubstring(`[2,true,["draft","polish"]]`),
-		ContainSubstring(`{"agent":"frugal","modelCalls":2}`), ContainSubstring(`["Agent","Day",20,true]`), ContainSubstring(`[400,"query.from"]`)), "%s", out)
+		ContainSubstring(`{"agent":"frugal","modelCalls":2}`), ContainSubstring(`["Agent","Day",20,true]`), ContainSubstring(`[400,"query.from"]`),
+		MatchRegexp(`(?m)^2 Completed$`)), "%s", out)
 }
 
 func withoutKubeconfig(env []string) []string {

@@ -77,7 +77,7 @@ func TestKubectlFollowsAWorkTaskFromItsQuestionToCompletedAndResumesItsWatchAfte
 
 	task, interaction, action, token := openReport(c, "Quarterly")
 	kubectl("wait", "--for=jsonpath={.status.state}=action-required", "task/"+task, "--timeout=60s")
-	g.Expect(kubectl("get", "tasks")).To(MatchRegexp(`(?m)^NAME\s+TITLE\s+STATE\s+WAITING-ON\s+AGE\n` + task +
+	g.Expect(kubectl("get", "tasks")).To(MatchRegexp(`(?m)^NAME\s+TITLE\s+STATE\s+WAITING-ON\s+TOKENS\s+AGE\n` + task +
 		`\s+report: Quarterly\s+action-required\s+Which level of detail\?`))
 	g.Expect(kubectl("get", "tasks", "--field-selector", "status.state=action-required,status.entry=report", "-o", "name")).
 		To(Equal("task.work.platform.dev/" + task + "\n"))

@@ -45,6 +45,31 @@ type TaskStatus struct {
 	UpdatedAt metav1.Time `json:"updatedAt,omitempty"`
 	// EndedAt is when it reached a terminal state.
 	EndedAt *metav1.Time `json:"endedAt,omitempty"`
+	// Usage is the sum of the model calls of its runs.
+	Usage *ModelUsage `json:"usage,omitempty"`
+}
+
+// ModelUsage is the usage of model calls: how many, their tokens and what they cost.
+type ModelUsage struct {
+	// ModelCalls counts the calls.
+	ModelCalls int64 `json:"modelCalls"`
+	// InputTokens and OutputTokens are what the endpoints reported; TotalTokens both together.
+	InputTokens  int64 `json:"inputTokens"`
+	OutputTokens int64 `json:"outputTokens"`
+	TotalTokens  int64 `json:"totalTokens"`
+	// Cost is the cost in the currency of the latest priced call; absent when no call was
+	// priced.
+	Cost *Money `json:"cost,omitempty"`
+	// Costs is the cost in each currency the calls were priced in, by currency code.
+	Costs []Money `json:"costs,omitempty"`
+}
+
+// Money is an exact amount of a currency.
+type Money struct {
+	// Amount is a decimal string with six decimals ("0.001100").
+	Amount string `json:"amount"`
+	// Currency is an ISO 4217 code.
+	Currency string `json:"currency"`
 }
 
 // PendingActionSummary is an open question, as a Task or an Interaction shows it.
@@ -157,6 +182,8 @@ type FlowRunStatus struct {
 	Version int64 `json:"version"`
 	// UpdatedAt is the time of its last change.
 	UpdatedAt metav1.Time `json:"updatedAt,omitempty"`
+	// Usage is the usage of its model calls, as the service API's read of the run shows it.
+	Usage *ModelUsage `json:"usage,omitempty"`
 }
 
 // FlowRunList is a page of FlowRuns.

@@ -138,6 +138,17 @@ type checked struct {
 }
 
 func (l *listeners) authenticate(r *http.Request) (domain.Caller, error) {
+	// A credential refused lately whose window is still full is refused again before its
+	// authentication: a flooding token or session costs no lookup of its token, session or
+	// Principal (the service API's and the kube API's refusals do the same).
+	if counter := l.server.RateLimits(); counter != nil && counter.RemembersBearers() {
+		if cred, ok := l.server.CredentialOf(r); ok {
+			if refusal := counter.BearerRefused(cred.Digest(), false); refusal != nil {
+				return nil, &domain.RateLimited{Reason: refusalDetail(refusal, refusal.Limit == ratelimit.TokenRequests && !cred.IsBearer()),
+					RetryAfterSeconds: refusal.RetryAfterSeconds()}
+			}
+		}
+	}
 	caller, cred, ok, err := l.server.AuthenticateRequest(r)
 	if err != nil {
 		return nil, err
@@ -158,43 +169,69 @@ type hubCaller struct {
 	caller httpapi.Caller
 	cred   httpapi.Credential
 
-	// limits are the rate limits of a personal access token's workspace, read at limitsAt and
+	// limits are the rate limits of the caller's workspace (workspaceID), read at limitsAt and
 	// kept for the listeners' ttl: the invocations of a connection do not resolve them each.
-	limitsMu sync.Mutex
-	limits   ratelimit.Limits
-	limitsAt time.Time
+	limitsMu    sync.Mutex
+	limits      ratelimit.Limits
+	workspaceID string
+	limitsAt    time.Time
 }
 
-// Limit holds a personal access token's negotiations, upgrades and invocations to the rate
-// limits of the token and its workspace, on the service API's counters (hub.Limited). Other
-// credentials are not limited here. A store that cannot count lets the request through.
+// principalCounter is the per-caller counter of a Principal who listens with a session (or
+// another credential than a personal access token): the hub counts such a caller as it counts a
+// token, so that one person's connections cannot flood their workspace either.
+func principalCounter(principalID string) string { return "principal:" + principalID }
+
+// refusalDetail says why a request was refused, for people: a signed-in Principal's own limit is
+// not an access token's.
+func refusalDetail(r *ratelimit.Refusal, principal bool) string {
+	if principal {
+		return fmt.Sprintf("the limit of %d requests per second of each signed-in person on the hub is reached; retry after %d s",
+			r.Allowed, r.RetryAfterSeconds())
+	}
+	return r.Detail()
+}
+
+// Limit holds every caller's negotiations, upgrades and invocations to the rate limits, on the
+// service API's counters (hub.Limited): a personal access token's to the limits of the token and
+// its workspace; a session's (or a bearer JWT's) to those of the Principal's workspace, its
+// requests per second counted per Principal under the workspace's token-requests-per-second, as
+// a token's are. A refused credential is remembered, so that its next requests are refused
+// before their authentication while the window is full. A store that cannot count lets the
+// request through.
 func (l *hubCaller) Limit(ctx context.Context) (string, int) {
-	counter, pat := l.server.RateLimits(), l.caller.PAT
-	if counter == nil || pat == nil {
+	counter := l.server.RateLimits()
+	if counter == nil {
 		return "", 0
 	}
-	if r := counter.TokenRefused(pat.WorkspaceID, pat.TokenID, false); r != nil {
-		return r.Detail(), r.RetryAfterSeconds()
+	workspace, tokenID := "", principalCounter(l.caller.ID)
+	if pat := l.caller.PAT; pat != nil {
+		workspace, tokenID = pat.WorkspaceID, pat.TokenID
+		if r := counter.TokenRefused(pat.WorkspaceID, pat.TokenID, false); r != nil {
+			return r.Detail(), r.RetryAfterSeconds()
+		}
 	}
 	l.limitsMu.Lock()
-	limits, at := l.limits, l.limitsAt
+	limits, workspaceID, at := l.limits, l.workspaceID, l.limitsAt
 	l.limitsMu.Unlock()
 	if at.IsZero() || time.Since(at) >= l.ttl {
-		rc, err := l.server.WorkspaceContext(ctx, l.caller, pat.WorkspaceID)
+		// A session's workspace is its Principal's default one (a token's, its own).
+		rc, err := l.server.WorkspaceContext(ctx, l.caller, workspace)
 		if err != nil {
 			// Join and Check answer a caller who may no longer reach the workspace.
 			return "", 0
 		}
-		limits = l.server.LimitsOf(rc)
+		limits, workspaceID = l.server.LimitsOf(rc), rc.WorkspaceID
 		l.limitsMu.Lock()
-		l.limits, l.limitsAt = limits, time.Now()
+		l.limits, l.workspaceID, l.limitsAt = limits, workspaceID, time.Now()
 		l.limitsMu.Unlock()
 	}
-	r, err := counter.Take(ctx, pat.WorkspaceID, pat.TokenID, limits, false)
+	r, err := counter.Take(ctx, workspaceID, tokenID, limits, false)
 	if err != nil || r == nil {
 		return "", 0
 	}
-	return r.Detail(), r.RetryAfterSeconds()
+	counter.RememberBearer(l.cred.Digest(), workspaceID, tokenID)
+	return refusalDetail(r, l.caller.PAT == nil && r.Limit == ratelimit.TokenRequests), r.RetryAfterSeconds()
 }
 
 func (l *hubCaller) PrincipalID() string { return l.caller.ID }

@@ -104,7 +104,7 @@ func newIdentityEnv(t testing.TB, db *store.Store) *identityEnv {
 		Packs:              &packs.Store{DB: db},
 		Registries:         &sourceregistries.Store{DB: db},
 		RegistryFetchers:   fakeRegistryFetchers,
-		RateLimits:         &ratelimit.Counter{DB: db},
+		RateLimits:         &ratelimit.Counter{DB: db, Now: func() time.Time { return limitsClock() }},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	server := httptest.NewUnstartedServer(api.Handler())

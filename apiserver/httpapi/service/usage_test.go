@@ -1,14 +1,19 @@
 package service_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/store/storetest"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 func TestTheUsageRouteAnswers400NamingTheParameterOfABadRangeOrGrouping(t *testing.T) {
@@ -52,4 +57,31 @@ func TestTheUsageRouteAnswers400NamingTheParameterOfABadRangeOrGrouping(t *testi
 				HaveKeyWithValue("usedCost", map[string]any{"amount": "0.000000", "currency": "USD"}), Not(HaveKey("limitTokens"))),
 		))
 	})
+}
+
+// A Pack's agent and the workspace's own agent of the same name have budgets of their own: the
+// usage read lists both, the Pack's named publisher.name/agent as its usage is.
+func TestTheUsageReadListsThePackAgentsBudgetsNamedWithTheirResourceNamespace(t *testing.T) {
+	g := NewWithT(t)
+	db, err := store.Open(context.Background(), store.Options{DataDir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { db.Close() })
+	server := workServer(t, db)
+	ws := routingWorkspace(t)
+	packNamespace, err := resourcenamespace.Ensure(context.Background(), kube, ws, "acme.kit")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		_ = kube.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: packNamespace}})
+	})
+	for ns, tokens := range map[string]int64{ws: 100, packNamespace: 200} {
+		agent := &platformv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "writer"}, Definition: platformv1.AgentDefinition{
+			Instructions: "Write", Budgets: []platformv1.Budget{{Period: platformv1.DayBudget, Tokens: &tokens}}}}
+		g.Expect(kube.Create(context.Background(), agent)).To(Succeed())
+	}
+	g.Eventually(func() any {
+		return call(t, server, http.MethodGet, "/api/workspaces/"+ws+"/usage", "").body["budgets"]
+	}).WithTimeout(10 * time.Second).Should(ConsistOf(
+		And(HaveKeyWithValue("scope", "Agent"), HaveKeyWithValue("name", "writer"), HaveKeyWithValue("limitTokens", BeNumerically("==", 100))),
+		And(HaveKeyWithValue("scope", "Agent"), HaveKeyWithValue("name", "acme.kit/writer"), HaveKeyWithValue("limitTokens", BeNumerically("==", 200))),
+	))
 }

@@ -13,9 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/usage"
 	"platform.dev/platform/apiserver/work"
+	"platform.dev/platform/internal/resourcenamespace"
 )
 
 const tagUsage = "Usage"
@@ -154,31 +156,39 @@ func parseQuery(fromParam, toParam string, groupParam []string, now time.Time) (
 	return first.Format(usage.DayLayout), last.Format(usage.DayLayout), groupBy, nil
 }
 
-// budgets are the budgets of the workspace, of the Entries and of the Agents of its own
-// namespace, with what their current period used.
+// budgets are the budgets of the workspace and of the Entries and Agents of its resource
+// namespaces (its own and its Packs': an object of a Pack is named publisher.name/name, as its
+// usage is), with what their current period used.
 func budgets(ctx context.Context, s *httpapi.Server, rc httpapi.RequestContext) ([]BudgetStatus, error) {
 	limits := usage.WorkspaceBudgets(rc.Namespace, s.Config(), rc.Annotations())
-	entries := &platformv1.EntryList{}
-	if err := s.Reads().List(ctx, entries, client.InNamespace(rc.Namespace)); err != nil {
+	namespaces, err := resourcenamespace.OfWorkspace(ctx, s.Reads(), rc.Namespace)
+	if err != nil {
 		return nil, err
 	}
-	for _, e := range entries.Items {
-		l, err := usage.LimitsOf(usage.ScopeEntry, e.Name, e.Definition.Budgets)
-		if err != nil {
+	for _, ns := range namespaces {
+		rns := string(resourcenamespace.Of(ns))
+		entries := &platformv1.EntryList{}
+		if err := s.Reads().List(ctx, entries, client.InNamespace(ns.Name)); err != nil {
 			return nil, err
 		}
-		limits = append(limits, l...)
-	}
-	agents := &platformv1.AgentList{}
-	if err := s.Reads().List(ctx, agents, client.InNamespace(rc.Namespace)); err != nil {
-		return nil, err
-	}
-	for _, a := range agents.Items {
-		l, err := usage.LimitsOf(usage.ScopeAgent, a.Name, a.Definition.Budgets)
-		if err != nil {
+		for _, e := range entries.Items {
+			l, err := usage.LimitsOf(usage.ScopeEntry, executor.RecordedName(rns, e.Name), e.Definition.Budgets)
+			if err != nil {
+				return nil, err
+			}
+			limits = append(limits, l...)
+		}
+		agents := &platformv1.AgentList{}
+		if err := s.Reads().List(ctx, agents, client.InNamespace(ns.Name)); err != nil {
 			return nil, err
 		}
-		limits = append(limits, l...)
+		for _, a := range agents.Items {
+			l, err := usage.LimitsOf(usage.ScopeAgent, executor.RecordedName(rns, a.Name), a.Definition.Budgets)
+			if err != nil {
+				return nil, err
+			}
+			limits = append(limits, l...)
+		}
 	}
 	out := make([]BudgetStatus, 0, len(limits))
 	now := time.Now()

@@ -111,7 +111,7 @@ type FlowRun struct {
 	Attempt         int                `json:"attempt" doc:"Try of the current step"`
 	Result          any                `json:"result,omitempty"`
 	PendingAction   *PendingAction     `json:"pendingAction,omitempty"`
-	Usage           *domain.ModelUsage `json:"usage,omitempty" doc:"The usage of the run's model calls: model calls, input, output and total tokens, and cost (when priced); on the read of one run"`
+	Usage           *domain.ModelUsage `json:"usage,omitempty" doc:"The usage of the run's model calls: model calls, input, output and total tokens, cost in the currency of the latest priced call and costs in each currency the calls were priced in (when priced); on the read of one run"`
 	Steps           []FlowRunStep      `json:"steps,omitempty" doc:"The usage of each step that called a model, on the read of one run"`
 	Version         int64              `json:"version" doc:"Changes with every transition; the ETag"`
 	CreatedAt       time.Time          `json:"createdAt"`

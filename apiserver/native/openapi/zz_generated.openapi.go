@@ -362,6 +362,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"platform.dev/platform/apis/work/v1.InteractionList":             schema_platform_apis_work_v1_InteractionList(ref),
 		"platform.dev/platform/apis/work/v1.InteractionMessage":          schema_platform_apis_work_v1_InteractionMessage(ref),
 		"platform.dev/platform/apis/work/v1.InteractionStatus":           schema_platform_apis_work_v1_InteractionStatus(ref),
+		"platform.dev/platform/apis/work/v1.ModelUsage":                  schema_platform_apis_work_v1_ModelUsage(ref),
+		"platform.dev/platform/apis/work/v1.Money":                       schema_platform_apis_work_v1_Money(ref),
 		"platform.dev/platform/apis/work/v1.Notification":                schema_platform_apis_work_v1_Notification(ref),
 		"platform.dev/platform/apis/work/v1.NotificationList":            schema_platform_apis_work_v1_NotificationList(ref),
 		"platform.dev/platform/apis/work/v1.NotificationStatus":          schema_platform_apis_work_v1_NotificationStatus(ref),
@@ -19166,12 +19168,18 @@ func schema_platform_apis_work_v1_FlowRunStatus(ref common.ReferenceCallback) co
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"usage": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Usage is the usage of its model calls, as the service API's read of the run shows it.",
+							Ref:         ref("platform.dev/platform/apis/work/v1.ModelUsage"),
+						},
+					},
 				},
 				Required: []string{"flow", "state", "version"},
 			},
 		},
 		Dependencies: []string{
-			metav1.Time{}.OpenAPIModelName()},
+			metav1.Time{}.OpenAPIModelName(), "platform.dev/platform/apis/work/v1.ModelUsage"},
 	}
 }
 
@@ -19399,6 +19407,101 @@ func schema_platform_apis_work_v1_InteractionStatus(ref common.ReferenceCallback
 		},
 		Dependencies: []string{
 			metav1.Time{}.OpenAPIModelName(), "platform.dev/platform/apis/work/v1.InteractionMessage", "platform.dev/platform/apis/work/v1.PendingActionSummary"},
+	}
+}
+
+func schema_platform_apis_work_v1_ModelUsage(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ModelUsage is the usage of model calls: how many, their tokens and what they cost.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"modelCalls": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ModelCalls counts the calls.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"inputTokens": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InputTokens and OutputTokens are what the endpoints reported; TotalTokens both together.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"outputTokens": {
+						SchemaProps: spec.SchemaProps{
+							Default: 0,
+							Type:    []string{"integer"},
+							Format:  "int64",
+						},
+					},
+					"totalTokens": {
+						SchemaProps: spec.SchemaProps{
+							Default: 0,
+							Type:    []string{"integer"},
+							Format:  "int64",
+						},
+					},
+					"cost": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cost is the cost in the currency of the latest priced call; absent when no call was priced.",
+							Ref:         ref("platform.dev/platform/apis/work/v1.Money"),
+						},
+					},
+					"costs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Costs is the cost in each currency the calls were priced in, by currency code.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("platform.dev/platform/apis/work/v1.Money"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"modelCalls", "inputTokens", "outputTokens", "totalTokens"},
+			},
+		},
+		Dependencies: []string{
+			"platform.dev/platform/apis/work/v1.Money"},
+	}
+}
+
+func schema_platform_apis_work_v1_Money(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Money is an exact amount of a currency.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"amount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Amount is a decimal string with six decimals (\"0.001100\").",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"currency": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Currency is an ISO 4217 code.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"amount", "currency"},
+			},
+		},
 	}
 }
 
@@ -19973,12 +20076,18 @@ func schema_platform_apis_work_v1_TaskStatus(ref common.ReferenceCallback) commo
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"usage": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Usage is the sum of the model calls of its runs.",
+							Ref:         ref("platform.dev/platform/apis/work/v1.ModelUsage"),
+						},
+					},
 				},
 				Required: []string{"state", "visible", "version"},
 			},
 		},
 		Dependencies: []string{
-			metav1.Time{}.OpenAPIModelName(), "platform.dev/platform/apis/work/v1.PendingActionSummary"},
+			metav1.Time{}.OpenAPIModelName(), "platform.dev/platform/apis/work/v1.ModelUsage", "platform.dev/platform/apis/work/v1.PendingActionSummary"},
 	}
 }
 
