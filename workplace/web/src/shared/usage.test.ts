@@ -82,6 +82,13 @@ describe("a run's usage in plain words", () => {
       "1 model call used 1 token (1 read, 0 written) (no price is known for the models called).",
     );
     expect(usageSentence({ modelCalls: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0 })).toBe("No model was called yet.");
+    // Calls priced in two currencies cost both, never one of them alone.
+    expect(
+      usageSentence({
+        modelCalls: 2, inputTokens: 10, outputTokens: 4, totalTokens: 14, cost: { amount: "0.30", currency: "EUR" },
+        costs: [{ amount: "0.30", currency: "EUR" }, { amount: "1.20", currency: "USD" }],
+      }),
+    ).toBe("2 model calls used 14 tokens (10 read, 4 written), costing €0.30 and $1.20.");
   });
 });
 

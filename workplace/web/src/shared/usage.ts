@@ -16,6 +16,8 @@ export interface UsageTotals {
   totalTokens: number;
   /** Absent when no price is known for the models called. */
   cost?: Money;
+  /** The cost in each currency the calls were priced in (a run's, a step's or a Task's read). */
+  costs?: Money[];
 }
 
 /** One row of GET /api/workspaces/{workspace}/usage: the keys it was grouped by, then its sums. */
@@ -127,7 +129,8 @@ export function costText(costs: (Money | undefined)[]): string {
  */
 export function usageSentence(u: UsageTotals | undefined): string {
   if (!u || !u.modelCalls) return "No model was called yet.";
-  const cost = u.cost ? `, costing ${money(u.cost)}` : " (no price is known for the models called)";
+  const priced = u.costs?.length ? u.costs : u.cost ? [u.cost] : [];
+  const cost = priced.length ? `, costing ${costText(priced)}` : " (no price is known for the models called)";
   return `${plural(u.modelCalls, "model call")} used ${plural(u.totalTokens, "token")} (${tokens(u.inputTokens)} read, ${tokens(u.outputTokens)} written)${cost}.`;
 }
 
