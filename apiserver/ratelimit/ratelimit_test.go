@@ -30,8 +30,8 @@ func open(t *testing.T, opts store.Options) *store.Store {
 
 // Two replicas on one database count the same requests together: the counters live in the store,
 // and each replica leases its share of a window from them. A window never admits more than its
-// limit, and at most one lease (a tenth of the limit) fewer: what the other replica leased and
-// had not used yet.
+// limit, and at most a lease and a half (three twentieths of the limit) fewer: what the other
+// replica leased, the next lease taken ahead included, and had not used yet.
 func TestTwoReplicasOnOneDatabaseCountTogether(t *testing.T) {
 	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
 		g := NewWithT(t)
@@ -57,7 +57,7 @@ func TestTwoReplicasOnOneDatabaseCountTogether(t *testing.T) {
 		}
 		wg.Wait()
 		g.Expect(len(refused)).To(BeNumerically(">=", 10), "at most 40 of 50 requests pass, wherever they arrive")
-		g.Expect(len(refused)).To(BeNumerically("<=", 14), "at least 40 pass but the other replica's lease of at most 4")
+		g.Expect(len(refused)).To(BeNumerically("<=", 16), "at least 40 pass but the other replica's unused lease and a half, at most 6")
 		g.Expect(refused[0].Limit).To(Equal(ratelimit.WorkspaceRequests))
 		g.Expect(refused[0].RetryAfter).To(Equal(900*time.Millisecond), "the second's window ends 900 ms later")
 		g.Expect(refused[0].RetryAfterSeconds()).To(Equal(1))
