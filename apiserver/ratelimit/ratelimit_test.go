@@ -177,3 +177,41 @@ func BenchmarkTake(b *testing.B) {
 		}
 	})
 }
+
+// A steady caller's requests do not wait for the store: a counter leases its next batch in the
+// background once half of one is used, so while another writer holds SQLite's single write lock
+// the requests go on being admitted from memory.
+func TestASteadyCallerIsAdmittedWhileTheStoreIsBusyWriting(t *testing.T) {
+	g := NewWithT(t)
+	s := open(t, store.Options{DataDir: t.TempDir()})
+	now := time.Now().Truncate(time.Minute).Add(100 * time.Millisecond)
+	c := &ratelimit.Counter{DB: s, Now: func() time.Time { return now }}
+	limits := ratelimit.Limits{RequestsPerSecond: 1000}
+	take := func() {
+		r, err := c.Take(context.Background(), "ws", "", limits, false)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r).To(BeNil())
+	}
+	// Leased one request at a time when they come, these 227 would use up leases of 1, 2, 4, ...,
+	// 64 and 100: the next request would wait for a write.
+	for range 227 {
+		take()
+	}
+	time.Sleep(100 * time.Millisecond) // the lease taken ahead is in
+	busy, err := s.DB().BeginTx(context.Background(), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(busy.QueryRow(`SELECT 1`).Scan(new(int))).To(Succeed())
+	_, err = busy.Exec(`INSERT INTO rate_counters (counter, window_start, hits, expires_at) VALUES ('other', 0, 1, 0)`)
+	g.Expect(err).NotTo(HaveOccurred(), "the write lock is held")
+	released := time.AfterFunc(2*time.Second, func() { _ = busy.Rollback() })
+	defer func() {
+		if released.Stop() {
+			_ = busy.Rollback()
+		}
+	}()
+	began := time.Now()
+	for range 40 {
+		take()
+	}
+	g.Expect(time.Since(began)).To(BeNumerically("<", time.Second), "40 requests admitted while the store's writer is busy")
+}
