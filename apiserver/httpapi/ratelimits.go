@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -99,7 +98,7 @@ func (s *Server) limit(api huma.API) func(huma.Context, func(huma.Context)) {
 		}
 		if caller.PAT != nil {
 			if raw, ok := bearerToken(ctx.Header("Authorization")); ok {
-				s.rateLimits.RememberBearer(sha256.Sum256([]byte(raw)), caller.PAT.WorkspaceID, caller.PAT.TokenID)
+				s.rateLimits.RememberBearer(digestOf(raw), caller.PAT.WorkspaceID, caller.PAT.TokenID)
 			}
 		}
 		writeRefusal(ctx, refusal)
@@ -113,7 +112,7 @@ func (s *Server) limitBearer(api huma.API) func(huma.Context, func(huma.Context)
 	return func(ctx huma.Context, next func(huma.Context)) {
 		if s.rateLimits != nil && s.rateLimits.RemembersBearers() {
 			if raw, ok := bearerToken(ctx.Header("Authorization")); ok {
-				if refusal := s.rateLimits.BearerRefused(sha256.Sum256([]byte(raw)), startsRun(ctx.Operation().OperationID)); refusal != nil {
+				if refusal := s.rateLimits.BearerRefused(digestOf(raw), startsRun(ctx.Operation().OperationID)); refusal != nil {
 					writeRefusal(ctx, refusal)
 					return
 				}
@@ -123,39 +122,96 @@ func (s *Server) limitBearer(api huma.API) func(huma.Context, func(huma.Context)
 	}
 }
 
-// refusalBodies are the bodies of 429 answers already written, by limit, value and Retry-After:
-// a flood's refusals are answered without building them again. Bounded: past maxRefusalBodies
-// kinds, a body is built each time.
-var refusalBodies sync.Map
+// refuseRemembered answers, before anything else (the payload capture, routing, the cross-origin
+// check, authentication, the store), a request of the service API or /mcp whose personal access
+// token was refused lately and whose window of requests this replica saw full: a flooding token's
+// refusals cost a lookup in memory and a 429 written before, and no lock another workspace's
+// requests wait for. The runs-per-minute windows, which depend on the operation, are checked by
+// limitBearer once the route is known.
+func (s *Server) refuseRemembered(next http.Handler) http.Handler {
+	if s.rateLimits == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.rateLimits.RemembersBearers() && (strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/mcp") {
+			if raw, ok := bearerToken(r.Header.Get("Authorization")); ok {
+				if refusal, refused := s.rateLimits.BearerRefusal(digestOf(raw), false); refused {
+					answer := refusalAnswerOf(&refusal)
+					h := w.Header()
+					h["Retry-After"], h["Content-Type"] = answer.retryAfter, problemJSON
+					w.WriteHeader(http.StatusTooManyRequests)
+					_, _ = w.Write(answer.body)
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
-const maxRefusalBodies = 1024
+// digestOf is the SHA-256 digest of a credential, copied on the stack when it is short enough
+// (an access token is): digesting allocates nothing.
+func digestOf(raw string) [32]byte {
+	var buf [128]byte
+	if len(raw) <= len(buf) {
+		return sha256.Sum256(append(buf[:0], raw...))
+	}
+	return sha256.Sum256([]byte(raw))
+}
 
-var refusalBodyCount atomic.Int64
+// problemJSON is the Content-Type of a refusal, shared by every answer (never modified).
+var problemJSON = []string{"application/problem+json"}
+
+// refusalAnswer is a 429 ready to write: its body and its Retry-After header's value (shared by
+// the answers that write it, never modified).
+type refusalAnswer struct {
+	body       []byte
+	retryAfter []string
+}
+
+// refusalAnswers are the 429 answers already built, by limit, value and Retry-After: a flood's
+// refusals are answered without building them again. Bounded: past maxRefusalAnswers kinds, an
+// answer is built each time.
+var (
+	refusalAnswersMu sync.RWMutex
+	refusalAnswers   = map[refusalKey]*refusalAnswer{}
+)
+
+const maxRefusalAnswers = 1024
 
 type refusalKey struct {
 	limit          string
 	allowed, after int
 }
 
+// refusalAnswerOf is the answer of a refusal: Problem Details with the limit.
+func refusalAnswerOf(refusal *ratelimit.Refusal) *refusalAnswer {
+	key := refusalKey{refusal.Limit, refusal.Allowed, refusal.RetryAfterSeconds()}
+	refusalAnswersMu.RLock()
+	answer, ok := refusalAnswers[key]
+	refusalAnswersMu.RUnlock()
+	if ok {
+		return answer
+	}
+	p := NewCodedProblem(http.StatusTooManyRequests, RateLimitedCode, refusal.Detail(), nil)
+	body, _ := json.Marshal(struct {
+		*CodedProblem
+		Limit string `json:"limit"`
+	}{p, refusal.Limit})
+	answer = &refusalAnswer{body: body, retryAfter: []string{strconv.Itoa(key.after)}}
+	refusalAnswersMu.Lock()
+	if len(refusalAnswers) < maxRefusalAnswers {
+		refusalAnswers[key] = answer
+	}
+	refusalAnswersMu.Unlock()
+	return answer
+}
+
 // writeRefusal answers 429 Problem Details with the limit and Retry-After.
 func writeRefusal(ctx huma.Context, refusal *ratelimit.Refusal) {
-	key := refusalKey{refusal.Limit, refusal.Allowed, refusal.RetryAfterSeconds()}
-	body, ok := refusalBodies.Load(key)
-	if !ok {
-		p := NewCodedProblem(http.StatusTooManyRequests, RateLimitedCode, refusal.Detail(), nil)
-		b, _ := json.Marshal(struct {
-			*CodedProblem
-			Limit string `json:"limit"`
-		}{p, refusal.Limit})
-		body = b
-		if refusalBodyCount.Load() < maxRefusalBodies {
-			if _, loaded := refusalBodies.LoadOrStore(key, b); !loaded {
-				refusalBodyCount.Add(1)
-			}
-		}
-	}
-	ctx.SetHeader("Retry-After", strconv.Itoa(key.after))
-	ctx.SetHeader("Content-Type", "application/problem+json")
+	answer := refusalAnswerOf(refusal)
+	ctx.SetHeader("Retry-After", answer.retryAfter[0])
+	ctx.SetHeader("Content-Type", problemJSON[0])
 	ctx.SetStatus(http.StatusTooManyRequests)
-	_, _ = ctx.BodyWriter().Write(body.([]byte))
+	_, _ = ctx.BodyWriter().Write(answer.body)
 }

@@ -271,6 +271,8 @@ func New(opts Options, areas ...Area) (*Server, error) {
 	if s.capture != nil {
 		s.handler = s.capture.Wrap(s.handler)
 	}
+	// A token that floods is refused before anything else, the capture of exchanges included.
+	s.handler = s.refuseRemembered(s.handler)
 	return s, nil
 }
 

@@ -154,11 +154,13 @@ const bearerMemory = time.Minute
 
 // Counter counts in the store, and in front of it: a replica leases a counter's window from the
 // store in batches (one upsert adds a batch to the window's count and answers how much of it is
-// under the limit) and admits requests from its lease without touching the store; a replica that
-// saw the store's count reach the limit refuses the rest of the window from memory. Across
-// replicas a window never admits more than its limit; a replica holds at most
-// ceil(limit/leaseShare) units it has not used yet, so with R replicas a window admits at least
-// the limit minus such leases (one replica, or a limit under 2*leaseShare: exactly the limit).
+// under the limit) and admits requests from its lease without touching the store, leasing the
+// next batch in the background once half of one is used; a replica that saw the store's count
+// reach the limit refuses the rest of the window from memory. Across replicas a window never
+// admits more than its limit; a replica holds at most one and a half leases of up to
+// limit/leaseShare units it has not used yet, so with R replicas a window admits at least the
+// limit minus times 3*limit/(2*leaseShare) (one replica, or a limit under 2*leaseShare,
+// whose leases are of one unit and never taken ahead: exactly the limit).
 type Counter struct {
 	DB *store.Store
 	// Now is the clock; time.Now when nil.
@@ -168,7 +170,9 @@ type Counter struct {
 
 	lastSweep atomic.Int64
 
-	mu      sync.Mutex
+	// mu guards the maps; a request's lookups share it (RLock), only a new counter or token and
+	// the sweep take it alone, so a flood's refusals never make another workspace's request wait.
+	mu      sync.RWMutex
 	buckets map[string]*bucket
 	bearers map[[32]byte]bearer
 	// bearerCount is len(bearers), read without mu.
@@ -202,10 +206,13 @@ type bucket struct {
 }
 
 // bearer is the workspace and token of an access token (by the digest of what its caller sends)
-// that was refused, until when it is remembered.
+// that was refused, until when it is remembered, with the names of its counters: a refusal from
+// memory builds none.
 type bearer struct {
 	workspaceID, tokenID string
 	until                time.Time
+	// requests and runs are the counters of the token and of its workspace.
+	requests, runs [2]string
 }
 
 // flushEvery bounds how late the store learns the refusals a replica answered.
@@ -297,6 +304,7 @@ func (c *Counter) take(ctx context.Context, h hit) (*Refusal, error) {
 		if b.left > 0 {
 			b.left--
 			b.taken++
+			c.refillAhead(b, h)
 			b.mu.Unlock()
 			return nil, nil
 		}
@@ -320,27 +328,61 @@ func (c *Counter) take(ctx context.Context, h hit) (*Refusal, error) {
 		ch, start, n := make(chan struct{}), b.start, max(1, b.batch)
 		b.refilling = ch
 		b.mu.Unlock()
-		timer := prometheus.NewTimer(takeDuration)
-		granted, err := c.lease(ctx, h, start, n)
-		timer.ObserveDuration()
-		b.mu.Lock()
-		b.refilling = nil
-		close(ch)
-		if err != nil {
-			b.mu.Unlock()
+		if err := c.refill(ctx, b, h, start, n, ch); err != nil {
 			return nil, err
 		}
-		if b.start.Equal(start) {
-			b.left += granted
-			b.batch = min(2*n, maxBatch(h.allowed))
-			if granted < n {
-				b.full = true
-				b.refusal = Refusal{Limit: h.limit, Allowed: h.allowed}
-			}
-		}
 		c.sweepStore(now)
+		b.mu.Lock()
 	}
 }
+
+// refill leases n more of counter h's window that starts at start for b, whose refilling is ch,
+// and closes ch.
+func (c *Counter) refill(ctx context.Context, b *bucket, h hit, start time.Time, n int, ch chan struct{}) error {
+	timer := prometheus.NewTimer(takeDuration)
+	granted, err := c.lease(ctx, h, start, n)
+	timer.ObserveDuration()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refilling = nil
+	close(ch)
+	if err != nil {
+		return err
+	}
+	if b.start.Equal(start) {
+		b.left += granted
+		b.batch = min(max(b.batch, 2*n), maxBatch(h.allowed))
+		if granted < n {
+			b.full = true
+			b.refusal = Refusal{Limit: h.limit, Allowed: h.allowed}
+		}
+	}
+	return nil
+}
+
+// refillAhead starts the counter's next lease in the background once half of its lease is used
+// (b.mu held), so that a steady caller's requests are admitted from memory without waiting for
+// the store's write, and no workspace's request waits behind another's counting: the replica
+// then holds at most half a lease and the next one unused. A limit whose lease is one unit (under
+// 2*leaseShare) is not leased ahead: it stays exact across replicas.
+func (c *Counter) refillAhead(b *bucket, h hit) {
+	if maxBatch(h.allowed) < 2 || b.full || b.refilling != nil || b.left > b.batch/2 {
+		return
+	}
+	ch, start, n := make(chan struct{}), b.start, b.batch
+	b.refilling = ch
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+		defer cancel()
+		// A failed lease ahead is not retried here: the request that finds the lease used up
+		// leases itself and answers the error.
+		_ = c.refill(ctx, b, h, start, n, ch)
+		c.sweepStore(c.now())
+	}()
+}
+
+// leaseTimeout bounds a lease taken ahead of the requests.
+const leaseTimeout = 10 * time.Second
 
 // maxBatch is the largest lease of a limit of allowed.
 func maxBatch(allowed int) int { return max(1, allowed/leaseShare) }
@@ -348,6 +390,12 @@ func maxBatch(allowed int) int { return max(1, allowed/leaseShare) }
 // bucket is the bucket of counter, nil when the replica remembers as many as it may and none of
 // them is over.
 func (c *Counter) bucket(counter string) *bucket {
+	c.mu.RLock()
+	b, ok := c.buckets[counter]
+	c.mu.RUnlock()
+	if ok {
+		return b
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if b, ok := c.buckets[counter]; ok {
@@ -364,7 +412,7 @@ func (c *Counter) bucket(counter string) *bucket {
 	} else {
 		c.sweepLocked(c.now(), false)
 	}
-	b := &bucket{batch: 1}
+	b = &bucket{batch: 1}
 	c.buckets[counter] = b
 	return b
 }
@@ -395,8 +443,8 @@ func (c *Counter) sweepLocked(now time.Time, force bool) {
 
 // Remembered is how many counters and access tokens the replica remembers now.
 func (c *Counter) Remembered() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return len(c.buckets) + len(c.bearers)
 }
 
@@ -414,25 +462,41 @@ func (c *Counter) lease(ctx context.Context, h hit, start time.Time, n int) (int
 // whose window this replica already saw full, answered from memory; nil when the request must
 // be counted (Take).
 func (c *Counter) TokenRefused(workspaceID, tokenID string, startsRun bool) *Refusal {
-	r := c.fullNow("requests/token/"+tokenID, "requests/workspace/"+workspaceID)
-	if r == nil && startsRun {
-		r = c.fullNow("runs/token/"+tokenID, "runs/workspace/"+workspaceID)
+	if r, ok := c.refusedFromMemory(newBearer(workspaceID, tokenID, time.Time{}), startsRun); ok {
+		return &r
 	}
-	if r != nil {
+	return nil
+}
+
+func newBearer(workspaceID, tokenID string, until time.Time) bearer {
+	return bearer{workspaceID: workspaceID, tokenID: tokenID, until: until,
+		requests: [2]string{"requests/token/" + tokenID, "requests/workspace/" + workspaceID},
+		runs:     [2]string{"runs/token/" + tokenID, "runs/workspace/" + workspaceID}}
+}
+
+// refusedFromMemory is the refusal of e's request when a window of its counters is full here
+// (and the refusal is counted); ok is false when the request must be counted (Take). It neither
+// allocates nor takes a lock that another counter's request waits for.
+func (c *Counter) refusedFromMemory(e bearer, startsRun bool) (Refusal, bool) {
+	r, ok := c.fullNow(e.requests)
+	if !ok && startsRun {
+		r, ok = c.fullNow(e.runs)
+	}
+	if ok {
 		refusedBy[r.Limit].Inc()
-		c.noteRefusal(workspaceID)
+		c.noteRefusal(e.workspaceID)
 	}
-	return r
+	return r, ok
 }
 
 // fullNow is the refusal of the first of counters whose current window is full here and whose
-// lease is used up, else nil.
-func (c *Counter) fullNow(counters ...string) *Refusal {
+// lease is used up; ok is false when there is none.
+func (c *Counter) fullNow(counters [2]string) (Refusal, bool) {
 	now := c.now()
 	for _, counter := range counters {
-		c.mu.Lock()
+		c.mu.RLock()
 		b := c.buckets[counter]
-		c.mu.Unlock()
+		c.mu.RUnlock()
 		if b == nil {
 			continue
 		}
@@ -441,11 +505,11 @@ func (c *Counter) fullNow(counters ...string) *Refusal {
 			r := b.refusal
 			r.RetryAfter = b.ends.Sub(now)
 			b.mu.Unlock()
-			return &r
+			return r, true
 		}
 		b.mu.Unlock()
 	}
-	return nil
+	return Refusal{}, false
 }
 
 // RememberBearer notes that a request of personal access token tokenID (of workspace
@@ -465,7 +529,7 @@ func (c *Counter) RememberBearer(digest [32]byte, workspaceID, tokenID string) {
 			return
 		}
 	}
-	c.bearers[digest] = bearer{workspaceID: workspaceID, tokenID: tokenID, until: now.Add(bearerMemory)}
+	c.bearers[digest] = newBearer(workspaceID, tokenID, now.Add(bearerMemory))
 	c.bearerCount.Store(int64(len(c.bearers)))
 }
 
@@ -478,13 +542,25 @@ func (c *Counter) RemembersBearers() bool { return c.bearerCount.Load() > 0 }
 // and the request goes on to be authenticated. A token revoked meanwhile is answered 429 rather
 // than 401 until that window ends.
 func (c *Counter) BearerRefused(digest [32]byte, startsRun bool) *Refusal {
-	c.mu.Lock()
-	e, ok := c.bearers[digest]
-	c.mu.Unlock()
-	if !ok {
-		return nil
+	if r, ok := c.BearerRefusal(digest, startsRun); ok {
+		return &r
 	}
-	return c.TokenRefused(e.workspaceID, e.tokenID, startsRun)
+	return nil
+}
+
+// BearerRefusal is BearerRefused for the path of a flood: it neither allocates nor waits for a
+// lock that another workspace's requests hold; ok is false when the request goes on.
+func (c *Counter) BearerRefusal(digest [32]byte, startsRun bool) (Refusal, bool) {
+	if c.bearerCount.Load() == 0 {
+		return Refusal{}, false
+	}
+	c.mu.RLock()
+	e, ok := c.bearers[digest]
+	c.mu.RUnlock()
+	if !ok {
+		return Refusal{}, false
+	}
+	return c.refusedFromMemory(e, startsRun)
 }
 
 // noteRefusal notes a refusal; the ones noted are added to the store's count of the

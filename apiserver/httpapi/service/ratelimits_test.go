@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -116,3 +117,58 @@ func TestMCPRequestsCountAgainstTheTokensLimit(t *testing.T) {
 	g.Expect(r.header.Get("Retry-After")).To(Equal("1"))
 	g.Expect(r.body).To(HaveKeyWithValue("limit", ratelimit.TokenRequests))
 }
+
+// A flooding access token must cost the replica almost nothing: once a token was refused and its
+// window is full, its next requests are answered 429 before anything else (authentication,
+// routing, the store), from memory, with a body written before.
+func TestARefusedTokensRequestNeitherTouchesTheStoreNorAllocatesMuch(t *testing.T) {
+	g := NewWithT(t)
+	w := newPATWorld(t, store.Options{DataDir: t.TempDir()})
+	stopLimitsClock(t)
+	_, token := w.createPAT(t, w.member, w.ws, "resources/read")
+	annotateWorkspace(t, w.ws, map[string]string{ratelimit.TokenRequestsPerSecondAnnotation: "2"})
+	for i := range 2 {
+		g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusOK), "request %d of 2 a second", i+1)
+	}
+	g.Expect(w.call(t, http.MethodGet, "/api/agents", "", bearer(token)...).status).To(Equal(http.StatusTooManyRequests), "the third is refused")
+
+	handler := w.server.Config.Handler
+	req := httptest.NewRequest(http.MethodGet, "/api/agents", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	out := &discardingWriter{header: http.Header{}}
+	refused := func() {
+		clear(out.header)
+		out.status = 0
+		handler.ServeHTTP(out, req)
+	}
+	refused()
+	g.Expect(out.status).To(Equal(http.StatusTooManyRequests))
+	g.Expect(out.header.Get("Retry-After")).To(Equal("1"))
+	g.Expect(out.header.Get("Content-Type")).To(Equal("application/problem+json"))
+
+	before := w.db.Counts()
+	allocs := testing.AllocsPerRun(1000, refused)
+	ran := w.db.Counts().Sub(before)
+	g.Expect(out.status).To(Equal(http.StatusTooManyRequests))
+	// The refusals are added to the store's count once a second, not per request: at most that
+	// one upsert lands meanwhile.
+	g.Expect(ran.Statements).To(BeNumerically("<=", 1), "1,000 refusals ran %d statements", ran.Statements)
+	g.Expect(allocs).To(BeNumerically("<=", 1), "a refusal allocates %.1f times", allocs)
+}
+
+// discardingWriter is a ResponseWriter that keeps the status and headers and drops the body.
+type discardingWriter struct {
+	header http.Header
+	status int
+}
+
+func (d *discardingWriter) Header() http.Header { return d.header }
+
+func (d *discardingWriter) Write(p []byte) (int, error) {
+	if d.status == 0 {
+		d.status = http.StatusOK
+	}
+	return len(p), nil
+}
+
+func (d *discardingWriter) WriteHeader(status int) { d.status = status }
