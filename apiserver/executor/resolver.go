@@ -25,7 +25,8 @@ var (
 
 // Resolver reads the Management objects a run pins.
 type Resolver interface {
-	// FlowVersion is the snapshot and digest of an exact published version.
+	// FlowVersion is the snapshot and digest of an exact published version. The snapshot may be
+	// an informer's (View): it is read, never changed.
 	FlowVersion(ctx context.Context, namespace, name, version string) (platformv1.FlowDefinition, string, error)
 	// Agent is the current revision of an agent.
 	Agent(ctx context.Context, namespace, name string) (provider.Agent, error)
@@ -45,21 +46,34 @@ func (r KubeResolver) FlowVersion(ctx context.Context, namespace, name, version 
 	if len(validation.IsDNS1123Subdomain(objectName)) != 0 {
 		return platformv1.FlowDefinition{}, "", fmt.Errorf("version %s of flow %q: %w", version, name, ErrFlowNotFound)
 	}
-	v := &platformv1.FlowVersion{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: objectName}, v)
-	if apierrors.IsNotFound(err) || (err == nil && (string(v.Definition.FlowName) != name || string(v.Definition.Version) != version)) {
+	var (
+		def    platformv1.FlowDefinition
+		digest string
+		found  bool
+	)
+	// A published version never changes: its snapshot is shared with the informer, not copied.
+	err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: objectName}, &platformv1.FlowVersion{}, func(v *platformv1.FlowVersion) error {
+		found = string(v.Definition.FlowName) == name && string(v.Definition.Version) == version
+		def, digest = v.Definition.Snapshot, string(v.Definition.Digest)
+		return nil
+	})
+	if apierrors.IsNotFound(err) || (err == nil && !found) {
 		return platformv1.FlowDefinition{}, "", fmt.Errorf("version %s of flow %q: %w", version, name, ErrFlowNotFound)
 	}
 	if err != nil {
 		return platformv1.FlowDefinition{}, "", err
 	}
-	return v.Definition.Snapshot, string(v.Definition.Digest), nil
+	return def, digest, nil
 }
 
 // Agent reads an agent's current revision.
 func (r KubeResolver) Agent(ctx context.Context, namespace, name string) (provider.Agent, error) {
 	a := &platformv1.Agent{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, a)
+	// Only what the run pins is taken of the informer's agent, copied field by field.
+	err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: name}, a, func(cached *platformv1.Agent) error {
+		a = cached
+		return nil
+	})
 	if apierrors.IsNotFound(err) {
 		return provider.Agent{}, fmt.Errorf("agent %q: %w", name, ErrAgentNotFound)
 	}
@@ -92,7 +106,11 @@ func (r KubeResolver) Agent(ctx context.Context, namespace, name string) (provid
 // and the version must be published.
 func (r KubeResolver) ResolveReference(ctx context.Context, namespace, name, version string) (string, error) {
 	flow := &platformv1.Flow{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, flow)
+	// The Flow is only read: the informer's own object, not a copy.
+	err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: name}, flow, func(cached *platformv1.Flow) error {
+		flow = cached
+		return nil
+	})
 	if apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("flow %q: %w", name, ErrFlowNotFound)
 	}
