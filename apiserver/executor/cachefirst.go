@@ -318,21 +318,21 @@ func (t trackedSubResource) Patch(ctx context.Context, obj client.Object, patch 
 	return err
 }
 
-// View calls view with the object of key: the informer's own object when the cache holds it and
-// no write of this process waits to show in it, else a copy read as Get reads it. The informer's
-// object is not deep-copied (Get copies every object it answers, a Flow's whole snapshot each
-// submission): view must neither change it nor keep it or anything it holds.
-func View[T client.Object](ctx context.Context, r client.Reader, key client.ObjectKey, obj T, view func(T) error) error {
+// View reads key: the informer's own object when the cache holds it and no write of this
+// process waits to show in it, else obj as Get reads it. The informer's object is not
+// deep-copied (Get copies every object it answers, a Flow's whole snapshot each submission): the
+// caller must neither change it nor keep it or anything it holds.
+func View[T client.Object](ctx context.Context, r client.Reader, key client.ObjectKey, obj T) (T, error) {
 	if c, ok := r.(CacheFirst); ok {
 		if cached, ok := c.peek(ctx, key, obj); ok {
-			return view(cached.(T))
+			return cached.(T), nil
 		}
 	}
-	if err := r.Get(ctx, key, obj); err != nil {
-		return err
-	}
-	return view(obj)
+	return obj, r.Get(ctx, key, obj)
 }
+
+// dontWaitForSync: a cache still syncing leaves the read to Get.
+var dontWaitForSync = cache.BlockUntilSynced(false)
 
 // peek is the informer's object of key, when the cache has synced obj's kind, holds key, and
 // this process has no write of it that the cache may not show yet.
@@ -341,7 +341,7 @@ func (c CacheFirst) peek(ctx context.Context, key client.ObjectKey, obj client.O
 	if !ok || (c.Writes != nil && c.Writes.mayBeAhead(obj, key)) {
 		return nil, false
 	}
-	informer, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	informer, err := informers.GetInformer(ctx, obj, dontWaitForSync)
 	if err != nil {
 		return nil, false
 	}

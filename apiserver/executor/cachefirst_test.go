@@ -240,9 +240,7 @@ func TestAViewOfACachedObjectIsTheCachesObject(t *testing.T) {
 	writes := executor.NewWrites(platformscheme.Scheme)
 	reads := executor.CacheFirst{Cache: cache, Live: unreachable{}, Writes: writes}
 	view := func(reads client.Reader) (*platformv1.Agent, error) {
-		var seen *platformv1.Agent
-		err := executor.View(ctx, reads, key, &platformv1.Agent{}, func(a *platformv1.Agent) error { seen = a; return nil })
-		return seen, err
+		return executor.View(ctx, reads, key, &platformv1.Agent{})
 	}
 
 	seen, err := view(reads)

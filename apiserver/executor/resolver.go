@@ -46,34 +46,21 @@ func (r KubeResolver) FlowVersion(ctx context.Context, namespace, name, version 
 	if len(validation.IsDNS1123Subdomain(objectName)) != 0 {
 		return platformv1.FlowDefinition{}, "", fmt.Errorf("version %s of flow %q: %w", version, name, ErrFlowNotFound)
 	}
-	var (
-		def    platformv1.FlowDefinition
-		digest string
-		found  bool
-	)
 	// A published version never changes: its snapshot is shared with the informer, not copied.
-	err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: objectName}, &platformv1.FlowVersion{}, func(v *platformv1.FlowVersion) error {
-		found = string(v.Definition.FlowName) == name && string(v.Definition.Version) == version
-		def, digest = v.Definition.Snapshot, string(v.Definition.Digest)
-		return nil
-	})
-	if apierrors.IsNotFound(err) || (err == nil && !found) {
+	v, err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: objectName}, &platformv1.FlowVersion{})
+	if apierrors.IsNotFound(err) || (err == nil && (string(v.Definition.FlowName) != name || string(v.Definition.Version) != version)) {
 		return platformv1.FlowDefinition{}, "", fmt.Errorf("version %s of flow %q: %w", version, name, ErrFlowNotFound)
 	}
 	if err != nil {
 		return platformv1.FlowDefinition{}, "", err
 	}
-	return def, digest, nil
+	return v.Definition.Snapshot, string(v.Definition.Digest), nil
 }
 
 // Agent reads an agent's current revision.
 func (r KubeResolver) Agent(ctx context.Context, namespace, name string) (provider.Agent, error) {
-	a := &platformv1.Agent{}
 	// Only what the run pins is taken of the informer's agent, copied field by field.
-	err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: name}, a, func(cached *platformv1.Agent) error {
-		a = cached
-		return nil
-	})
+	a, err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: name}, &platformv1.Agent{})
 	if apierrors.IsNotFound(err) {
 		return provider.Agent{}, fmt.Errorf("agent %q: %w", name, ErrAgentNotFound)
 	}
@@ -105,12 +92,8 @@ func (r KubeResolver) Agent(ctx context.Context, namespace, name string) (provid
 // itself when given (exact), else the Flow's active version. The Flow must exist and be enabled,
 // and the version must be published.
 func (r KubeResolver) ResolveReference(ctx context.Context, namespace, name, version string) (string, error) {
-	flow := &platformv1.Flow{}
 	// The Flow is only read: the informer's own object, not a copy.
-	err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: name}, flow, func(cached *platformv1.Flow) error {
-		flow = cached
-		return nil
-	})
+	flow, err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: name}, &platformv1.Flow{})
 	if apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("flow %q: %w", name, ErrFlowNotFound)
 	}

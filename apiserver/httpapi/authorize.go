@@ -335,23 +335,17 @@ func (s *Server) CheckNamespace(ctx context.Context, name string) error {
 // going. They are read, at every request, from the informer's object without a copy: nobody
 // changes them.
 func (s *Server) workspaceNamespace(ctx context.Context, name string) (map[string]string, error) {
-	var (
-		annotations map[string]string
-		going       bool
-	)
-	if err := executor.View(ctx, s.reads, client.ObjectKey{Name: name}, &corev1.Namespace{}, func(ns *corev1.Namespace) error {
-		annotations, going = ns.Annotations, ns.DeletionTimestamp != nil
-		return nil
-	}); err != nil {
+	ns, err := executor.View(ctx, s.reads, client.ObjectKey{Name: name}, &corev1.Namespace{})
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, huma.Error404NotFound("workspace " + Quote(name) + " not found")
 		}
 		return nil, Problem(err)
 	}
-	if going {
+	if ns.DeletionTimestamp != nil {
 		return nil, huma.Error404NotFound("workspace " + Quote(name) + " not found")
 	}
-	return annotations, nil
+	return ns.Annotations, nil
 }
 
 // WriteError writes err (a huma status error, else 500) as Problem Details from a middleware.
