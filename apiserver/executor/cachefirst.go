@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -314,4 +316,61 @@ func (t trackedSubResource) Patch(ctx context.Context, obj client.Object, patch 
 	err := t.SubResourceClient.Patch(ctx, obj, patch, opts...)
 	done(err)
 	return err
+}
+
+// View reads key: the informer's own object when the cache holds it and no write of this
+// process waits to show in it, else obj as Get reads it. The informer's object is not
+// deep-copied (Get copies every object it answers, a Flow's whole snapshot each submission): the
+// caller must neither change it nor keep it or anything it holds.
+func View[T client.Object](ctx context.Context, r client.Reader, key client.ObjectKey, obj T) (T, error) {
+	if c, ok := r.(CacheFirst); ok {
+		if cached, ok := c.peek(ctx, key, obj); ok {
+			return cached.(T), nil
+		}
+	}
+	return obj, r.Get(ctx, key, obj)
+}
+
+// dontWaitForSync: a cache still syncing leaves the read to Get.
+var dontWaitForSync = cache.BlockUntilSynced(false)
+
+// peek is the informer's object of key, when the cache has synced obj's kind, holds key, and
+// this process has no write of it that the cache may not show yet.
+func (c CacheFirst) peek(ctx context.Context, key client.ObjectKey, obj client.Object) (client.Object, bool) {
+	informers, ok := c.Cache.(cache.Informers)
+	if !ok || (c.Writes != nil && c.Writes.mayBeAhead(obj, key)) {
+		return nil, false
+	}
+	informer, err := informers.GetInformer(ctx, obj, dontWaitForSync)
+	if err != nil {
+		return nil, false
+	}
+	shared, ok := informer.(toolscache.SharedIndexInformer)
+	if !ok || !shared.HasSynced() {
+		return nil, false
+	}
+	item, exists, err := shared.GetIndexer().GetByKey(key.String())
+	if err != nil || !exists || reflect.TypeOf(item) != reflect.TypeOf(obj) {
+		return nil, false
+	}
+	return item.(client.Object), true
+}
+
+// mayBeAhead is whether this process wrote key (or its kind wholesale) and the cache may not
+// show it yet; then reads go through get.
+func (w *Writes) mayBeAhead(obj client.Object, key client.ObjectKey) bool {
+	if w.pending.Load() == 0 {
+		return false
+	}
+	gvk, err := apiutil.GVKForObject(obj, w.scheme)
+	if err != nil {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.allOf[gvk.GroupKind()]; ok {
+		return true
+	}
+	_, ok := w.written[writtenKey{kind: gvk.GroupKind(), namespace: key.Namespace, name: key.Name}]
+	return ok
 }

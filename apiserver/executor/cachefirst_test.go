@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -19,11 +21,27 @@ import (
 )
 
 // laggingCache is an informer cache whose watch delivers nothing until the test says so: the
-// copies it holds are those of its last show.
+// copies it holds are those of its last show. Its informers' stores hold the same objects, which
+// View reads without a copy.
 type laggingCache struct {
-	mu   sync.Mutex
-	objs map[client.ObjectKey]client.Object
+	cache.Informers // only GetInformer is used
+	mu              sync.Mutex
+	objs            map[client.ObjectKey]client.Object
+	store           toolscache.Indexer
 }
+
+func (c *laggingCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return syncedInformer{store: c.store}, nil
+}
+
+// syncedInformer is a synced informer of store (only HasSynced and GetIndexer are used).
+type syncedInformer struct {
+	toolscache.SharedIndexInformer
+	store toolscache.Indexer
+}
+
+func (i syncedInformer) HasSynced() bool                { return true }
+func (i syncedInformer) GetIndexer() toolscache.Indexer { return i.store }
 
 func (c *laggingCache) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	c.mu.Lock()
@@ -47,12 +65,21 @@ func (c *laggingCache) show(t *testing.T, live client.Reader, key client.ObjectK
 	defer c.mu.Unlock()
 	switch err := live.Get(context.Background(), key, obj); {
 	case apierrors.IsNotFound(err):
+		if held, ok := c.objs[key]; ok {
+			_ = c.store.Delete(held)
+		}
 		delete(c.objs, key)
 	case err != nil:
 		t.Fatal(err)
 	default:
 		c.objs[key] = obj.DeepCopyObject().(client.Object)
+		_ = c.store.Update(c.objs[key])
 	}
+}
+
+func newLaggingCache() *laggingCache {
+	return &laggingCache{objs: map[client.ObjectKey]client.Object{},
+		store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})}
 }
 
 func copyInto(dst, src client.Object) {
@@ -163,7 +190,7 @@ func TestAReadAfterThisProcessWroteAnObjectSeesTheWriteWhileTheCacheLags(t *test
 					return c.Update(ctx, obj, opts...)
 				},
 			}).Build()
-			cache := &laggingCache{objs: map[client.ObjectKey]client.Object{}}
+			cache := newLaggingCache()
 			for _, v := range []string{"report-1.0.0", "report-2.0.0"} {
 				cache.show(t, live, client.ObjectKey{Namespace: "ws", Name: v}, &platformv1.FlowVersion{})
 			}
@@ -196,4 +223,40 @@ func (unreachable) Get(context.Context, client.ObjectKey, client.Object, ...clie
 
 func (unreachable) List(context.Context, client.ObjectList, ...client.ListOption) error {
 	return errors.New("the kube API was asked")
+}
+
+// A read the informer cache answers is its own object, not a copy (a FlowVersion's snapshot was
+// deep-copied at every submission and every run); what this process wrote and the cache does not
+// show yet is read from the API instead.
+func TestAViewOfACachedObjectIsTheCachesObject(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: "ws", Name: "planner"}
+	live := fake.NewClientBuilder().WithScheme(platformscheme.Scheme).WithObjects(
+		&platformv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "planner"}, Definition: platformv1.AgentDefinition{Instructions: "old"}},
+	).Build()
+	cache := newLaggingCache()
+	cache.show(t, live, key, &platformv1.Agent{})
+	writes := executor.NewWrites(platformscheme.Scheme)
+	reads := executor.CacheFirst{Cache: cache, Live: unreachable{}, Writes: writes}
+	view := func(reads client.Reader) (*platformv1.Agent, error) {
+		return executor.View(ctx, reads, key, &platformv1.Agent{})
+	}
+
+	seen, err := view(reads)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(seen).To(BeIdenticalTo(cache.objs[key]), "the cache's object, not a copy")
+
+	agent := &platformv1.Agent{}
+	g.Expect(live.Get(ctx, key, agent)).To(Succeed())
+	agent.Definition.Instructions = "new"
+	g.Expect(writes.Track(live).Update(ctx, agent)).To(Succeed())
+	seen, err = view(executor.CacheFirst{Cache: cache, Live: live, Writes: writes})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(seen.Definition.Instructions).To(Equal("new"), "this process's write, which the cache does not show yet")
+
+	// A reader that is not a CacheFirst is read with Get.
+	seen, err = view(live)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(seen.Definition.Instructions).To(Equal("new"))
 }

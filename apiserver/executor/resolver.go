@@ -25,7 +25,8 @@ var (
 
 // Resolver reads the Management objects a run pins.
 type Resolver interface {
-	// FlowVersion is the snapshot and digest of an exact published version.
+	// FlowVersion is the snapshot and digest of an exact published version. The snapshot may be
+	// an informer's (View): it is read, never changed.
 	FlowVersion(ctx context.Context, namespace, name, version string) (platformv1.FlowDefinition, string, error)
 	// Agent is the current revision of an agent.
 	Agent(ctx context.Context, namespace, name string) (provider.Agent, error)
@@ -45,8 +46,8 @@ func (r KubeResolver) FlowVersion(ctx context.Context, namespace, name, version 
 	if len(validation.IsDNS1123Subdomain(objectName)) != 0 {
 		return platformv1.FlowDefinition{}, "", fmt.Errorf("version %s of flow %q: %w", version, name, ErrFlowNotFound)
 	}
-	v := &platformv1.FlowVersion{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: objectName}, v)
+	// A published version never changes: its snapshot is shared with the informer, not copied.
+	v, err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: objectName}, &platformv1.FlowVersion{})
 	if apierrors.IsNotFound(err) || (err == nil && (string(v.Definition.FlowName) != name || string(v.Definition.Version) != version)) {
 		return platformv1.FlowDefinition{}, "", fmt.Errorf("version %s of flow %q: %w", version, name, ErrFlowNotFound)
 	}
@@ -58,8 +59,8 @@ func (r KubeResolver) FlowVersion(ctx context.Context, namespace, name, version 
 
 // Agent reads an agent's current revision.
 func (r KubeResolver) Agent(ctx context.Context, namespace, name string) (provider.Agent, error) {
-	a := &platformv1.Agent{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, a)
+	// Only what the run pins is taken of the informer's agent, copied field by field.
+	a, err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: name}, &platformv1.Agent{})
 	if apierrors.IsNotFound(err) {
 		return provider.Agent{}, fmt.Errorf("agent %q: %w", name, ErrAgentNotFound)
 	}
@@ -91,8 +92,8 @@ func (r KubeResolver) Agent(ctx context.Context, namespace, name string) (provid
 // itself when given (exact), else the Flow's active version. The Flow must exist and be enabled,
 // and the version must be published.
 func (r KubeResolver) ResolveReference(ctx context.Context, namespace, name, version string) (string, error) {
-	flow := &platformv1.Flow{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, flow)
+	// The Flow is only read: the informer's own object, not a copy.
+	flow, err := View(ctx, r.Client, client.ObjectKey{Namespace: namespace, Name: name}, &platformv1.Flow{})
 	if apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("flow %q: %w", name, ErrFlowNotFound)
 	}

@@ -252,10 +252,7 @@ func (s *Server) resolveWorkspace(ctx huma.Context, caller Caller) (RequestConte
 	if err != nil {
 		return rc, err
 	}
-	ns, err := s.workspaceNamespace(ctx.Context(), rc.Namespace)
-	if err == nil {
-		rc.annotations = ns.Annotations
-	}
+	rc.annotations, err = s.workspaceNamespace(ctx.Context(), rc.Namespace)
 	return rc, err
 }
 
@@ -334,10 +331,12 @@ func (s *Server) CheckNamespace(ctx context.Context, name string) error {
 	return err
 }
 
-// workspaceNamespace is the namespace of workspace name, unless it is gone or going.
-func (s *Server) workspaceNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	ns := &corev1.Namespace{}
-	if err := s.reads.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+// workspaceNamespace is the annotations of the namespace of workspace name, unless it is gone or
+// going. They are read, at every request, from the informer's object without a copy: nobody
+// changes them.
+func (s *Server) workspaceNamespace(ctx context.Context, name string) (map[string]string, error) {
+	ns, err := executor.View(ctx, s.reads, client.ObjectKey{Name: name}, &corev1.Namespace{})
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, huma.Error404NotFound("workspace " + Quote(name) + " not found")
 		}
@@ -346,7 +345,7 @@ func (s *Server) workspaceNamespace(ctx context.Context, name string) (*corev1.N
 	if ns.DeletionTimestamp != nil {
 		return nil, huma.Error404NotFound("workspace " + Quote(name) + " not found")
 	}
-	return ns, nil
+	return ns.Annotations, nil
 }
 
 // WriteError writes err (a huma status error, else 500) as Problem Details from a middleware.

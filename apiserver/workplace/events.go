@@ -3,9 +3,11 @@ package workplace
 import (
 	"context"
 	"database/sql"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,7 +122,7 @@ type announcer interface {
 // the shortest time; on PostgreSQL, where they are numbered after the commit, the events of a
 // transaction that depends on another's changes come after that transaction's.
 func (s *Store) emit(ctx context.Context, tx *sql.Tx, workspaceID, principalID, name string, payload map[string]any) error {
-	data, err := json.Marshal(payload)
+	data, err := payloadJSON(payload)
 	if err != nil {
 		return err
 	}
@@ -130,6 +132,82 @@ func (s *Store) emit(ctx context.Context, tx *sql.Tx, workspaceID, principalID, 
 		return nil
 	}
 	return s.writeOutbox(ctx, tx, []Event{e}, nil, nil)
+}
+
+// payloadJSON is json.Marshal(payload) for the flat payloads events carry (ids, states,
+// versions, flags), written without reflection: encoding the map by reflection was most of the
+// Workplace projection's garbage, several events per WorkItem. A key or a value it does not write
+// byte for byte as json.Marshal would is left to json.Marshal.
+func payloadJSON(payload map[string]any) ([]byte, error) {
+	var array [12]string
+	keys := array[:0]
+	size := 2
+	for k, v := range payload {
+		if !plainJSONString(k) {
+			return json.Marshal(payload)
+		}
+		keys = append(keys, k)
+		size += len(k) + 4
+		if s, ok := v.(string); ok {
+			size += len(s) + 2
+		} else {
+			size += 20
+		}
+	}
+	slices.Sort(keys)
+	out := make([]byte, 0, size)
+	out = append(out, '{')
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, k...)
+		out = append(out, '"', ':')
+		switch v := payload[k].(type) {
+		case nil:
+			out = append(out, "null"...)
+		case bool:
+			out = strconv.AppendBool(out, v)
+		case int:
+			out = strconv.AppendInt(out, int64(v), 10)
+		case int64:
+			out = strconv.AppendInt(out, v, 10)
+		case int32:
+			out = strconv.AppendInt(out, int64(v), 10)
+		case string:
+			if !plainJSONString(v) {
+				return json.Marshal(payload)
+			}
+			out = append(out, '"')
+			out = append(out, v...)
+			out = append(out, '"')
+		default:
+			// A named string type (a state) is a string to json.Marshal unless it marshals itself.
+			_, marshaler := v.(json.Marshaler)
+			_, textMarshaler := v.(encoding.TextMarshaler)
+			rv := reflect.ValueOf(v)
+			if marshaler || textMarshaler || rv.Kind() != reflect.String || !plainJSONString(rv.String()) {
+				return json.Marshal(payload)
+			}
+			out = append(out, '"')
+			out = append(out, rv.String()...)
+			out = append(out, '"')
+		}
+	}
+	return append(out, '}'), nil
+}
+
+// plainJSONString is whether json.Marshal writes s as itself between quotes: printable ASCII
+// without a quote, a backslash or what it escapes for HTML.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // unreadChanged adds delta to the count of a Principal's unread notifications and tells it
@@ -191,14 +269,25 @@ type outboxWrite struct {
 	tx     *sql.Tx
 	events []Event
 	unread map[recipient]unreadChange
+	// announced is the workspace whose topic add announced last.
+	announced string
 }
 
 // add buffers e and announces its topic now: the transaction stages its announcements before it
 // flushes, so that the flush is the last thing before the commit.
 func (o *outboxWrite) add(e Event) {
+	if o.events == nil {
+		o.events = make([]Event, 0, 8) // a WorkItem's run emits about as many
+	}
 	o.events = append(o.events, e)
+	// A topic announced once is announced at the commit: a transaction's events are mostly of
+	// one workspace.
+	if e.WorkspaceID == o.announced && len(o.events) > 1 {
+		return
+	}
 	if a, ok := o.s.Work.(announcer); ok {
 		a.Announce(o.tx, o.s.writtenTopic(e.WorkspaceID))
+		o.announced = e.WorkspaceID
 	}
 }
 
@@ -296,9 +385,14 @@ func (s *Store) appendOutbox(ctx context.Context, tx *sql.Tx, workspaceID string
 		return err
 	}
 	args := make([]any, 0, 6*len(batch))
+	// The workspace, and the instant the events mostly share, are boxed into arguments once.
+	workspace, createdAt, at := any(workspaceID), any(nil), time.Time{}
 	for k, i := range batch {
 		e := events[i]
-		args = append(args, workspaceID, last-n+int64(k+1), e.Name, e.PrincipalID, string(e.Payload), ms(e.CreatedAt))
+		if createdAt == nil || !e.CreatedAt.Equal(at) {
+			createdAt, at = ms(e.CreatedAt), e.CreatedAt
+		}
+		args = append(args, workspace, last-n+int64(k+1), e.Name, e.PrincipalID, string(e.Payload), createdAt)
 	}
 	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO workplace_events (workspace_id, seq, name, principal_id, payload, created_at) VALUES `+
 		valueRows(`(?, ?, ?, ?, ?, ?)`, len(batch))), args...)

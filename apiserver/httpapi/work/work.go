@@ -1,10 +1,12 @@
 package work
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -20,7 +22,6 @@ import (
 	"platform.dev/platform/apiserver/executor"
 	"platform.dev/platform/apiserver/httpapi"
 	"platform.dev/platform/apiserver/httpapi/management"
-	"platform.dev/platform/apiserver/provider"
 	domain "platform.dev/platform/apiserver/work"
 	flowvalidation "platform.dev/platform/controllers/flow"
 )
@@ -567,10 +568,11 @@ func (s *routes) flowRunOf(ctx context.Context, run domain.FlowRun) (FlowRun, er
 		Correlation: Correlation{InteractionID: run.InteractionID, WorkTaskID: run.WorkTaskID, WorkExecutionID: run.WorkExecutionID(), FlowRunID: run.ID},
 		Attempt:     run.Attempt, Result: decoded(run.Result), Version: run.Version, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
 	if len(run.Agents) > 0 {
-		var agents map[string]provider.Agent
+		// Only what the answer shows is decoded of the pinned agents, in the order of their names.
+		var agents map[string]PinnedAgent
 		if err := json.Unmarshal(run.Agents, &agents); err == nil {
-			for _, a := range agents {
-				out.Agents = append(out.Agents, PinnedAgent{Name: a.Name, Revision: a.Revision})
+			for _, name := range slices.Sorted(maps.Keys(agents)) {
+				out.Agents = append(out.Agents, PinnedAgent{Name: agents[name].Name, Revision: agents[name].Revision})
 			}
 		}
 	}
@@ -605,14 +607,12 @@ func pendingActionOf(a *domain.PendingAction) *PendingAction {
 }
 
 func decoded(raw json.RawMessage) any {
-	if len(raw) == 0 {
+	// The stored JSON is answered as it is, not decoded into maps to be encoded again: that was
+	// most of a run's answer's garbage, and numbers past float64's precision came out rounded.
+	if len(raw) == 0 || !json.Valid(raw) || string(bytes.TrimSpace(raw)) == "null" {
 		return nil
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil
-	}
-	return v
+	return raw
 }
 
 // deleteTerminalRun deletes a run of the request's workspace at the version its If-Match names
