@@ -123,10 +123,7 @@ func (s *Server) WorkspaceContext(ctx context.Context, caller Caller, workspace 
 		return rc, err
 	}
 	// The namespace's annotations carry the workspace's limits (LimitsOf), as a request's do.
-	ns, err := s.workspaceNamespace(ctx, rc.Namespace)
-	if err == nil {
-		rc.annotations = ns.Annotations
-	}
+	rc.annotations, err = s.workspaceNamespace(ctx, rc.Namespace)
 	return rc, err
 }
 
