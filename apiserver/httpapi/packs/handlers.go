@@ -223,11 +223,21 @@ func (r *routes) archive(ctx context.Context, digest platformv1.Digest) (*pack.A
 		return nil, err
 	}
 	data, err := s.Archive(ctx, digest)
+	if errors.Is(err, packstore.ErrNotFound) {
+		// An InstalledPack applied with kubectl, or restored without the SQL store it was
+		// installed with, names an archive this instance never stored: a conflict, not a fault.
+		p := newProblem(http.StatusConflict, fmt.Sprintf("the Pack archive %s is not stored in this instance: install the Pack again from its archive", digest))
+		p.Reason = archiveNotStored
+		return nil, p
+	}
 	if err != nil {
 		return nil, httpapi.Internal(err)
 	}
 	return pack.Read(data, "")
 }
+
+// archiveNotStored is the reason of the 409 of an archive the store does not hold.
+const archiveNotStored = "ArchiveNotStored"
 
 // selections are the stored binding selections of a Pack identity.
 func (r *routes) selections(ctx context.Context, sc scope, publisher, name string) (map[string]pack.BindingSelection, error) {
@@ -571,6 +581,11 @@ func (r *routes) view(ctx context.Context, sc scope, ip *platformv1.InstalledPac
 	}
 	if ip.Status.InstalledDigest != "" && r.Packs() != nil {
 		a, err := r.archive(ctx, ip.Status.InstalledDigest)
+		var p *problem
+		if errors.As(err, &p) && p.Reason == archiveNotStored {
+			// The Pack is still shown (and listed); only its bindings' declarations are unknown.
+			return v, nil
+		}
 		if err != nil {
 			return v, err
 		}

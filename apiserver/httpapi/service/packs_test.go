@@ -325,3 +325,36 @@ func packRows(rows map[string]tableRow) {
 		return tableRequest{method: http.MethodDelete, path: "/api/packs/table/kit"}
 	}}
 }
+
+// An InstalledPack whose archive this instance's store does not hold (applied with kubectl, or
+// kept in etcd while the SQL store was restored without it) is still listed and read, without its
+// bindings, and an operation that needs the archive is a 409 that says why: never a 500.
+func TestAnInstalledPackWhoseArchiveIsNotStoredIsListedAndReadNotA500(t *testing.T) {
+	g := NewWithT(t)
+	installer, _ := packServer(t)
+	p := packstest.Pack{Publisher: "unstored", Name: "kit", Version: "1.0.0", Resources: map[string]string{
+		"agents/keeper.yaml": packstest.Agent("keeper", "Keep it."),
+	}}
+	t.Cleanup(func() { call(t, installer, http.MethodDelete, "/api/packs/unstored/kit", "") })
+	installed := postArchive(t, installer, "/api/packs", "application/zip", p.Zip())
+	g.Expect(installed.status).To(Equal(http.StatusCreated), installed.raw)
+
+	// Another instance on the same control plane with a SQL store of its own.
+	api, err := service.New(httpapi.Options{
+		Config: config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"}),
+		Kube:   kube, PlatformKube: platformKube, Packs: &packs.Store{DB: storeFor(t)},
+		Ready: func(ctx context.Context) error { return env.Server().Ready(ctx) },
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	reader := httptest.NewServer(api.Handler())
+	t.Cleanup(reader.Close)
+
+	list := call(t, reader, http.MethodGet, "/api/packs", "")
+	g.Expect(list.status).To(Equal(http.StatusOK), list.raw)
+	g.Expect(list.raw).To(ContainSubstring(`"publisher":"unstored"`))
+	read := call(t, reader, http.MethodGet, "/api/packs/unstored/kit", "")
+	g.Expect(read.status).To(Equal(http.StatusOK), read.raw)
+	g.Expect(read.body).To(HaveKeyWithValue("version", "1.0.0"))
+	uninstall := call(t, reader, http.MethodGet, "/api/packs/unstored/kit/uninstall-preview", "")
+	g.Expect(uninstall.status).To(BeNumerically("<", 500), uninstall.raw)
+}
