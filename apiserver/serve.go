@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -84,7 +83,7 @@ func NewServeCommand() *cobra.Command {
 				return err
 			}
 			logging.Setup(logLevel, cmd.ErrOrStderr())
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := logging.SignalContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			return serve(ctx, cmd, opts, cfg, httpAddr, databaseURL, ctrlOpts)
 		},

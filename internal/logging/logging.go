@@ -6,9 +6,12 @@ package logging
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -182,6 +185,28 @@ var stopping atomic.Bool
 // Stopping says that the process stops on a signal: controllers stopped while they still start
 // then report their informers' cancelled sync as errors, which are not.
 func Stopping() { stopping.Store(true) }
+
+// SignalContext is a context cancelled by the first of signals, as signal.NotifyContext's is,
+// except that the stop is marked (Stopping) before anything sees the context end: what the
+// cancellation interrupts then reports it as the stop it is, not as an error. stop releases the
+// signals.
+func SignalContext(parent context.Context, signals ...os.Signal) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	received := make(chan os.Signal, 1)
+	signal.Notify(received, signals...)
+	go func() {
+		select {
+		case <-received:
+			Stopping()
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(received)
+		cancel()
+	}
+}
 
 // stopCore drops the errors of a stop during start (see Stopping).
 type stopCore struct{ zapcore.Core }
