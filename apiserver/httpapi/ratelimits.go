@@ -93,6 +93,11 @@ func (s *Server) limit(api huma.API) func(huma.Context, func(huma.Context)) {
 			s.log.Error(err, "rate limits not counted", "workspace", rc.WorkspaceID)
 		}
 		if refusal == nil {
+			// A token refused lately has its admitted requests spread over the window rather
+			// than run at once, when they would take every core from other workspaces.
+			if s.pacer.Wait(ctx.Context(), token) != nil {
+				return // the caller went away while waiting: nobody reads an answer
+			}
 			next(ctx)
 			return
 		}
@@ -100,6 +105,7 @@ func (s *Server) limit(api huma.API) func(huma.Context, func(huma.Context)) {
 			if raw, ok := bearerToken(ctx.Header("Authorization")); ok {
 				s.rateLimits.RememberBearer(digestOf(raw), caller.PAT.WorkspaceID, caller.PAT.TokenID)
 			}
+			s.pacer.Refused(token, refusal)
 		}
 		writeRefusal(ctx, refusal)
 	}

@@ -121,11 +121,13 @@ type Server struct {
 	// rateLimits counts against limitDefaults and the workspaces' own limits; nil counts none.
 	rateLimits    *ratelimit.Counter
 	limitDefaults ratelimit.Limits
-	api           huma.API
-	mux           *http.ServeMux
-	handler       http.Handler
-	kube          client.Client
-	reads         client.Reader
+	// pacer spreads a flooding access token's admitted requests over their window.
+	pacer   ratelimit.Pacer
+	api     huma.API
+	mux     *http.ServeMux
+	handler http.Handler
+	kube    client.Client
+	reads   client.Reader
 	// platformKube writes what only the platform writes (see Options.PlatformKube).
 	platformKube client.Client
 	ready        func(context.Context) error

@@ -226,21 +226,22 @@ func (f *flood) stop(b *testing.B) {
 }
 
 // floodChild runs the flood client when the environment asks for it (startFlood) and answers
-// true when it did: 1,000 requests a second, each on its own goroutine, at most 64 at once over
-// connections kept open as an SDK keeps them (a request that would wait for a 65th is skipped,
-// and hot-rps says what was reached), until its input ends.
+// true when it did: 1,000 requests a second, each on its own goroutine, at most 256 at once over
+// connections kept open as an SDK keeps them (a request that would wait for a 257th is skipped,
+// and hot-rps says what was reached), until its input ends. 256, not fewer: the admitted
+// requests the server paces wait up to a second, and must not hold back the flood's refused ones.
 func floodChild() bool {
 	url, token := os.Getenv(floodURLEnv), os.Getenv(floodTokenEnv)
 	if url == "" {
 		return false
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.MaxIdleConnsPerHost = 64
+	transport.MaxIdleConnsPerHost = 256
 	client := &http.Client{Transport: transport}
 	var sent, limited atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, 64)
+	slots := make(chan struct{}, 256)
 	wg.Go(func() {
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
