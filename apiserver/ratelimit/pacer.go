@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,9 @@ type Pacer struct {
 
 	mu     sync.Mutex
 	tokens map[string]*paced
+	// size is len(tokens), read without the lock: while no token is paced, which is nearly
+	// always, an admitted request takes no lock here.
+	size atomic.Int64
 }
 
 type paced struct {
@@ -77,6 +81,7 @@ func (p *Pacer) Refused(tokenID string, refusal *Refusal) {
 		}
 		t = &paced{}
 		p.tokens[tokenID] = t
+		p.size.Store(int64(len(p.tokens)))
 	}
 	t.interval = time.Second / time.Duration(refusal.Allowed)
 	t.until = now.Add(hold)
@@ -89,12 +94,13 @@ func (p *Pacer) sweepLocked(now time.Time) {
 			delete(p.tokens, id)
 		}
 	}
+	p.size.Store(int64(len(p.tokens)))
 }
 
 // Wait holds an admitted request of tokenID until its turn when the token is paced; at once
 // otherwise. It returns the context's error when the caller went away while waiting.
 func (p *Pacer) Wait(ctx context.Context, tokenID string) error {
-	if p == nil || tokenID == "" {
+	if p == nil || tokenID == "" || p.size.Load() == 0 {
 		return nil
 	}
 	now := p.now()
@@ -103,6 +109,7 @@ func (p *Pacer) Wait(ctx context.Context, tokenID string) error {
 	if !ok || now.After(t.until) {
 		if ok && now.After(t.next) {
 			delete(p.tokens, tokenID)
+			p.size.Store(int64(len(p.tokens)))
 		}
 		p.mu.Unlock()
 		return nil
