@@ -168,12 +168,25 @@ describe("Source registries in the Console", () => {
     await h.waitFor(async () => detail.getByRole("radio", { name: /^Trusted:/ }).isChecked(), { message: "the current trust policy to be shown again" });
     assert.equal((await call("GET", "/api/sourceregistries/team-registry")).body.properties.trustPolicy, "trusted", "nothing was overwritten");
 
+    // A refresh writes the registration's status, which moves its ETag, while the form is open:
+    // that is no change by someone else, and the save goes through.
+    const statusOnly = async () => {
+      const before = await call("GET", "/api/sourceregistries/team-registry");
+      assert.equal((await call("POST", "/api/sourceregistries/team-registry/refresh")).status, 200);
+      const after = await call("GET", "/api/sourceregistries/team-registry");
+      assert.notEqual(after.headers.get("etag"), before.headers.get("etag"), "the refresh's status write moved the ETag");
+      assert.deepEqual(after.body.properties, before.body.properties);
+    };
     await detail.getByRole("radio", { name: /^Authoritative:/ }).check();
+    await statusOnly();
     await detail.getByRole("button", { name: "Save changes" }).click();
     await detail.getByText("Saved.").waitFor();
     assert.equal((await call("GET", "/api/sourceregistries/team-registry")).body.properties.trustPolicy, "authoritative");
 
+    // The same holds for the delete: a status written after the page's last read (the controller
+    // records the saved generation moments after a save) is not someone else's change.
     await detail.getByRole("button", { name: "Delete…" }).click();
+    await statusOnly();
     await page.getByRole("region", { name: "Delete the registration" }).getByRole("button", { name: "Delete team-registry" }).click();
     await page.waitForURL(/\/settings\/source-registries$/, { waitUntil: "commit" });
     await h.waitFor(async () => (await page.locator('tr[data-registration="team-registry"]').count()) === 0, { message: "the row to go" });

@@ -185,6 +185,15 @@ describe("the Console's Triggers", () => {
     await page.context().close();
   });
 
+  /** statusOnlyChange fires the Trigger now and waits for its status, and so its ETag, to move while its definition stays. */
+  async function statusOnlyChange(name) {
+    const before = await call("GET", `/api/triggers/${name}`);
+    assert.ok([202, 409].includes((await call("POST", `/api/triggers/${name}/run`)).status), "an occurrence is recorded");
+    let after;
+    await h.waitFor(async () => (after = await call("GET", `/api/triggers/${name}`)).headers.get("etag") !== before.headers.get("etag"), { message: "the firing's status write" });
+    assert.deepEqual(after.body.definition, before.body.definition);
+  }
+
   it("an edit over someone else's change is refused with a clear message, and saves once reloaded", async () => {
     const page = await consolePage("/triggers/bad-cron/edit");
     const display = page.getByLabel("Display name");
@@ -206,6 +215,8 @@ describe("the Console's Triggers", () => {
     await page.getByRole("button", { name: "Reload the Trigger" }).click();
     await h.waitFor(async () => (await display.inputValue()) === "Weekday mornings", { message: "the reloaded Trigger" });
     await page.getByLabel("Cron expression").fill("30 8 * * 1-5");
+    // A firing meanwhile writes the Trigger's status, and so its ETag: that is no one's change.
+    await statusOnlyChange("bad-cron");
     await page.getByRole("button", { name: "Save changes" }).click();
     await page.waitForURL(`${platform.apiUrl}/triggers/bad-cron`);
     await page.getByText("Cron 30 8 * * 1-5").waitFor();
@@ -221,6 +232,7 @@ describe("the Console's Triggers", () => {
     await dialog.getByRole("button", { name: "Keep it" }).click();
     assert.equal((await call("GET", "/api/triggers/bad-cron")).status, 200, "kept");
     await page.getByRole("button", { name: "Delete" }).click();
+    await statusOnlyChange("bad-cron");
     await page.getByRole("button", { name: "Delete bad-cron" }).click();
     await page.waitForURL(`${platform.apiUrl}/triggers`);
     assert.equal((await call("GET", "/api/triggers/bad-cron")).status, 404);

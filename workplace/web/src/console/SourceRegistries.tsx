@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useId, useState, type FormEvent } from "react";
-import { ApiError, enc, get, post, request, requestWithETag } from "../shared/api";
+import { ApiError, enc, get, post, request, requestWithETag, writeUnlessChanged } from "../shared/api";
 import { when } from "../shared/format";
 import { Link, navigate, useLocation } from "../shared/router";
 import type { Items } from "../shared/types";
@@ -35,6 +35,9 @@ import {
 export const REGISTRIES_PATH = "/settings/source-registries";
 const api = "/api/sourceregistries";
 const itemPath = (name: string) => `${api}/${enc(name)}`;
+const readRegistration = (name: string) => requestWithETag<Registration>(itemPath(name));
+// What a person edits and confirms: the status is the platform's to write.
+const definitionOf = (r: Registration) => r.properties;
 
 function Problem({ error }: { error?: string }) {
   return error ? (
@@ -216,7 +219,7 @@ function RegistrationDetail({ name, onChanged }: { name: string; onChanged: () =
   const load = useCallback(async () => {
     get<{ origin: string; originReasons?: string[] }>(`${itemPath(name)}/trust`).then(setTrust, () => setTrust(undefined));
     try {
-      const r = await requestWithETag<Registration>(itemPath(name));
+      const r = await readRegistration(name);
       setData({ r: r.body, etag: r.etag || r.body.etag || "" });
       setError(undefined);
     } catch (e) {
@@ -265,7 +268,9 @@ function RegistrationDetail({ name, onChanged }: { name: string; onChanged: () =
   const remove = async () => {
     setWorking("delete");
     try {
-      await request<void>(itemPath(name), { method: "DELETE", headers: { "If-Match": data.etag } });
+      await writeUnlessChanged({ body: data.r, etag: data.etag }, () => readRegistration(name), definitionOf, (etag) =>
+        request<void>(itemPath(name), { method: "DELETE", headers: { "If-Match": etag } }),
+      );
       onChanged();
       navigate(REGISTRIES_PATH);
     } catch (e) {
@@ -472,7 +477,11 @@ function RegistrationEditor({ existing, onSaved, onCancel, onConflict }: { exist
     setError(undefined);
     try {
       const body = requestFromForm(form);
-      const saved = creating ? await post<Registration>(api, body) : await request<Registration>(itemPath(form.name), { method: "PUT", body, headers: { "If-Match": existing!.etag } });
+      const saved = creating
+        ? await post<Registration>(api, body)
+        : await writeUnlessChanged({ body: existing!.r, etag: existing!.etag }, () => readRegistration(form.name), definitionOf, (etag) =>
+            request<Registration>(itemPath(form.name), { method: "PUT", body, headers: { "If-Match": etag } }),
+          );
       onSaved(saved ?? { name: form.name, properties: body.properties });
     } catch (err) {
       if (isEtagConflict(err) && onConflict) onConflict(problemSentence(err));

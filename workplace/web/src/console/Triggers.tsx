@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent, type ReactNode } from "react";
-import { ApiError, del, enc, get, post, put, request, requestWithETag } from "../shared/api";
+import { ApiError, del, enc, get, post, put, request, requestWithETag, writeUnlessChanged } from "../shared/api";
 import { at, when } from "../shared/format";
 import { Link, navigate } from "../shared/router";
 import type { Items } from "../shared/types";
@@ -36,6 +36,9 @@ interface Flow {
 
 const base = "/api/triggers";
 const itemPath = (name: string) => `${base}/${enc(name)}`;
+const readTrigger = (name: string) => requestWithETag<Trigger>(itemPath(name));
+// What a person edits and confirms: its status (the next and last firing) moves on its own.
+const definitionOf = (t: Trigger) => ({ name: t.metadata.name, tags: t.metadata.tags ?? {}, annotations: t.metadata.annotations ?? {}, definition: t.definition });
 
 // The list and the detail follow the scheduler without a push channel for Triggers: a light poll.
 const LIST_POLL_MS = 10_000;
@@ -235,7 +238,7 @@ export function TriggerEditor({ env, name }: { env: ConsoleEnv; name?: string })
   const loadTrigger = useCallback(async () => {
     if (!editing) return;
     try {
-      const r = await requestWithETag<Trigger>(itemPath(name));
+      const r = await readTrigger(name);
       setLoaded({ trigger: r.body, etag: r.etag });
       setForm(formFromTrigger(r.body));
       setLoadError(undefined);
@@ -315,6 +318,8 @@ export function TriggerEditor({ env, name }: { env: ConsoleEnv; name?: string })
 
   const save = async (e: FormEvent) => {
     e.preventDefault();
+    // An edit is saved against what was read: not before the Trigger is.
+    if (editing && !loaded) return;
     const r = requestFromForm(form, loaded?.trigger);
     if ("errors" in r) {
       firstInvalid.current = true;
@@ -324,7 +329,7 @@ export function TriggerEditor({ env, name }: { env: ConsoleEnv; name?: string })
     }
     setSaving(true);
     try {
-      if (editing) await put(itemPath(name), r.body, { "If-Match": loaded?.etag ?? "" });
+      if (name !== undefined && loaded) await writeUnlessChanged({ body: loaded.trigger, etag: loaded.etag }, () => readTrigger(name), definitionOf, (etag) => put(itemPath(name), r.body, { "If-Match": etag }));
       else await post(base, r.body);
       navigate(`/triggers/${enc(r.body.metadata.name)}`);
     } catch (err) {
@@ -561,7 +566,7 @@ export function TriggerDetail({ env, name }: { env: ConsoleEnv; name: string }) 
 
   const load = useCallback(async () => {
     try {
-      const r = await requestWithETag<Trigger>(itemPath(name));
+      const r = await readTrigger(name);
       setData({ trigger: r.body, etag: r.etag });
       setError(undefined);
     } catch (e) {
@@ -613,7 +618,9 @@ export function TriggerDetail({ env, name }: { env: ConsoleEnv; name: string }) 
   const state = triggerState(t);
   const ready = t.status?.conditions.find((c) => c.type === "Ready");
   const last = latestOccurrence(t.status?.lastOccurrence, history);
-  const ifMatch = { "If-Match": data.etag };
+  // A write names what the person saw; a firing's status write meanwhile is not a change.
+  const unlessChanged = <T,>(write: (ifMatch: Record<string, string>) => Promise<T>) =>
+    writeUnlessChanged({ body: data.trigger, etag: data.etag }, () => readTrigger(name), definitionOf, (etag) => write({ "If-Match": etag }));
 
   return (
     <>
@@ -625,12 +632,12 @@ export function TriggerDetail({ env, name }: { env: ConsoleEnv; name: string }) 
       <div className="toolbar" aria-label="Actions" role="group">
         {env.can("resources/write") && <Link href={`/triggers/${enc(name)}/edit`} className="button">Edit</Link>}
         {env.can("resources/write") && state !== "Enabled" && (
-          <button type="button" disabled={!!busy} onClick={() => void act("Enable", async () => (await post(`${itemPath(name)}/enable`, undefined, ifMatch), state === "Paused" ? "Resumed: the Trigger fires again, as you." : "Enabled: the Trigger fires on its schedule, as you."))}>
+          <button type="button" disabled={!!busy} onClick={() => void act("Enable", async () => (await unlessChanged((ifMatch) => post(`${itemPath(name)}/enable`, undefined, ifMatch)), state === "Paused" ? "Resumed: the Trigger fires again, as you." : "Enabled: the Trigger fires on its schedule, as you."))}>
             {state === "Paused" ? "Resume" : "Enable"}
           </button>
         )}
         {env.can("resources/write") && state !== "Disabled" && (
-          <button type="button" disabled={!!busy} onClick={() => void act("Disable", async () => (await post(`${itemPath(name)}/disable`, undefined, ifMatch), "Disabled: the Trigger fires no more until enabled."))}>
+          <button type="button" disabled={!!busy} onClick={() => void act("Disable", async () => (await unlessChanged((ifMatch) => post(`${itemPath(name)}/disable`, undefined, ifMatch)), "Disabled: the Trigger fires no more until enabled."))}>
             Disable
           </button>
         )}
@@ -668,7 +675,7 @@ export function TriggerDetail({ env, name }: { env: ConsoleEnv; name: string }) 
                 void (async () => {
                   setBusy("Delete");
                   try {
-                    await del(itemPath(name), ifMatch);
+                    await unlessChanged((ifMatch) => del(itemPath(name), ifMatch));
                     navigate("/triggers");
                   } catch (e) {
                     setBusy(undefined);

@@ -103,3 +103,36 @@ export const put = <T>(path: string, body?: unknown, headers?: Record<string, st
 export const del = (path: string, headers?: Record<string, string>) => request<void>(path, { method: "DELETE", headers });
 
 export const enc = encodeURIComponent;
+
+/** sameJSON is whether a and b encode to the same JSON regardless of key order. */
+export function sameJSON(a: unknown, b: unknown): boolean {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(canonical) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])])) : v;
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+}
+
+/**
+ * writeUnlessChanged sends a conditional write with the ETag of what the person read. The ETag
+ * covers the whole resource, status included, which controllers and refreshes write on their
+ * own: a write refused as stale (412) is sent again with the current ETag while a fresh read
+ * still shows the definition the person saw, and is refused as before when someone changed it.
+ */
+export async function writeUnlessChanged<R, T>(
+  seen: { body: R; etag: string },
+  read: () => Promise<{ body: R; etag: string }>,
+  definitionOf: (body: R) => unknown,
+  write: (etag: string) => Promise<T>,
+): Promise<T> {
+  let etag = seen.etag;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write(etag);
+    } catch (e) {
+      // A few status writes in a row are the most a person's click should wait out.
+      if (!(e instanceof ApiError && e.status === 412) || attempt === 3) throw e;
+      const current = await read().catch(() => undefined);
+      if (!current?.etag || current.etag === etag || !sameJSON(definitionOf(current.body), definitionOf(seen.body))) throw e;
+      etag = current.etag;
+    }
+  }
+}
