@@ -99,6 +99,9 @@ func NewServeCommand() *cobra.Command {
 	return cmd
 }
 
+// embeddedEtcdOwner is the leader election identity of a replica that runs on its embedded etcd.
+const embeddedEtcdOwner = "embedded-etcd-owner"
+
 func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, cfg *config.Config, httpAddr, databaseURL string, ctrlOpts controllers.Options) error {
 	// Options, the service API's port and its configuration are checked before anything starts,
 	// so bad input, a busy port or a forbidden setting fails at once and leaves nothing behind.
@@ -107,6 +110,11 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	}
 	if err := ctrlOpts.Validate(); err != nil {
 		return err
+	}
+	if len(opts.EtcdServers) == 0 && ctrlOpts.ElectionIdentity == "" {
+		// Only the process that owns the data directory's etcd can serve it, so this replica has
+		// no rival for the Lease: after a crash, its next start holds it at once.
+		ctrlOpts.ElectionIdentity = embeddedEtcdOwner
 	}
 	agents, err := provider.FromConfig(cfg)
 	if err != nil {

@@ -43,8 +43,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	host, _ := os.Hostname()
-	identity := host + "_" + uuid.NewString()
+	identity := o.ElectionIdentity
+	if identity == "" {
+		host, _ := os.Hostname()
+		identity = host + "_" + uuid.NewString()
+	}
 	lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, o.LeaderElectionNamespace, LeaderElectionID,
 		resourcelock.ResourceLockConfig{Identity: identity}, cfg, o.RenewDeadline)
 	if err != nil {

@@ -48,6 +48,11 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionNamespace holds the Lease; kube-system when empty.
 	LeaderElectionNamespace string
+	// ElectionIdentity names this replica in the Lease; when empty, the host name and a fresh
+	// UUID. A process that can have no rival (the one that owns its embedded etcd) names itself
+	// the same on every start, so that its next start after a crash holds the Lease at once
+	// instead of waiting for the dead process's Lease to expire.
+	ElectionIdentity string
 	// Identity places workspaces and tenants for the rules of Secrets and Vaults; nil places
 	// every namespace as a workspace of its own, below the instance.
 	Identity *identity.Service
