@@ -21,7 +21,9 @@ const controllersStarted = "holding the leader election Lease; controllers start
 func TestARestartAfterSIGKILLOnTheEmbeddedEtcdStartsTheControllersAtOnce(t *testing.T) {
 	g := NewWithT(t)
 	cs := &crashServer{t: t, dataDir: filepath.Join(t.TempDir(), "data"), args: []string{"--log-level", "info"}}
-	started := func() bool { return strings.Contains(cs.current.stderr.String()+cs.current.stdout.String(), controllersStarted) }
+	started := func() bool {
+		return strings.Contains(cs.current.stderr.String()+cs.current.stdout.String(), controllersStarted)
+	}
 	cs.start()
 	g.Eventually(started, 30*time.Second, 50*time.Millisecond).Should(BeTrue(), "the first start holds the Lease")
 	cs.sigkill()
