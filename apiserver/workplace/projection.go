@@ -216,6 +216,17 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 				action.ExpiresAt.Format(time.RFC3339), RunID: run.ID, Step: e.Step}); err != nil {
 			return err
 		}
+		// The question is addressed anew, to other people: every page of the workspace that shows
+		// it, or counts what its reader may answer, reads it again (escalated tells that it is not
+		// a new question), and so does every notification already about it.
+		payload := c.actionPayload(action)
+		payload["escalated"] = true
+		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventPendingActionCreated, payload); err != nil {
+			return err
+		}
+		if err := s.questionNotificationsChanged(ctx, tx, c, action.ID); err != nil {
+			return err
+		}
 		return s.notifyAdmins(ctx, tx, c, action.ID)
 	case work.EventToolCallRefused:
 		// The model is told in the call's result; the Task shows why the approved call did
@@ -710,6 +721,43 @@ func (s *Store) notifyAdmins(ctx context.Context, tx *sql.Tx, c *conversation, a
 			n.InteractionID = c.interaction.ID
 		}
 		if err := s.notify(ctx, tx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// questionNotificationsChanged tells the recipients of the open notifications of the run's
+// question actionID (its question, its reminder) that what they show changed, such as whom the
+// question waits for now: each one's version moves on and NotificationUpdated reaches its
+// recipient's pages.
+func (s *Store) questionNotificationsChanged(ctx context.Context, tx *sql.Tx, c *conversation, actionID string) error {
+	rows, err := tx.QueryContext(ctx, s.q(`UPDATE notifications SET version = version + 1
+		WHERE run_id = ? AND kind = 'question' AND pending_action_id = ? AND resolved_at = 0 RETURNING id, principal_id, version`),
+		c.run.ID, actionID)
+	if err != nil {
+		return err
+	}
+	type changed struct {
+		id, principalID string
+		version         int64
+	}
+	var list []changed
+	for rows.Next() {
+		var n changed
+		if err := rows.Scan(&n.id, &n.principalID, &n.version); err != nil {
+			rows.Close()
+			return err
+		}
+		list = append(list, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, n := range list {
+		if err := s.emit(ctx, tx, c.run.WorkspaceID, n.principalID, EventNotificationUpdated,
+			map[string]any{"notificationId": n.id, "version": n.version}); err != nil {
 			return err
 		}
 	}
