@@ -99,9 +99,10 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
   const refreshNotifications = useCallback(() => {
     guard(get<NotificationList>(`${api}/notifications?take=6`)).then((l) => l && setNotes(l), () => setNotes({ items: [], unreadCount: 0 }));
   }, [api, guard]);
-  // The inbox's count, beside its link: how many questions wait in the workspace.
+  // The inbox's count, beside its link: how many questions wait for this person's answer (not
+  // those escalated to the workspace's Owners and Admins, unless this person is one of them).
   const refreshInbox = useCallback(() => {
-    guard(get<OpenQuestionList>(`${api}/pending-actions?state=open&take=1`)).then((l) => l && setOpenQuestions(l.openCount), () => undefined);
+    guard(get<OpenQuestionList>(`${api}/pending-actions?state=open&mayAnswer=true&take=1`)).then((l) => l && setOpenQuestions(l.mayAnswerCount), () => undefined);
     setInboxTick((t) => t + 1);
   }, [api, guard]);
   const refreshView = useCallback(() => {
@@ -177,7 +178,8 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
           if (!inv.taskId || inv.taskId === taskRef.current) setTaskTick((t) => t + 1);
         }
         if (inv.notifications) refreshNotifications();
-        // A question asked or answered anywhere changes the inbox, and the Task that waits on it.
+        // A question asked, escalated (told anew) or answered anywhere changes the inbox, and the
+        // Task that waits on it.
         if (e.name === "PendingActionCreated" || e.name === "PendingActionResolved" || e.name === "TaskStatusChanged") {
           refreshInbox();
           if (inv.taskId && inv.taskId === taskRef.current) setTaskTick((t) => t + 1);
@@ -251,7 +253,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
           </label>
         )}
         <Link href={inboxPath} className="inbox-link" aria-current={inbox ? "page" : undefined}>
-          Needs you{openQuestions ? <span className="badge" aria-label={`${openQuestions} waiting`}>{openQuestions}</span> : null}
+          Needs you{openQuestions ? <span className="badge" aria-label={`${openQuestions} waiting for your answer`}>{openQuestions}</span> : null}
         </Link>
         <span className={`live live-${live}`} role="status" aria-live="polite">
           {live === "connected" ? "Live" : live === "disconnected" ? "Offline updates" : "Connecting…"}
