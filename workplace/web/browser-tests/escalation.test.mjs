@@ -269,6 +269,7 @@ describe("escalated questions", () => {
     assert.match(await member.locator("#inbox-escalated-h").innerText(), /Waiting for an administrator/);
     await h.waitFor(async () => (await needsYou(member)) === memberCount - 1, { timeout: 5_000, message: "Max's count to drop" });
     await member.locator('[data-panel="notifications"] [data-escalated="read-only"]').first().waitFor({ timeout: 5_000 });
+    await member.locator('[data-panel="conversations"] li', { hasText: "The regional plan" }).getByText("Waiting for an administrator").waitFor({ timeout: 5_000 });
     await plainWords(member.locator("section.inbox"), "the Member's inbox");
     await h.screenshot(member, "escalation-live-member-inbox-1280");
     await taskCard.locator('[data-state="read-only-question"]').waitFor({ timeout: 5_000 });

@@ -64,6 +64,8 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
   const [taskTick, setTaskTick] = useState(0);
   const [inboxTick, setInboxTick] = useState(0);
   const [openQuestions, setOpenQuestions] = useState<number>();
+  // The conversations whose open question this person may not answer, with why.
+  const [waitingForOthers, setWaitingForOthers] = useState<Map<string, string | undefined>>(new Map());
   const currentRef = useRef(current);
   currentRef.current = current;
   const taskRef = useRef(taskId);
@@ -100,9 +102,15 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
     guard(get<NotificationList>(`${api}/notifications?take=6`)).then((l) => l && setNotes(l), () => setNotes({ items: [], unreadCount: 0 }));
   }, [api, guard]);
   // The inbox's count, beside its link: how many questions wait for this person's answer (not
-  // those escalated to the workspace's Owners and Admins, unless this person is one of them).
+  // those escalated to the workspace's Owners and Admins, unless this person is one of them). The
+  // same read lists the open questions this person may not answer (none, for most, without a
+  // query), so that a conversation blocked on one does not say it waits for them.
   const refreshInbox = useCallback(() => {
-    guard(get<OpenQuestionList>(`${api}/pending-actions?state=open&mayAnswer=true&take=1`)).then((l) => l && setOpenQuestions(l.mayAnswerCount), () => undefined);
+    guard(get<OpenQuestionList>(`${api}/pending-actions?state=open&mayAnswer=false&take=50`)).then((l) => {
+      if (!l) return;
+      setOpenQuestions(l.mayAnswerCount);
+      setWaitingForOthers(new Map(l.items.filter((q) => q.interactionId).map((q) => [q.interactionId!, q.answerRefusal])));
+    }, () => undefined);
     setInboxTick((t) => t + 1);
   }, [api, guard]);
   const refreshView = useCallback(() => {
@@ -412,7 +420,17 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
                     <Link href={`${dashPath}?c=${enc(i.id)}`} onClick={() => setPanel("home")}>
                       {i.title}
                     </Link>
-                    <span className="muted">{i.blocked ? "Waiting for you" : i.state === "Active" ? "Working" : when(i.updatedAt)}</span>
+                    <span className="muted">
+                      {i.blocked
+                        ? waitingForOthers.has(i.id)
+                          ? waitingForOthers.get(i.id) === "EscalatedToAdministrators"
+                            ? "Waiting for an administrator"
+                            : "Waiting for an answer"
+                          : "Waiting for you"
+                        : i.state === "Active"
+                          ? "Working"
+                          : when(i.updatedAt)}
+                    </span>
                   </li>
                 ))}
               </ul>
