@@ -106,7 +106,8 @@ func TestEachOutcomeOfAQuestionsExpiryIsAnActivityOfItsTaskAndTheRightPeopleAreN
 // An escalation reaches every open page live: the workspace's pages are told the question anew
 // (PendingActionCreated, marked escalated, so that a Member's "Needs you" and answer forms read it
 // again), the person who started the work is told that the question's notification and its
-// reminder changed, and each Owner and Admin gets a notification of their own and its unread count.
+// reminder changed, and each Owner and Admin gets a notification of their own and its unread
+// count, and a reminder before the second expiry.
 func TestAnEscalationTellsEveryPageOfTheWorkspaceAndEveryNotificationAboutTheQuestion(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
@@ -159,5 +160,17 @@ func TestAnEscalationTellsEveryPageOfTheWorkspaceAndEveryNotificationAboutTheQue
 		g.Expect(got).To(ContainElements(HaveField("Name", EventNotificationCreated), HaveField("Name", EventUnreadNotificationCountChanged)))
 		g.Expect(got).To(ContainElement(And(HaveField("Name", EventNotificationCreated), HaveField("PrincipalID", "admin-1"))), "the Admin's own")
 		g.Expect(got).To(ContainElement(And(HaveField("Name", EventUnreadNotificationCountChanged), HaveField("PrincipalID", "admin-1"))))
+
+		// Before the second expiry, those it now waits for are reminded, and no one else.
+		clock = clock.Add(50 * time.Second)
+		n, err := w.RemindPendingActions(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(n).To(Equal(1))
+		reminded, _, err := places.Notifications(ctx, "ws-a", "admin-1", 50)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(reminded).To(ContainElement(HaveField("Title", "Reminder: Escalated: A question is waiting: Quarterly numbers")))
+		after, _, err := places.Notifications(ctx, "ws-a", "p1", 50)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(after).To(HaveLen(len(asked)), "the Member who asked is not reminded of a question that is no longer theirs")
 	})
 }

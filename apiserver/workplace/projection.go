@@ -205,6 +205,10 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 			Label: "Reminder: nobody answered yet; the question expires at " + action.ExpiresAt.Format(time.RFC3339), RunID: run.ID, Step: e.Step}); err != nil {
 			return err
 		}
+		if !action.EscalatedAt.IsZero() {
+			// An escalated question is reminded to those it now waits for.
+			return s.notifyAdmins(ctx, tx, c, action.ID, ReminderPrefix)
+		}
 		return s.notifyAbout(ctx, tx, c, NotifyQuestion, true, action.ID, ReminderPrefix)
 	case work.EventPendingActionEscalated:
 		action, err := s.actionByEvent(ctx, tx, e)
@@ -689,8 +693,9 @@ const (
 const maxEscalationRecipients = 50
 
 // notifyAdmins re-addresses an escalated question to the Owners and Admins of the run's
-// workspace (and of its tenant): each is notified, with the question to answer.
-func (s *Store) notifyAdmins(ctx context.Context, tx *sql.Tx, c *conversation, actionID string) error {
+// workspace (and of its tenant): each is notified, with the question to answer (its title after
+// prefix: a reminder's).
+func (s *Store) notifyAdmins(ctx context.Context, tx *sql.Tx, c *conversation, actionID string, prefix ...string) error {
 	if c.task == nil {
 		return nil
 	}
@@ -716,7 +721,7 @@ func (s *Store) notifyAdmins(ctx context.Context, tx *sql.Tx, c *conversation, a
 	}
 	for _, p := range principals {
 		n := Notification{WorkspaceID: c.run.WorkspaceID, PrincipalID: p, Kind: NotifyQuestion, Attention: true,
-			Title: truncate(EscalatedPrefix+QuestionWaiting+c.task.Title, 256), TaskID: c.task.ID, RunID: c.run.ID, PendingActionID: actionID}
+			Title: truncate(strings.Join(prefix, "")+EscalatedPrefix+QuestionWaiting+c.task.Title, 256), TaskID: c.task.ID, RunID: c.run.ID, PendingActionID: actionID}
 		if c.interaction != nil {
 			n.InteractionID = c.interaction.ID
 		}
@@ -905,7 +910,7 @@ func (s *Store) actionOf(ctx context.Context, tx *sql.Tx, e work.Event) (*work.P
 }
 
 func (s *Store) actionsTx(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]work.PendingAction, error) {
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, kind, prompt, options, answer, resolution, expires_at FROM pending_actions WHERE `+where), args...)
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, kind, prompt, options, answer, resolution, expires_at, escalated_at FROM pending_actions WHERE `+where), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -916,11 +921,11 @@ func (s *Store) actionsTx(ctx context.Context, tx *sql.Tx, where string, args ..
 			a               work.PendingAction
 			options, answer sql.NullString
 		)
-		var expiresAt int64
-		if err := rows.Scan(&a.ID, &a.Kind, &a.Prompt, &options, &answer, &a.Resolution, &expiresAt); err != nil {
+		var expiresAt, escalatedAt int64
+		if err := rows.Scan(&a.ID, &a.Kind, &a.Prompt, &options, &answer, &a.Resolution, &expiresAt, &escalatedAt); err != nil {
 			return nil, err
 		}
-		a.ExpiresAt = fromMS(expiresAt)
+		a.ExpiresAt, a.EscalatedAt = fromMS(expiresAt), fromMS(escalatedAt)
 		if options.Valid {
 			_ = json.Unmarshal([]byte(options.String), &a.Options)
 		}
