@@ -83,8 +83,10 @@ export function Inbox({ api, workspace, dashPath, tick, onChanged, onApiDown }: 
       />
     </li>
   );
-  const escalated = (others.items ?? []).filter((q) => q.answerRefusal === "EscalatedToAdministrators");
-  const readable = (others.items ?? []).filter((q) => q.answerRefusal !== "EscalatedToAdministrators");
+  // An escalated question waits for an administrator whoever reads it; any other the reader may
+  // not answer waits for someone who may run work.
+  const escalated = (others.items ?? []).filter((q) => q.escalatedAt);
+  const readable = (others.items ?? []).filter((q) => !q.escalatedAt);
 
   return (
     <section className="inbox" aria-labelledby="inbox-h">

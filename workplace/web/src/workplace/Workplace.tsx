@@ -64,8 +64,8 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
   const [taskTick, setTaskTick] = useState(0);
   const [inboxTick, setInboxTick] = useState(0);
   const [openQuestions, setOpenQuestions] = useState<number>();
-  // The conversations whose open question this person may not answer, with why.
-  const [waitingForOthers, setWaitingForOthers] = useState<Map<string, string | undefined>>(new Map());
+  // The conversations whose open question this person may not answer, and whether it escalated.
+  const [waitingForOthers, setWaitingForOthers] = useState<Map<string, boolean>>(new Map());
   const currentRef = useRef(current);
   currentRef.current = current;
   const taskRef = useRef(taskId);
@@ -109,7 +109,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
     guard(get<OpenQuestionList>(`${api}/pending-actions?state=open&mayAnswer=false&take=50`)).then((l) => {
       if (!l) return;
       setOpenQuestions(l.mayAnswerCount);
-      setWaitingForOthers(new Map(l.items.filter((q) => q.interactionId).map((q) => [q.interactionId!, q.answerRefusal])));
+      setWaitingForOthers(new Map(l.items.filter((q) => q.interactionId).map((q) => [q.interactionId!, !!q.escalatedAt])));
     }, () => undefined);
     setInboxTick((t) => t + 1);
   }, [api, guard]);
@@ -423,7 +423,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
                     <span className="muted">
                       {i.blocked
                         ? waitingForOthers.has(i.id)
-                          ? waitingForOthers.get(i.id) === "EscalatedToAdministrators"
+                          ? waitingForOthers.get(i.id)
                             ? "Waiting for an administrator"
                             : "Waiting for an answer"
                           : "Waiting for you"
