@@ -1020,8 +1020,11 @@ func (s *Store) expireTx(ctx context.Context, tx *sql.Tx, a *PendingAction, old 
 		if after <= 0 {
 			after = DefaultActionTTL
 		}
-		res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET expires_at = ?, escalated_at = ?, remind_at = 0, version = version + 1
-			WHERE id = ? AND version = ? AND status = ?`, ms(now.Add(after)), ms(now), a.ID, a.Version, ActionCreated)
+		// The Owners and Admins are reminded once before this second expiry too (a quarter of
+		// the wait, at most an hour: the declared lead is not kept), after which the run fails.
+		res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET expires_at = ?, escalated_at = ?, remind_at = ?, version = version + 1
+			WHERE id = ? AND version = ? AND status = ?`, ms(now.Add(after)), ms(now), ms(now.Add(after-reminderLead(after, 0))),
+			a.ID, a.Version, ActionCreated)
 		if err != nil {
 			return old, err
 		}

@@ -215,7 +215,9 @@ var pendingActionsResource = &resource{
 	about: func(name string, p map[string]any) (string, bool, bool) {
 		switch name {
 		case workplace.EventPendingActionCreated:
-			return payloadString(p, "pendingActionId"), true, true
+			// An escalation tells the question anew (escalated): the object changed, it is not new.
+			escalated, _ := p["escalated"].(bool)
+			return payloadString(p, "pendingActionId"), !escalated, true
 		case workplace.EventPendingActionResolved:
 			return payloadString(p, "pendingActionId"), false, true
 		}

@@ -102,3 +102,75 @@ func TestEachOutcomeOfAQuestionsExpiryIsAnActivityOfItsTaskAndTheRightPeopleAreN
 		g.Expect(list[0].Resolution).To(Equal(ResolutionExpired), "the escalation stops asking once the question expired")
 	})
 }
+
+// An escalation reaches every open page live: the workspace's pages are told the question anew
+// (PendingActionCreated, marked escalated, so that a Member's "Needs you" and answer forms read it
+// again), the person who started the work is told that the question's notification and its
+// reminder changed, and each Owner and Admin gets a notification of their own and its unread
+// count, and a reminder before the second expiry.
+func TestAnEscalationTellsEveryPageOfTheWorkspaceAndEveryNotificationAboutTheQuestion(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, places := workAndPlaces(s)
+		clock := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+		now := func() time.Time { return clock }
+		w.Clock, places.Clock = now, now
+		member(g, s, "admin-1", "Admin")
+		_, run := submitAutonomous(g, w)
+		_, err := w.Claim(ctx, "worker-1", time.Minute)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = w.Apply(ctx, run.ID, "worker-1", work.Transition{State: work.StateRunning, Suspend: &work.Suspension{Step: "why", Kind: work.KindText,
+			Prompt: "Why?", Continuation: "why", TTL: time.Minute, RemindBefore: 20 * time.Second, OnExpiry: work.FallbackEscalate}})
+		g.Expect(err).NotTo(HaveOccurred())
+		clock = clock.Add(45 * time.Second)
+		_, err = w.RemindPendingActions(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		asked, _, err := places.Notifications(ctx, "ws-a", "p1", 50)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(asked).To(HaveLen(2), "the question and its reminder")
+		g.Expect(places.NumberEvents(ctx)).To(Succeed())
+		before, err := places.Events(ctx, "ws-a", 0, 500)
+		g.Expect(err).NotTo(HaveOccurred())
+
+		clock = clock.Add(20 * time.Second)
+		_, err = w.ExpirePendingActions(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(places.NumberEvents(ctx)).To(Succeed())
+		events, err := places.Events(ctx, "ws-a", before[len(before)-1].Seq, 500)
+		g.Expect(err).NotTo(HaveOccurred())
+		type told struct{ Name, PrincipalID, Notification string }
+		var got []told
+		var anew map[string]any
+		for _, e := range events {
+			var p map[string]any
+			g.Expect(json.Unmarshal(e.Payload, &p)).To(Succeed())
+			id, _ := p["notificationId"].(string)
+			got = append(got, told{e.Name, e.PrincipalID, id})
+			if e.Name == EventPendingActionCreated {
+				anew = p
+			}
+		}
+		g.Expect(got).To(ContainElement(told{Name: EventPendingActionCreated}), "every page of the workspace")
+		g.Expect(anew).To(HaveKeyWithValue("escalated", true))
+		g.Expect(anew).To(HaveKeyWithValue("taskId", run.WorkTaskID))
+		for _, n := range asked {
+			g.Expect(got).To(ContainElement(told{EventNotificationUpdated, "p1", n.ID}), "the asker's %q", n.Title)
+		}
+		g.Expect(got).To(ContainElements(HaveField("Name", EventNotificationCreated), HaveField("Name", EventUnreadNotificationCountChanged)))
+		g.Expect(got).To(ContainElement(And(HaveField("Name", EventNotificationCreated), HaveField("PrincipalID", "admin-1"))), "the Admin's own")
+		g.Expect(got).To(ContainElement(And(HaveField("Name", EventUnreadNotificationCountChanged), HaveField("PrincipalID", "admin-1"))))
+
+		// Before the second expiry, those it now waits for are reminded, and no one else.
+		clock = clock.Add(50 * time.Second)
+		n, err := w.RemindPendingActions(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(n).To(Equal(1))
+		reminded, _, err := places.Notifications(ctx, "ws-a", "admin-1", 50)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(reminded).To(ContainElement(HaveField("Title", "Reminder: Escalated: A question is waiting: Quarterly numbers")))
+		after, _, err := places.Notifications(ctx, "ws-a", "p1", 50)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(after).To(HaveLen(len(asked)), "the Member who asked is not reminded of a question that is no longer theirs")
+	})
+}

@@ -205,6 +205,10 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 			Label: "Reminder: nobody answered yet; the question expires at " + action.ExpiresAt.Format(time.RFC3339), RunID: run.ID, Step: e.Step}); err != nil {
 			return err
 		}
+		if !action.EscalatedAt.IsZero() {
+			// An escalated question is reminded to those it now waits for.
+			return s.notifyAdmins(ctx, tx, c, action.ID, ReminderPrefix)
+		}
 		return s.notifyAbout(ctx, tx, c, NotifyQuestion, true, action.ID, ReminderPrefix)
 	case work.EventPendingActionEscalated:
 		action, err := s.actionByEvent(ctx, tx, e)
@@ -214,6 +218,17 @@ func (s *Store) project(ctx context.Context, tx *sql.Tx, c *conversation, e work
 		if err := s.activity(ctx, tx, c, Activity{Kind: ActivityQuestion, Phase: PhaseEscalated,
 			Label: "Nobody answered in time: the question now waits for the workspace's Owners and Admins until " +
 				action.ExpiresAt.Format(time.RFC3339), RunID: run.ID, Step: e.Step}); err != nil {
+			return err
+		}
+		// The question is addressed anew, to other people: every page of the workspace that shows
+		// it, or counts what its reader may answer, reads it again (escalated tells that it is not
+		// a new question), and so does every notification already about it.
+		payload := c.actionPayload(action)
+		payload["escalated"] = true
+		if err := s.emit(ctx, tx, run.WorkspaceID, "", EventPendingActionCreated, payload); err != nil {
+			return err
+		}
+		if err := s.questionNotificationsChanged(ctx, tx, c, action.ID); err != nil {
 			return err
 		}
 		return s.notifyAdmins(ctx, tx, c, action.ID)
@@ -678,8 +693,9 @@ const (
 const maxEscalationRecipients = 50
 
 // notifyAdmins re-addresses an escalated question to the Owners and Admins of the run's
-// workspace (and of its tenant): each is notified, with the question to answer.
-func (s *Store) notifyAdmins(ctx context.Context, tx *sql.Tx, c *conversation, actionID string) error {
+// workspace (and of its tenant): each is notified, with the question to answer (its title after
+// prefix: a reminder's).
+func (s *Store) notifyAdmins(ctx context.Context, tx *sql.Tx, c *conversation, actionID string, prefix ...string) error {
 	if c.task == nil {
 		return nil
 	}
@@ -705,11 +721,48 @@ func (s *Store) notifyAdmins(ctx context.Context, tx *sql.Tx, c *conversation, a
 	}
 	for _, p := range principals {
 		n := Notification{WorkspaceID: c.run.WorkspaceID, PrincipalID: p, Kind: NotifyQuestion, Attention: true,
-			Title: truncate(EscalatedPrefix+QuestionWaiting+c.task.Title, 256), TaskID: c.task.ID, RunID: c.run.ID, PendingActionID: actionID}
+			Title: truncate(strings.Join(prefix, "")+EscalatedPrefix+QuestionWaiting+c.task.Title, 256), TaskID: c.task.ID, RunID: c.run.ID, PendingActionID: actionID}
 		if c.interaction != nil {
 			n.InteractionID = c.interaction.ID
 		}
 		if err := s.notify(ctx, tx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// questionNotificationsChanged tells the recipients of the open notifications of the run's
+// question actionID (its question, its reminder) that what they show changed, such as whom the
+// question waits for now: each one's version moves on and NotificationUpdated reaches its
+// recipient's pages.
+func (s *Store) questionNotificationsChanged(ctx context.Context, tx *sql.Tx, c *conversation, actionID string) error {
+	rows, err := tx.QueryContext(ctx, s.q(`UPDATE notifications SET version = version + 1
+		WHERE run_id = ? AND kind = 'question' AND pending_action_id = ? AND resolved_at = 0 RETURNING id, principal_id, version`),
+		c.run.ID, actionID)
+	if err != nil {
+		return err
+	}
+	type changed struct {
+		id, principalID string
+		version         int64
+	}
+	var list []changed
+	for rows.Next() {
+		var n changed
+		if err := rows.Scan(&n.id, &n.principalID, &n.version); err != nil {
+			rows.Close()
+			return err
+		}
+		list = append(list, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, n := range list {
+		if err := s.emit(ctx, tx, c.run.WorkspaceID, n.principalID, EventNotificationUpdated,
+			map[string]any{"notificationId": n.id, "version": n.version}); err != nil {
 			return err
 		}
 	}
@@ -857,7 +910,7 @@ func (s *Store) actionOf(ctx context.Context, tx *sql.Tx, e work.Event) (*work.P
 }
 
 func (s *Store) actionsTx(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]work.PendingAction, error) {
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, kind, prompt, options, answer, resolution, expires_at FROM pending_actions WHERE `+where), args...)
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, kind, prompt, options, answer, resolution, expires_at, escalated_at FROM pending_actions WHERE `+where), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -868,11 +921,11 @@ func (s *Store) actionsTx(ctx context.Context, tx *sql.Tx, where string, args ..
 			a               work.PendingAction
 			options, answer sql.NullString
 		)
-		var expiresAt int64
-		if err := rows.Scan(&a.ID, &a.Kind, &a.Prompt, &options, &answer, &a.Resolution, &expiresAt); err != nil {
+		var expiresAt, escalatedAt int64
+		if err := rows.Scan(&a.ID, &a.Kind, &a.Prompt, &options, &answer, &a.Resolution, &expiresAt, &escalatedAt); err != nil {
 			return nil, err
 		}
-		a.ExpiresAt = fromMS(expiresAt)
+		a.ExpiresAt, a.EscalatedAt = fromMS(expiresAt), fromMS(escalatedAt)
 		if options.Valid {
 			_ = json.Unmarshal([]byte(options.String), &a.Options)
 		}

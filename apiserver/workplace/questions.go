@@ -110,23 +110,55 @@ type QuestionCursor struct {
 	ID        string
 }
 
+// Which open questions OpenQuestions lists, by whether they were escalated to the workspace's
+// Owners and Admins: all of them, only those still addressed to everyone who may run work, or only
+// the escalated ones. What a caller may answer is one of these, depending on the caller's role.
+type QuestionScope int
+
+const (
+	QuestionsAll QuestionScope = iota
+	QuestionsNotEscalated
+	QuestionsEscalated
+)
+
+// QuestionCounts are how many questions are open in a workspace, and how many of them were
+// escalated to its Owners and Admins, counted among at most MaxQuestionCount open ones.
+type QuestionCounts struct {
+	Open, Escalated int
+}
+
+// MaxQuestionCount bounds a count of open questions: the count reads at most this many rows of the
+// workspace's open questions (through its index), whatever piles up.
+const MaxQuestionCount = 10000
+
+// OpenQuestionCounts counts the workspace's open, unexpired questions, and the escalated ones among
+// them, in one statement that reads at most MaxQuestionCount of them through the workspace's index
+// of open questions.
+func (s *Store) OpenQuestionCounts(ctx context.Context, workspaceID string) (QuestionCounts, error) {
+	var c QuestionCounts
+	err := s.db.DB().QueryRowContext(ctx, s.q(`SELECT COUNT(*), COALESCE(SUM(CASE WHEN c.escalated_at > 0 THEN 1 ELSE 0 END), 0)
+		FROM (SELECT p.escalated_at FROM pending_actions p WHERE p.workspace_id = ? AND p.status = ? AND p.expires_at > ? LIMIT ?) c`),
+		workspaceID, work.ActionCreated, ms(s.now()), MaxQuestionCount).Scan(&c.Open, &c.Escalated)
+	return c, err
+}
+
 // OpenQuestions lists the workspace's open, unexpired questions, of conversations and of
-// autonomous Tasks, oldest first, at most take, after the cursor when it is set; and how many
-// are open in all.
-func (s *Store) OpenQuestions(ctx context.Context, workspaceID string, after QuestionCursor, take int) ([]Question, int, error) {
-	now := ms(s.now())
+// autonomous Tasks, oldest first, at most take, after the cursor when it is set, and only those
+// which says (QuestionsAll, QuestionsNotEscalated, QuestionsEscalated).
+func (s *Store) OpenQuestions(ctx context.Context, workspaceID string, after QuestionCursor, take int, which QuestionScope) ([]Question, error) {
 	where := `p.workspace_id = ? AND p.status = ? AND p.expires_at > ?`
-	args := []any{workspaceID, work.ActionCreated, now}
-	var total int
-	if err := s.db.DB().QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM pending_actions p WHERE `+where), args...).Scan(&total); err != nil {
-		return nil, 0, err
+	args := []any{workspaceID, work.ActionCreated, ms(s.now())}
+	switch which {
+	case QuestionsNotEscalated:
+		where += ` AND p.escalated_at = 0`
+	case QuestionsEscalated:
+		where += ` AND p.escalated_at > 0`
 	}
 	if after.ID != "" {
 		where += ` AND (p.created_at > ? OR (p.created_at = ? AND p.id > ?))`
 		args = append(args, ms(after.CreatedAt), ms(after.CreatedAt), after.ID)
 	}
-	list, err := s.questions(ctx, where+` ORDER BY p.created_at, p.id LIMIT ?`, append(args, take)...)
-	return list, total, err
+	return s.questions(ctx, where+` ORDER BY p.created_at, p.id LIMIT ?`, append(args, take)...)
 }
 
 // QuestionStatuses says where the workspace's pending actions ids stand: created, completed,

@@ -89,3 +89,66 @@ func TestAnEscalatedQuestionIsAnsweredOnlyByTheWorkspacesOwnersAndAdmins(t *test
 		g.Expect(answered.status).To(Equal(http.StatusOK), "an Admin answers the escalated question: %v", answered.body)
 	})
 }
+
+// "Needs you" counts what its reader may answer: a question escalated to the workspace's Owners
+// and Admins leaves a Member's count and is listed apart (mayAnswer=false) instead, an Owner's,
+// an Admin's and a Platform administrator's count keep it, and one who may only read work answers
+// nothing.
+func TestTheNeedsYouCountHoldsOnlyTheQuestionsItsReaderMayAnswer(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		e := newIdentityEnv(t, s)
+		publishDemo(t, e.ws.RouteName)
+		e.account("mary", e.ws, identity.RoleMember)
+		e.account("olga", e.ws, identity.RoleAdmin)
+		e.account("vera", e.ws, identity.RoleViewer)
+		sessions := map[string]*http.Cookie{"mary": e.signIn("mary", adminPassword), "olga": e.signIn("olga", adminPassword),
+			"vera": e.signIn("vera", adminPassword), "platform administrator": e.adminCookie}
+		base := "/api/workspaces/" + e.ws.RouteName
+		var actions []string
+		for _, request := range []string{"Q3 sales", "Q4 sales"} {
+			opened := e.do(sessions["mary"], http.MethodPost, base+"/entries/prepare-report/interactions?waitSeconds=10", `{"input":{"request":"`+request+`"}}`)
+			g.Expect(opened.status).To(Equal(http.StatusCreated), "%v", opened.body)
+			actions = append(actions, field(opened.body, "action", "pendingAction", "id").(string))
+		}
+		// As the expiry of a question declared to escalate does (work.ExpirePendingActions).
+		_, err := s.DB().ExecContext(context.Background(), s.Rebind(`UPDATE pending_actions SET escalated_at = ? WHERE id = ?`), time.Now().UnixMilli(), actions[0])
+		g.Expect(err).NotTo(HaveOccurred())
+
+		ids := func(r response) []string {
+			var out []string
+			for _, item := range r.body["items"].([]any) {
+				out = append(out, item.(map[string]any)["id"].(string))
+			}
+			return out
+		}
+		for who, want := range map[string]struct {
+			count             int
+			mayAnswer, others []string
+		}{
+			"mary":                   {count: 1, mayAnswer: []string{actions[1]}, others: []string{actions[0]}},
+			"olga":                   {count: 2, mayAnswer: actions},
+			"platform administrator": {count: 2, mayAnswer: actions},
+			"vera":                   {count: 0, others: actions},
+		} {
+			all := e.do(sessions[who], http.MethodGet, base+"/pending-actions", "")
+			g.Expect(all.status).To(Equal(http.StatusOK), "%s: %v", who, all.body)
+			g.Expect(all.body).To(HaveKeyWithValue("openCount", BeNumerically("==", 2)), who)
+			g.Expect(all.body).To(HaveKeyWithValue("mayAnswerCount", BeNumerically("==", want.count)), who)
+			g.Expect(ids(all)).To(ConsistOf(actions), "%s: with no filter, every open question", who)
+
+			mine := e.do(sessions[who], http.MethodGet, base+"/pending-actions?mayAnswer=true", "")
+			g.Expect(mine.status).To(Equal(http.StatusOK), "%s: %v", who, mine.body)
+			g.Expect(ids(mine)).To(ConsistOf(want.mayAnswer), "%s's questions to answer", who)
+			g.Expect(mine.body).To(HaveKeyWithValue("mayAnswerCount", BeNumerically("==", want.count)), who)
+			others := e.do(sessions[who], http.MethodGet, base+"/pending-actions?mayAnswer=false", "")
+			g.Expect(others.status).To(Equal(http.StatusOK), "%s: %v", who, others.body)
+			g.Expect(ids(others)).To(ConsistOf(want.others), "the questions %s may not answer", who)
+			for _, item := range others.body["items"].([]any) {
+				g.Expect(item).To(HaveKeyWithValue("mayAnswer", false), who)
+			}
+		}
+		bad := e.do(sessions["mary"], http.MethodGet, base+"/pending-actions?mayAnswer=maybe", "")
+		expectProblem(g, bad, http.StatusUnprocessableEntity)
+	})
+}

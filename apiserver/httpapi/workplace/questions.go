@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,9 +33,11 @@ type OpenQuestion struct {
 // OpenQuestionList is a page of the inbox.
 type OpenQuestionList struct {
 	Items []OpenQuestion `json:"items"`
-	// OpenCount is how many questions are open in the workspace, on every page.
-	OpenCount int    `json:"openCount" doc:"How many questions are open in the workspace in all"`
-	Next      string `json:"next,omitempty" doc:"The cursor of the next page (pass it as after), when there is one"`
+	// OpenCount is how many questions are open in the workspace, on every page; MayAnswerCount how
+	// many of them the caller may answer (what "Needs you" counts).
+	OpenCount      int    `json:"openCount" doc:"How many questions are open in the workspace in all (counted up to 10000)"`
+	MayAnswerCount int    `json:"mayAnswerCount" doc:"How many of the open questions the caller may answer: all of them for an Owner or Admin of the workspace or of its tenant and a Platform administrator, those not escalated for anyone else who may run work, none for a caller who may only read it"`
+	Next           string `json:"next,omitempty" doc:"The cursor of the next page (pass it as after), when there is one"`
 }
 
 // ResumeTokenGrant is a fresh single-use resume token for an open question: returned only here.
@@ -68,14 +71,17 @@ func (s *routes) registerQuestions() {
 		OperationID: "list-pending-actions", Method: http.MethodGet, Path: "/api/workspaces/{workspace}/pending-actions",
 		Tags: []string{tagInteractions}, Summary: "List the workspace's open questions (the inbox)",
 		Description: "Every question that waits for an answer in the workspace, of conversations and of autonomous Tasks, " +
-			"oldest first, a page at a time (pass next as after). Expired and answered ones are not listed. A conversation's " +
-			"question is answered with its resume token (ask for a fresh one with .../resume-token when this page has none); " +
-			"an autonomous Task's on the Task.",
+			"oldest first, a page at a time (pass next as after). Expired and answered ones are not listed. mayAnswer=true lists " +
+			"only those the caller may answer now, mayAnswer=false only the others (a question escalated to the workspace's " +
+			"Owners and Admins, to anyone else; every question, to a caller who may only read work); mayAnswerCount counts the " +
+			"first. A conversation's question is answered with its resume token (ask for a fresh one with .../resume-token when " +
+			"this page has none); an autonomous Task's on the Task.",
 	}, httpapi.PolicyRunsRead), func(ctx context.Context, in *struct {
 		WorkspacePath
-		State string `query:"state" enum:"open" default:"open" doc:"Only open questions are listed"`
-		After string `query:"after" maxLength:"100" doc:"The next cursor of the previous page"`
-		Take  int    `query:"take" minimum:"1" maximum:"100" default:"50"`
+		State     string `query:"state" enum:"open" default:"open" doc:"Only open questions are listed"`
+		MayAnswer string `query:"mayAnswer" enum:"true,false" doc:"true: only the questions the caller may answer now; false: only those the caller may not (absent: all)"`
+		After     string `query:"after" maxLength:"100" doc:"The next cursor of the previous page"`
+		Take      int    `query:"take" minimum:"1" maximum:"100" default:"50"`
 	}) (*struct{ Body OpenQuestionList }, error) {
 		var after domain.QuestionCursor
 		if in.After != "" {
@@ -86,25 +92,67 @@ func (s *routes) registerQuestions() {
 			}
 		}
 		rc, _ := httpapi.RequestContextFrom(ctx)
-		list, open, err := s.workplace.OpenQuestions(ctx, rc.WorkspaceID, after, in.Take+1)
+		counts, err := s.workplace.OpenQuestionCounts(ctx, rc.WorkspaceID)
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		out := OpenQuestionList{Items: make([]OpenQuestion, 0, min(len(list), in.Take)), OpenCount: open}
+		// Who may answer what: one who may not run work answers none; anyone else those not
+		// escalated, and the escalated ones too when an Owner or Admin (read only when any is).
+		execute := rc.Permissions.Has(identity.PermRunsExecute)
+		escalated := false
+		if execute && counts.Escalated > 0 {
+			if escalated, err = s.MayAnswerEscalated(ctx, rc); err != nil {
+				return nil, httpapi.Problem(err)
+			}
+		}
+		out := OpenQuestionList{Items: []OpenQuestion{}, OpenCount: counts.Open}
+		if execute {
+			out.MayAnswerCount = counts.Open
+			if !escalated {
+				out.MayAnswerCount -= counts.Escalated
+			}
+		}
+		which, none := domain.QuestionsAll, false
+		switch in.MayAnswer {
+		case "true":
+			none = !execute || out.MayAnswerCount == 0
+			if !escalated {
+				which = domain.QuestionsNotEscalated
+			}
+		case "false":
+			none = execute && out.MayAnswerCount == counts.Open
+			if execute {
+				which = domain.QuestionsEscalated
+			}
+		}
+		if none {
+			return &struct{ Body OpenQuestionList }{Body: out}, nil
+		}
+		list, err := s.workplace.OpenQuestions(ctx, rc.WorkspaceID, after, in.Take+1, which)
+		if err != nil {
+			return nil, httpapi.Problem(err)
+		}
 		if len(list) > in.Take {
 			list = list[:in.Take]
 			out.Next = cursorOf(list[len(list)-1])
 		}
-		actions := make([]*InteractionPendingAction, 0, len(list))
+		out.Items = make([]OpenQuestion, 0, len(list))
 		for _, q := range list {
 			out.Items = append(out.Items, OpenQuestion{InteractionPendingAction: questionOf(q), TaskID: q.TaskID, InteractionID: q.InteractionID,
 				Title: q.Title, CreatedAt: q.CreatedAt})
 		}
+		actions := make([]*InteractionPendingAction, 0, len(out.Items))
 		for i := range out.Items {
 			actions = append(actions, &out.Items[i].InteractionPendingAction)
 		}
 		if err := s.answerable(ctx, actions...); err != nil {
 			return nil, err
+		}
+		if in.MayAnswer != "" {
+			// A question escalated between the count and the list is on the page it now belongs
+			// to on the next read, not on this one.
+			want := in.MayAnswer == "true"
+			out.Items = slices.DeleteFunc(out.Items, func(q OpenQuestion) bool { return q.MayAnswer != want })
 		}
 		return &struct{ Body OpenQuestionList }{Body: out}, nil
 	})

@@ -174,4 +174,125 @@ describe("escalated questions", () => {
     assert.deepEqual([...member.errors, ...phone.errors, ...admin.errors], []);
     for (const p of [member, phone, admin]) await p.context().close();
   });
+
+  it("when a question escalates, a Member's open pages turn read-only and the Member's count drops, and an Admin's notification count rises, all without a reload", async () => {
+    // Asked at once, reminded after 6 s, escalated after 12 s (the pages are open by then), and
+    // failed 12 s later unless an Admin answers.
+    const soon = 12;
+    for (const [p, body] of [
+      [
+        "/api/flows",
+        {
+          name: "escalating-soon",
+          kind: "Orchestration",
+          definition: {
+            steps: [
+              { name: "in", type: "Input" },
+              {
+                name: "out",
+                type: "Output",
+                message: "Done",
+                suspend: {
+                  kind: "Choice",
+                  prompt: "Which region first?",
+                  choices: [{ value: "north" }, { value: "south" }],
+                  expiry: { expiresAfter: `${soon}s`, remindBefore: `${soon / 2}s`, onExpiry: "Escalate" },
+                },
+              },
+            ],
+            edges: [{ from: "in", to: "out" }],
+          },
+        },
+      ],
+      ["/api/flows/escalating-soon/versions", { version: "1.0.0", activate: true }],
+      [
+        "/api/entries",
+        {
+          apiVersion: "platform/v1",
+          kind: "Entry",
+          metadata: { name: "escalating-soon" },
+          definition: { displayName: "A question that escalates soon", task: { display: "Visible" }, fields: [{ name: "request", type: "Text", role: "PrimaryInput", label: "What for?" }], binding: { flow: { name: "escalating-soon" } } },
+        },
+      ],
+    ]) {
+      const r = await call("POST", p, body);
+      assert.equal(r.status, 201, `${p}: ${JSON.stringify(r.body)}`);
+    }
+    await h.waitFor(async () => (await call("POST", "/api/entries/escalating-soon/publish")).status < 300, { timeout: 30_000, message: "the Entry to publish" });
+    const max = await account("max", "Max Member", "Member");
+    const ada = await account("ada", "Ada Admin", "Admin");
+
+    // Every page starts on the Dashboard's home, whose header counts "Needs you".
+    const member = await pageOf(max);
+    const admin = await pageOf(ada);
+    const phone = await pageOf(max, { width: 375, height: 800 });
+    const needsYou = async (page) => Number((await page.locator(".inbox-link .badge").textContent({ timeout: 500 }).catch(() => "0")) || 0);
+    const unread = async (page) => Number((await page.locator('[data-panel="notifications"] #notes-h .badge').textContent({ timeout: 500 }).catch(() => "0")) || 0);
+    await member.goto(`${platform.workplaceUrl}w/default/inbox`);
+    await admin.goto(`${platform.workplaceUrl}w/default/inbox`);
+    for (const p of [member, admin]) await p.locator("section.inbox").waitFor();
+    await h.waitFor(async () => (await member.locator('[data-live]').getAttribute("data-live")) === "connected" && (await admin.locator('[data-live]').getAttribute("data-live")) === "connected", {
+      message: "both pages to be live",
+    });
+    const adminUnreadBefore = await unread(admin);
+    const memberUnreadBefore = await unread(member);
+
+    // Max asks (as his own page would, over the API); the question is his to answer.
+    const opened = await fetch(`${platform.apiUrl}/api/workspaces/default/entries/escalating-soon/interactions?waitSeconds=5`, {
+      method: "POST",
+      headers: { Cookie: `platform-session=${max}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ input: { request: "The regional plan" } }),
+    }).then((r) => r.json());
+    const taskId = opened.task?.id;
+    assert.ok(taskId, `the question's Task: ${JSON.stringify(opened).slice(0, 300)}`);
+    const card = member.locator("section.inbox .question-card", { hasText: "Which region first?" });
+    await card.getByRole("button", { name: "north" }).waitFor({ timeout: 5_000 });
+    assert.equal(await card.locator("xpath=ancestor::ol[1]").getAttribute("data-list"), "may-answer");
+    await phone.goto(`${platform.workplaceUrl}w/default/tasks/${taskId}`);
+    const taskCard = phone.locator(".task-detail .question-card", { hasText: "Which region first?" });
+    await taskCard.getByRole("button", { name: "north" }).waitFor({ timeout: 5_000 });
+    const memberCount = await needsYou(member);
+    assert.ok(memberCount >= 1, `the question counts for its Member: ${memberCount}`);
+    assert.equal(await needsYou(admin), memberCount, "an Admin counts the same open questions");
+    for (const p of [member, phone, admin]) await p.evaluate(() => (window.__sameDocument = true));
+
+    // The reminder reaches Max before the expiry, live.
+    await h.waitFor(async () => (await unread(member)) === memberUnreadBefore + 2, { timeout: (soon / 2 + 5) * 1000, message: "the question and its reminder to raise Max's unread count" });
+    await member.locator('[data-panel="notifications"] li[data-notification-kind="question"]', { hasText: "Reminder:" }).first().waitFor();
+
+    // Nobody answers in time: Max's open inbox form turns read-only under its own heading, his
+    // count drops, his Task page and notifications follow; Ada is told, and still counts it.
+    const waiting = member.locator('section.inbox [data-list="escalated"] .question-card', { hasText: "Which region first?" });
+    await waiting.locator('[data-state="read-only-question"]').waitFor({ timeout: (soon + 5) * 1000 });
+    assert.equal(await waiting.getByRole("button").count(), 0, "no answer the server would refuse");
+    assert.equal(await member.locator('section.inbox [data-list="may-answer"] .question-card', { hasText: "Which region first?" }).count(), 0);
+    assert.match(await member.locator("#inbox-escalated-h").innerText(), /Waiting for an administrator/);
+    await h.waitFor(async () => (await needsYou(member)) === memberCount - 1, { timeout: 5_000, message: "Max's count to drop" });
+    await member.locator('[data-panel="notifications"] [data-escalated="read-only"]').first().waitFor({ timeout: 5_000 });
+    await member.locator('[data-panel="conversations"] li', { hasText: "The regional plan" }).getByText("Waiting for an administrator").waitFor({ timeout: 5_000 });
+    await plainWords(member.locator("section.inbox"), "the Member's inbox");
+    await h.screenshot(member, "escalation-live-member-inbox-1280");
+    await taskCard.locator('[data-state="read-only-question"]').waitFor({ timeout: 5_000 });
+    assert.equal(await taskCard.getByRole("button").count(), 0);
+    await plainWords(phone.locator(".task-detail"), "the Member's Task");
+    const width = await phone.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 375, `no horizontal scrolling at 375 px (${width})`);
+    await h.screenshot(phone, "escalation-live-member-task-375");
+
+    await h.waitFor(async () => (await unread(admin)) === adminUnreadBefore + 1, { timeout: 5_000, message: "Ada's unread count to rise" });
+    const told = admin.locator('[data-panel="notifications"] li[data-notification-kind="question"]', { hasText: "Escalated:" }).first();
+    await told.locator('[data-escalated="answerable"]').waitFor({ timeout: 5_000 });
+    await plainWords(told, "the Admin's notification");
+    assert.equal(await needsYou(admin), memberCount, "the escalated question still needs an Admin");
+    const hers = admin.locator('section.inbox [data-list="may-answer"] .question-card', { hasText: "Which region first?" });
+    await hers.locator('[data-escalated="answerable"]').waitFor({ timeout: 5_000 });
+    await h.screenshot(admin, "escalation-live-admin-inbox-1280");
+
+    for (const p of [member, phone, admin]) assert.equal(await p.evaluate(() => window.__sameDocument), true, "no reload");
+    assert.deepEqual([...member.errors, ...phone.errors, ...admin.errors], []);
+    // Ada answers: the run ends instead of failing at the second expiry.
+    await hers.getByRole("button", { name: "north" }).click();
+    await member.locator('section.inbox [data-list="escalated"]').waitFor({ state: "detached", timeout: 10_000 });
+    for (const p of [member, phone, admin]) await p.context().close();
+  });
 });

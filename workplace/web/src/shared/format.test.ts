@@ -14,9 +14,10 @@ describe("when reads an instant relative to now", () => {
 });
 
 describe("taskStateLabel", () => {
-  it("says a Task waits for an administrator when none of its questions is the viewer's to answer", () => {
+  it("says a Task waits for an administrator when none of its questions is the viewer's to answer and each was escalated", () => {
     expect(taskStateLabel("action-required")).toBe("Needs your answer");
-    expect(taskStateLabel("action-required", [{ mayAnswer: false }])).toBe("Waiting for an administrator");
+    expect(taskStateLabel("action-required", [{ mayAnswer: false, escalatedAt: "2026-05-01T12:00:00Z" }])).toBe("Waiting for an administrator");
+    expect(taskStateLabel("action-required", [{ mayAnswer: false }])).toBe("Waiting for an answer");
     expect(taskStateLabel("action-required", [{ mayAnswer: false }, { mayAnswer: true }])).toBe("Needs your answer");
     expect(taskStateLabel("action-required", [{}])).toBe("Needs your answer");
     expect(taskStateLabel("completed", [{ mayAnswer: false }])).toBe("Completed");

@@ -35,9 +35,23 @@ const taskStates: Record<TaskState, string> = {
  * The label of a Task's state. A Task whose questions the viewer may not answer (escalated to
  * the workspace's administrators) does not need the viewer's answer: it waits for theirs.
  */
-export function taskStateLabel(state: TaskState, questions?: { mayAnswer?: boolean }[]): string {
-  if (state === "action-required" && questions?.length && questions.every((q) => q.mayAnswer === false)) return "Waiting for an administrator";
+export function taskStateLabel(state: TaskState, questions?: { mayAnswer?: boolean; escalatedAt?: string }[]): string {
+  if (state === "action-required") {
+    const who = waitsFor(questions);
+    if (who === "administrator") return "Waiting for an administrator";
+    if (who === "others") return "Waiting for an answer";
+  }
   return taskStates[state] ?? state;
+}
+
+/**
+ * Whom open questions wait for, as their reader sees them: the reader, when any is theirs to
+ * answer (or the server does not say); an administrator of the workspace, when every one was
+ * escalated to its Owners and Admins; else someone else who may run work (the reader may only read).
+ */
+export function waitsFor(questions?: { mayAnswer?: boolean; escalatedAt?: string }[]): "you" | "administrator" | "others" {
+  if (!questions?.length || !questions.every((q) => q.mayAnswer === false)) return "you";
+  return questions.every((q) => q.escalatedAt) ? "administrator" : "others";
 }
 
 export function isTerminal(state: TaskState): boolean {

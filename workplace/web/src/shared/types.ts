@@ -268,7 +268,10 @@ export interface OpenQuestion extends PendingAction {
 
 export interface OpenQuestionList {
   items: OpenQuestion[];
+  /** How many questions are open in the workspace. */
   openCount: number;
+  /** How many of them the reader may answer: what "Needs you" counts. */
+  mayAnswerCount: number;
   next?: string;
 }
 

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState } from "react";
 import { ApiError, enc, get, post } from "../shared/api";
-import { size, taskStateLabel, when } from "../shared/format";
+import { size, taskStateLabel, waitsFor, when } from "../shared/format";
 import { Link } from "../shared/router";
 import type { Activity, Artifact, Items, Message, Task, TaskResult } from "../shared/types";
 import { ResultView } from "../shared/markdown";
@@ -110,7 +110,7 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
   const { task, activities, results, artifacts, context } = detail;
   const { finished, current } = foldSteps(activities);
   // Questions the viewer may not answer (escalated to the administrators) wait for someone else.
-  const othersToAnswer = !!task.pendingActions?.length && task.pendingActions.every((q) => q.mayAnswer === false);
+  const waiting = waitsFor(task.pendingActions);
   const readable = results.filter((r) => r.text || (r.output !== null && typeof r.output === "object"));
 
   return (
@@ -152,7 +152,7 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
         <h2 id="progress-h">Progress</h2>
         {current ? (
           <p className="current-step" role="status">
-            <span className="spinner" aria-hidden="true" /> {current.state === "waiting" ? `${othersToAnswer ? "Waiting for an administrator's answer" : "Waiting for your answer"}: ${current.label}` : current.label}
+            <span className="spinner" aria-hidden="true" /> {current.state === "waiting" ? `${waiting === "administrator" ? "Waiting for an administrator's answer" : waiting === "others" ? "Waiting for an answer" : "Waiting for your answer"}: ${current.label}` : current.label}
             {current.participant && <span className="muted"> ({current.participant})</span>}
           </p>
         ) : (

@@ -64,6 +64,8 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
   const [taskTick, setTaskTick] = useState(0);
   const [inboxTick, setInboxTick] = useState(0);
   const [openQuestions, setOpenQuestions] = useState<number>();
+  // The conversations whose open question this person may not answer, and whether it escalated.
+  const [waitingForOthers, setWaitingForOthers] = useState<Map<string, boolean>>(new Map());
   const currentRef = useRef(current);
   currentRef.current = current;
   const taskRef = useRef(taskId);
@@ -99,9 +101,16 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
   const refreshNotifications = useCallback(() => {
     guard(get<NotificationList>(`${api}/notifications?take=6`)).then((l) => l && setNotes(l), () => setNotes({ items: [], unreadCount: 0 }));
   }, [api, guard]);
-  // The inbox's count, beside its link: how many questions wait in the workspace.
+  // The inbox's count, beside its link: how many questions wait for this person's answer (not
+  // those escalated to the workspace's Owners and Admins, unless this person is one of them). The
+  // same read lists the open questions this person may not answer (none, for most, without a
+  // query), so that a conversation blocked on one does not say it waits for them.
   const refreshInbox = useCallback(() => {
-    guard(get<OpenQuestionList>(`${api}/pending-actions?state=open&take=1`)).then((l) => l && setOpenQuestions(l.openCount), () => undefined);
+    guard(get<OpenQuestionList>(`${api}/pending-actions?state=open&mayAnswer=false&take=50`)).then((l) => {
+      if (!l) return;
+      setOpenQuestions(l.mayAnswerCount);
+      setWaitingForOthers(new Map(l.items.filter((q) => q.interactionId).map((q) => [q.interactionId!, !!q.escalatedAt])));
+    }, () => undefined);
     setInboxTick((t) => t + 1);
   }, [api, guard]);
   const refreshView = useCallback(() => {
@@ -177,7 +186,8 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
           if (!inv.taskId || inv.taskId === taskRef.current) setTaskTick((t) => t + 1);
         }
         if (inv.notifications) refreshNotifications();
-        // A question asked or answered anywhere changes the inbox, and the Task that waits on it.
+        // A question asked, escalated (told anew) or answered anywhere changes the inbox, and the
+        // Task that waits on it.
         if (e.name === "PendingActionCreated" || e.name === "PendingActionResolved" || e.name === "TaskStatusChanged") {
           refreshInbox();
           if (inv.taskId && inv.taskId === taskRef.current) setTaskTick((t) => t + 1);
@@ -251,7 +261,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
           </label>
         )}
         <Link href={inboxPath} className="inbox-link" aria-current={inbox ? "page" : undefined}>
-          Needs you{openQuestions ? <span className="badge" aria-label={`${openQuestions} waiting`}>{openQuestions}</span> : null}
+          Needs you{openQuestions ? <span className="badge" aria-label={`${openQuestions} waiting for your answer`}>{openQuestions}</span> : null}
         </Link>
         <span className={`live live-${live}`} role="status" aria-live="polite">
           {live === "connected" ? "Live" : live === "disconnected" ? "Offline updates" : "Connecting…"}
@@ -410,7 +420,17 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
                     <Link href={`${dashPath}?c=${enc(i.id)}`} onClick={() => setPanel("home")}>
                       {i.title}
                     </Link>
-                    <span className="muted">{i.blocked ? "Waiting for you" : i.state === "Active" ? "Working" : when(i.updatedAt)}</span>
+                    <span className="muted">
+                      {i.blocked
+                        ? waitingForOthers.has(i.id)
+                          ? waitingForOthers.get(i.id)
+                            ? "Waiting for an administrator"
+                            : "Waiting for an answer"
+                          : "Waiting for you"
+                        : i.state === "Active"
+                          ? "Working"
+                          : when(i.updatedAt)}
+                    </span>
                   </li>
                 ))}
               </ul>
