@@ -192,6 +192,20 @@ export async function api(apiUrl, session, method, p, body, headers = {}) {
   return { status: resp.status, headers: resp.headers, body: data };
 }
 
+/**
+ * replaceFresh is another client's change: it reads path, replaces it with change(body) under the
+ * ETag it read, and reads again when a controller's status write moved the ETag in between, as a
+ * client that keeps its writes conditional does.
+ */
+export async function replaceFresh(call, p, change) {
+  for (let attempt = 1; ; attempt++) {
+    const current = await call("GET", p);
+    if (current.status !== 200) return current;
+    const written = await call("PUT", p, change(current.body), { "If-Match": current.headers.get("etag") });
+    if (written.status !== 412 || attempt === 5) return written;
+  }
+}
+
 const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
 /** axeViolations runs axe-core in the page and returns its serious and critical violations. */

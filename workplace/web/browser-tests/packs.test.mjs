@@ -147,11 +147,11 @@ describe("Packs in the Console", () => {
 
   it("updates from another version's file through its preview with the field diff, then rolls back to the retained version through the rollback preview", async () => {
     // Version 1.1.0: the Agent's instructions changed in the workspace, composed again.
-    const agent = await call("GET", "/api/agents/summarizer");
-    assert.equal(agent.status, 200);
-    const body = { ...agent.body, definition: { ...agent.body.definition, instructions: "@respond Summarized briefly" } };
-    delete body.status;
-    const changed = await call("PUT", "/api/agents/summarizer", body, { "If-Match": agent.headers.get("etag") });
+    const changed = await h.replaceFresh(call, "/api/agents/summarizer", (agent) => {
+      const body = { ...agent, definition: { ...agent.definition, instructions: "@respond Summarized briefly" } };
+      delete body.status;
+      return body;
+    });
     assert.equal(changed.status, 200, JSON.stringify(changed.body));
     const project = await call("POST", "/api/pack-projects", { publisher: "acme", name: "summaries", version: "1.1.0", displayName: "Summaries", description: "Summarizes a text", selection: ["Entry/summarize"] });
     assert.equal(project.status, 201, JSON.stringify(project.body));

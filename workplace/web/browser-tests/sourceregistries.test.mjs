@@ -157,8 +157,7 @@ describe("Source registries in the Console", () => {
     const detail = page.locator('[data-registration-detail="team-registry"]');
     await detail.waitFor();
     // Someone else changes the trust policy meanwhile.
-    const current = await call("GET", "/api/sourceregistries/team-registry");
-    const changed = await call("PUT", "/api/sourceregistries/team-registry", { name: "team-registry", properties: { ...current.body.properties, trustPolicy: "trusted" } }, { "If-Match": current.headers.get("etag") });
+    const changed = await h.replaceFresh(call, "/api/sourceregistries/team-registry", (current) => ({ name: "team-registry", properties: { ...current.properties, trustPolicy: "trusted" } }));
     assert.equal(changed.status, 200, JSON.stringify(changed.body));
 
     await detail.getByRole("radio", { name: /^Authoritative:/ }).check();

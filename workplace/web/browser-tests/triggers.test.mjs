@@ -202,10 +202,10 @@ describe("the Console's Triggers", () => {
     assert.equal(await page.getByLabel("Time zone", { exact: true }).inputValue(), (await call("GET", "/api/triggers/bad-cron")).body.definition.source.schedule.timeZone);
 
     // Someone else saves in between.
-    const current = await call("GET", "/api/triggers/bad-cron");
-    const { status: _, ...body } = current.body;
-    body.definition = { ...body.definition, displayName: "Weekday mornings" };
-    const other = await call("PUT", "/api/triggers/bad-cron", body, { "If-Match": current.headers.get("etag") });
+    const other = await h.replaceFresh(call, "/api/triggers/bad-cron", (current) => {
+      const { status: _, ...body } = current;
+      return { ...body, definition: { ...body.definition, displayName: "Weekday mornings" } };
+    });
     assert.equal(other.status, 200, JSON.stringify(other.body));
 
     await display.fill("My name for it");
