@@ -416,17 +416,25 @@ type reservation struct {
 func (r *reservation) Lease() work.Lease { return r.lease }
 
 // Start executes the submitted run under the reservation's lease, as a claimed run would be.
-func (r *reservation) Start(submitted work.FlowRun) {
+// The returned func tells the run as the worker left it settled, so that a waiter for the
+// answer need not read it (as Submit's Settled).
+func (r *reservation) Start(submitted work.FlowRun) func(ctx context.Context, timeout time.Duration) (work.FlowRun, bool) {
+	x := &execution{committed: make(chan struct{}), done: make(chan struct{}), run: submitted, last: submitted}
+	// The run is committed already: each commit of the worker only records the run it left.
+	tracked := &submission{x: x}
+	tracked.written.Store(true)
 	go func() {
 		defer r.Cancel()
+		defer close(x.done)
 		runsClaimed.Inc()
 		// The run as Submit committed it is the run as the store holds it: nobody else has the lease.
 		run := submitted
-		err := r.e.executeRun(r.ctx, &run, r.lease.Owner, nil) // gives the run back itself when it fails
+		err := r.e.executeRun(r.ctx, &run, r.lease.Owner, tracked) // gives the run back itself when it fails
 		if err != nil && r.ctx.Err() == nil {
 			r.e.log.Error(err, "executing a flow run")
 		}
 	}()
+	return x.settled
 }
 
 // Submit hands the submission to the reserved worker, which executes its run at once and writes
@@ -715,6 +723,13 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 			if _, answered := data.Answers[step.Name]; step.Suspend != nil && !answered {
 				return apply(work.Transition{Suspend: suspensionOf(step), Events: []work.Event{}})
 			}
+		}
+		// An Agent step resumed after its question, not started since, has the tool calls it had
+		// when it asked: none, when its data says so. Once started, a crash may have left calls
+		// of its resumption, which are read.
+		drive.noCallsOf = ""
+		if _, answered := data.Answers[step.Name]; !run.StepStarted && answered && questionWithoutToolCalls(data.Steps[step.Name]) {
+			drive.noCallsOf = step.Name
 		}
 		// An Agent step's start is persisted before the call, the step's one effect outside the
 		// store. Any other step is a pure function of the persisted data: its start is written

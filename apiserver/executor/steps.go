@@ -264,6 +264,12 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 		return *stopped
 	}
 	out := e.agentAnswer(ctx, g, step, agent, act, answer, hasAnswer)
+	if drive, _ := ctx.Value(driveKey{}).(*driveState); out.suspend != nil && drive != nil && drive.stepCalls == 0 {
+		// Asked with no tool call recorded: the step's resumption need not read its calls.
+		if m, ok := out.output.(map[string]any); ok {
+			m[noToolCallsKey] = true
+		}
+	}
 	if used != nil {
 		out.usage = []work.ModelCall{*used}
 	}
@@ -321,6 +327,19 @@ func (e *Executor) agentAnswer(ctx context.Context, g *graph, step platformv1.Fl
 		return outcome{next: next, output: output}
 	}
 	return failed("Agent step %q: agent %q answered with the unknown action %q", step.Name, agent.Name, act.Type)
+}
+
+// noToolCallsKey marks the data of an Agent step that asked its question with no tool call
+// recorded (questionWithoutToolCalls).
+const noToolCallsKey = "noToolCalls"
+
+// questionWithoutToolCalls says whether an Agent step's data records a question it asked with no
+// tool call recorded: until the step starts again, none is.
+func questionWithoutToolCalls(stepData any) bool {
+	m, _ := stepData.(map[string]any)
+	none, _ := m[noToolCallsKey].(bool)
+	_, asked := askedQuestion(stepData)
+	return none && asked
 }
 
 // askedQuestion is the question an Agent step's data records while it waits for the answer.

@@ -49,6 +49,9 @@ type Opening struct {
 	// Lease, when set, commits the first run leased to a worker of this process that starts it at
 	// once (work.Submission.Lease).
 	Lease *work.Lease
+	// Unread returns the conversation as Open inserted it, with its current run, instead of
+	// reading it back after the commit: for a caller that reads it once its run settled.
+	Unread bool
 }
 
 // RunInput is the input of a conversation's run: the Entry's field values by name, the
@@ -130,7 +133,9 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 			i.FollowUpPolicy); err != nil {
 			return err
 		}
-		if err := s.appendMessage(ctx, tx, &Message{InteractionID: i.ID, Role: RoleUser, Kind: MessageText, Text: o.Text}); err != nil {
+		// The conversation was inserted just now: its first message needs nothing read.
+		if err := s.insertMessage(ctx, tx, &Message{InteractionID: i.ID, Seq: 1, Role: RoleUser, Kind: MessageText, Text: o.Text},
+			i.WorkspaceID, i.State, i.Version); err != nil {
 			return err
 		}
 		var err error
@@ -141,6 +146,10 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 	})
 	if err != nil {
 		return Interaction{}, work.FlowRun{}, "", err
+	}
+	if o.Unread {
+		i.CurrentRunID = run.ID
+		return i, run, token, nil
 	}
 	i, err = s.Interaction(ctx, i.WorkspaceID, i.ID)
 	return i, run, token, err

@@ -412,6 +412,12 @@ func (s *Store) appendMessage(ctx context.Context, tx *sql.Tx, m *Message) error
 		m.InteractionID).Scan(&workspace, &state, &version, &m.Seq); err != nil {
 		return err
 	}
+	return s.insertMessage(ctx, tx, m, workspace, state, version)
+}
+
+// insertMessage writes m, numbered m.Seq, into its conversation of workspace, which is in state
+// at version.
+func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, m *Message, workspace, state string, version int64) error {
 	if m.ID == "" {
 		m.ID = newID()
 	}
