@@ -134,10 +134,13 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 			return err
 		}
 		// The conversation was inserted just now: its first message needs nothing read.
-		if err := s.insertMessage(ctx, tx, &Message{InteractionID: i.ID, Seq: 1, Role: RoleUser, Kind: MessageText, Text: o.Text},
+		if err := s.insertMessage(ctx, tx, &Message{InteractionID: i.ID, Role: RoleUser, Kind: MessageText, Text: o.Text},
 			i.WorkspaceID, i.State, i.Version); err != nil {
 			return err
 		}
+		// Nothing changed the row since its insert: the run's projection takes it as it is.
+		s.openedIn.Store(tx, i)
+		defer s.openedIn.Delete(tx)
 		var err error
 		if _, run, token, err = s.Work.SubmitTx(ctx, tx, sub); err != nil {
 			return err
