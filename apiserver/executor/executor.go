@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -782,9 +783,17 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 		}
 		if len(out.usage) > 0 && out.err == nil {
 			// The model calls are recorded with the outcome they led to, in its transaction.
-			if err := stage(work.Transition{Usage: out.usage}); err != nil {
+			t := work.Transition{Usage: out.usage}
+			if out.prior != nil {
+				t.Prior = map[string][]work.ModelCall{step.Name: out.prior}
+			}
+			if err := stage(t); err != nil {
 				return err
 			}
+			if drive.stagedCalls == nil {
+				drive.stagedCalls = map[string]int{}
+			}
+			drive.stagedCalls[step.Name] += len(out.usage)
 		}
 		done := work.Event{Type: work.EventStepCompleted, Step: step.Name, Attempt: run.Attempt, RuntimeExecutionID: runtimeExecutionID}
 		notStarted := false
@@ -811,12 +820,12 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 		case out.suspend != nil && out.suspend.ToolCallSeq > 0:
 			// A tool call waits for its approval; the step goes on once it is decided.
 			stepLog.Info("flow run waits for the approval of a tool call", "step", step.Name, "toolCall", out.suspend.ToolCallSeq)
-			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()})
+			return apply(forgetAsked(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()}, data, step.Name))
 		case out.suspend != nil && out.suspend.Budget != nil:
 			// A model call waits for the approval to continue past a budget; the step goes on
 			// (or fails) once it is decided.
 			stepLog.Info("flow run waits for the approval to continue past a budget", "step", step.Name, "budget", out.suspend.Budget.Key)
-			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()})
+			return apply(forgetAsked(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()}, data, step.Name))
 		case out.suspend != nil:
 			stepLog.Info("flow run waits for a pending action", "step", step.Name, "kind", out.suspend.Kind)
 			t := work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events(done)}
@@ -838,6 +847,28 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 			}
 		}
 	}
+}
+
+// forgetAsked is t, which suspends a step that may have made calls since its question, with what
+// the question says of the step's calls then taken out of the run's data: the step resumes not
+// started, and must read the calls it has now.
+func forgetAsked(t work.Transition, data work.RunData, step string) work.Transition {
+	m, ok := data.Steps[step].(map[string]any)
+	if !ok {
+		return t
+	}
+	_, calls := m[noToolCallsKey]
+	_, usage := m[modelCallsKey]
+	if !calls && !usage {
+		return t
+	}
+	kept := maps.Clone(m)
+	delete(kept, noToolCallsKey)
+	delete(kept, modelCallsKey)
+	data.Steps = maps.Clone(data.Steps)
+	data.Steps[step] = kept
+	t.Data = &data
+	return t
 }
 
 func suspensionOf(step platformv1.FlowStep) *work.Suspension {

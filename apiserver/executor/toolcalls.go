@@ -44,6 +44,8 @@ type driveState struct {
 	// stepCalls is how many tool calls the step that converse last ran had when its agent took
 	// its action.
 	stepCalls int
+	// stagedCalls counts, by step, the model calls this execution staged.
+	stagedCalls map[string]int
 	// entry is the Entry the run came from, once read (entryRead).
 	entry     EntryRef
 	entryRead bool

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -170,6 +171,10 @@ type Transition struct {
 	// execution, which recorded none before): the usage each step's outcome tells is summed from
 	// them instead of read back.
 	UsageFresh bool
+	// Prior are, by step, the model calls a step of Usage had recorded before (carried by the
+	// executor from the commit that recorded them): with them, Usage holds every call of that
+	// step, whose usage is summed from both instead of read back.
+	Prior map[string][]ModelCall
 }
 
 // ApplyTo sets the fields of run that t changes, as Apply does before it persists them (a
@@ -239,6 +244,16 @@ func (t Transition) Then(u Transition) Transition {
 		out.Suspend = u.Suspend
 	}
 	out.Usage = append(append([]ModelCall{}, t.Usage...), u.Usage...)
+	if len(u.Prior) > 0 {
+		prior := make(map[string][]ModelCall, len(t.Prior)+len(u.Prior))
+		maps.Copy(prior, t.Prior)
+		for step, calls := range u.Prior {
+			if _, ok := prior[step]; !ok { // a step's calls before the transitions are those first told
+				prior[step] = calls
+			}
+		}
+		out.Prior = prior
+	}
 	return out
 }
 
@@ -293,7 +308,7 @@ func (s *Store) SubmitApplied(ctx context.Context, p Prepared, owner string, t T
 			}
 		}
 		if len(t.Usage) > 0 {
-			if events, err = s.recordUsage(ctx, tx, next, t.Usage, events, now, true); err != nil {
+			if events, err = s.recordUsage(ctx, tx, next, t.Usage, events, now, true, nil); err != nil {
 				return err
 			}
 		}
@@ -377,7 +392,7 @@ func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner st
 			return err
 		}
 		if len(t.Usage) > 0 {
-			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now, t.UsageFresh); err != nil {
+			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now, t.UsageFresh, t.Prior); err != nil {
 				return err
 			}
 		}

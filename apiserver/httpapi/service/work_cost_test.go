@@ -84,13 +84,14 @@ func TestAWorkItemCostsAtMostItsStatementBudget(t *testing.T) {
 
 // maxStatementsPerAnswer is what answering a run's question costs the store per dialect, through
 // the Work API until the run completed (the answer, the resumed step, the completion; idle polls
-// excluded): 26 on SQLite and 23.7 on PostgreSQL when it was set (29 and 26.7 before the answered
+// excluded): 25 on SQLite and 23 on PostgreSQL when it was set (29 and 26.7 before the answered
 // question's notification was resolved by one UPDATE ... RETURNING instead of a SELECT before
 // it, the waiter took the settled run from the answer's reserved worker instead of reading it,
-// and a step that asked with no tool call recorded skipped reading its calls on resumption; 47
+// and a step that asked with no tool call recorded skipped reading its calls on resumption and
+// summed its usage from the model calls its question carried instead of reading them back; 47
 // in 5 commits on SQLite before the answered run went to a reserved worker with the answer
 // instead of waiting for a claim), with margin on PostgreSQL for the outbox's numbering rounds.
-var maxStatementsPerAnswer = map[string]float64{store.SQLite: 26, store.Postgres: 25}
+var maxStatementsPerAnswer = map[string]float64{store.SQLite: 25, store.Postgres: 24}
 
 // An answer costs at most maxStatementsPerAnswer statements and two commits besides the answer's
 // own, on both dialects: the resumed run starts on this process's worker without a claim.
@@ -104,12 +105,14 @@ func TestAnAnswerCostsAtMostItsStatementBudget(t *testing.T) {
 		var (
 			ran      store.Counts
 			recorded []string
+			runID    string
 		)
 		for i := range answers + 1 {
 			r := call(t, server, http.MethodPost, "/api/work/workitems?waitSeconds=30",
 				`{"type":"bench","title":"t","instruction":"i","flowReference":{"name":"`+flow+`"}}`)
 			g.Expect(r.status).To(Equal(http.StatusAccepted), "%v", r.body)
-			path := "/api/flowRuns/" + field(r.body, "flowRun", "id").(string) + "/pending-actions/" +
+			runID = field(r.body, "flowRun", "id").(string)
+			path := "/api/flowRuns/" + runID + "/pending-actions/" +
 				field(r.body, "flowRun", "pendingAction", "id").(string) + "/responses?waitSeconds=30"
 			before := s.Counts()
 			stop := s.RecordStatements()
@@ -126,6 +129,17 @@ func TestAnAnswerCostsAtMostItsStatementBudget(t *testing.T) {
 			perAnswer, polls, float64(ran.Transactions)/answers, float64(ran.Commits)/answers, answers, strings.Join(own, "\n"))
 		g.Expect(perAnswer).To(BeNumerically("<=", maxStatementsPerAnswer[s.Dialect()]))
 		g.Expect(float64(ran.Commits) / answers).To(BeNumerically("<=", 3.5))
+		// The resumed step's completion tells the usage of all its model calls: the question's
+		// and the one after the answer.
+		events := call(t, server, http.MethodGet, "/api/flowRuns/"+runID+"/events", "")
+		g.Expect(events.status).To(Equal(http.StatusOK), "%v", events.body)
+		var told []any
+		for _, e := range events.body["items"].([]any) {
+			if e := e.(map[string]any); e["type"] == "StepCompleted" && e["usage"] != nil {
+				told = append(told, e["usage"].(map[string]any)["modelCalls"])
+			}
+		}
+		g.Expect(told).To(Equal([]any{float64(1), float64(2)}), "the question's step completion, then the answered one's")
 	})
 }
 
