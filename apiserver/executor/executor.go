@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -416,17 +417,25 @@ type reservation struct {
 func (r *reservation) Lease() work.Lease { return r.lease }
 
 // Start executes the submitted run under the reservation's lease, as a claimed run would be.
-func (r *reservation) Start(submitted work.FlowRun) {
+// The returned func tells the run as the worker left it settled, so that a waiter for the
+// answer need not read it (as Submit's Settled).
+func (r *reservation) Start(submitted work.FlowRun) func(ctx context.Context, timeout time.Duration) (work.FlowRun, bool) {
+	x := &execution{committed: make(chan struct{}), done: make(chan struct{}), run: submitted, last: submitted}
+	// The run is committed already: each commit of the worker only records the run it left.
+	tracked := &submission{x: x}
+	tracked.written.Store(true)
 	go func() {
 		defer r.Cancel()
+		defer close(x.done)
 		runsClaimed.Inc()
 		// The run as Submit committed it is the run as the store holds it: nobody else has the lease.
 		run := submitted
-		err := r.e.executeRun(r.ctx, &run, r.lease.Owner, nil) // gives the run back itself when it fails
+		err := r.e.executeRun(r.ctx, &run, r.lease.Owner, tracked) // gives the run back itself when it fails
 		if err != nil && r.ctx.Err() == nil {
 			r.e.log.Error(err, "executing a flow run")
 		}
 	}()
+	return x.settled
 }
 
 // Submit hands the submission to the reserved worker, which executes its run at once and writes
@@ -716,6 +725,13 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 				return apply(work.Transition{Suspend: suspensionOf(step), Events: []work.Event{}})
 			}
 		}
+		// An Agent step resumed after its question, not started since, has the tool calls it had
+		// when it asked: none, when its data says so. Once started, a crash may have left calls
+		// of its resumption, which are read.
+		drive.noCallsOf = ""
+		if _, answered := data.Answers[step.Name]; !run.StepStarted && answered && questionWithoutToolCalls(data.Steps[step.Name]) {
+			drive.noCallsOf = step.Name
+		}
 		// An Agent step's start is persisted before the call, the step's one effect outside the
 		// store. Any other step is a pure function of the persisted data: its start is written
 		// with its outcome, in one transaction, which halves its commits and changes nothing a
@@ -767,9 +783,17 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 		}
 		if len(out.usage) > 0 && out.err == nil {
 			// The model calls are recorded with the outcome they led to, in its transaction.
-			if err := stage(work.Transition{Usage: out.usage}); err != nil {
+			t := work.Transition{Usage: out.usage}
+			if out.prior != nil {
+				t.Prior = map[string][]work.ModelCall{step.Name: out.prior}
+			}
+			if err := stage(t); err != nil {
 				return err
 			}
+			if drive.stagedCalls == nil {
+				drive.stagedCalls = map[string]int{}
+			}
+			drive.stagedCalls[step.Name] += len(out.usage)
 		}
 		done := work.Event{Type: work.EventStepCompleted, Step: step.Name, Attempt: run.Attempt, RuntimeExecutionID: runtimeExecutionID}
 		notStarted := false
@@ -796,12 +820,12 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 		case out.suspend != nil && out.suspend.ToolCallSeq > 0:
 			// A tool call waits for its approval; the step goes on once it is decided.
 			stepLog.Info("flow run waits for the approval of a tool call", "step", step.Name, "toolCall", out.suspend.ToolCallSeq)
-			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()})
+			return apply(forgetAsked(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()}, data, step.Name))
 		case out.suspend != nil && out.suspend.Budget != nil:
 			// A model call waits for the approval to continue past a budget; the step goes on
 			// (or fails) once it is decided.
 			stepLog.Info("flow run waits for the approval to continue past a budget", "step", step.Name, "budget", out.suspend.Budget.Key)
-			return apply(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()})
+			return apply(forgetAsked(work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events()}, data, step.Name))
 		case out.suspend != nil:
 			stepLog.Info("flow run waits for a pending action", "step", step.Name, "kind", out.suspend.Kind)
 			t := work.Transition{Suspend: out.suspend, StepStarted: &notStarted, Events: events(done)}
@@ -823,6 +847,28 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 			}
 		}
 	}
+}
+
+// forgetAsked is t, which suspends a step that may have made calls since its question, with what
+// the question says of the step's calls then taken out of the run's data: the step resumes not
+// started, and must read the calls it has now.
+func forgetAsked(t work.Transition, data work.RunData, step string) work.Transition {
+	m, ok := data.Steps[step].(map[string]any)
+	if !ok {
+		return t
+	}
+	_, calls := m[noToolCallsKey]
+	_, usage := m[modelCallsKey]
+	if !calls && !usage {
+		return t
+	}
+	kept := maps.Clone(m)
+	delete(kept, noToolCallsKey)
+	delete(kept, modelCallsKey)
+	data.Steps = maps.Clone(data.Steps)
+	data.Steps[step] = kept
+	t.Data = &data
+	return t
 }
 
 func suspensionOf(step platformv1.FlowStep) *work.Suspension {

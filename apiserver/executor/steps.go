@@ -126,6 +126,9 @@ type outcome struct {
 	err error
 	// usage: the model calls whose outcome this is, recorded with it.
 	usage []work.ModelCall
+	// prior: the model calls the step had recorded before, when known (a resumed question's,
+	// askedWith): its usage is summed from them and usage without a read.
+	prior []work.ModelCall
 }
 
 // kind names the outcome for metrics.
@@ -264,8 +267,32 @@ func (e *Executor) invokeAgent(ctx context.Context, run *work.FlowRun, g *graph,
 		return *stopped
 	}
 	out := e.agentAnswer(ctx, g, step, agent, act, answer, hasAnswer)
+	drive, _ := ctx.Value(driveKey{}).(*driveState)
+	// The step's model calls recorded before this try are known when its question says them and
+	// it was not started since (noCallsOf), or when this execution pinned the run and recorded
+	// none of the step's yet.
+	var before []work.ModelCall
+	known := false
+	if drive != nil && drive.noCallsOf == step.Name {
+		before, known = askedWith(data.Steps[step.Name])
+	} else if drive != nil && drive.noUsage && drive.stagedCalls[step.Name] == 0 {
+		known = true
+	}
 	if used != nil {
 		out.usage = []work.ModelCall{*used}
+		if known && before != nil {
+			out.prior = before
+		}
+	}
+	if out.suspend != nil && drive != nil && drive.stepCalls == 0 {
+		// Asked with no tool call recorded: the step's resumption need not read its calls, nor
+		// sum its model calls so far.
+		if m, ok := out.output.(map[string]any); ok {
+			m[noToolCallsKey] = true
+			if calls := append(append([]work.ModelCall{}, before...), out.usage...); known && len(calls) <= maxCarriedCalls {
+				m[modelCallsKey] = calls
+			}
+		}
 	}
 	return out
 }
@@ -321,6 +348,46 @@ func (e *Executor) agentAnswer(ctx context.Context, g *graph, step platformv1.Fl
 		return outcome{next: next, output: output}
 	}
 	return failed("Agent step %q: agent %q answered with the unknown action %q", step.Name, agent.Name, act.Type)
+}
+
+// noToolCallsKey marks the data of an Agent step that asked its question with no tool call
+// recorded (questionWithoutToolCalls); modelCallsKey holds the step's model calls then, when
+// they were all known (askedWith).
+const (
+	noToolCallsKey = "noToolCalls"
+	modelCallsKey  = "modelCalls"
+)
+
+// maxCarriedCalls bounds the model calls a question carries; a step that asked more often sums
+// its calls from the store when it resumes.
+const maxCarriedCalls = 8
+
+// askedWith is the model calls an Agent step's question carries: all the step had recorded when
+// it asked (ok false when it carries none).
+func askedWith(stepData any) ([]work.ModelCall, bool) {
+	m, _ := stepData.(map[string]any)
+	raw, ok := m[modelCallsKey]
+	if !ok {
+		return nil, false
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, false
+	}
+	var calls []work.ModelCall
+	if json.Unmarshal(b, &calls) != nil || len(calls) == 0 {
+		return nil, false
+	}
+	return calls, true
+}
+
+// questionWithoutToolCalls says whether an Agent step's data records a question it asked with no
+// tool call recorded: until the step starts again, none is.
+func questionWithoutToolCalls(stepData any) bool {
+	m, _ := stepData.(map[string]any)
+	none, _ := m[noToolCallsKey].(bool)
+	_, asked := askedQuestion(stepData)
+	return none && asked
 }
 
 // askedQuestion is the question an Agent step's data records while it waits for the answer.

@@ -37,6 +37,15 @@ type driveState struct {
 	// outcome's step usage is summed from them (work.Transition.UsageFresh) instead of read back.
 	// True for a run this execution pinned until a commit records any.
 	noUsage bool
+	// noCallsOf is the Agent step, resumed by this execution after a question it asked with no
+	// tool call recorded (questionWithoutToolCalls), that has none still: its calls are not read.
+	// Only for the step's first try of this execution, before it requests any.
+	noCallsOf string
+	// stepCalls is how many tool calls the step that converse last ran had when its agent took
+	// its action.
+	stepCalls int
+	// stagedCalls counts, by step, the model calls this execution staged.
+	stagedCalls map[string]int
 	// entry is the Entry the run came from, once read (entryRead).
 	entry     EntryRef
 	entryRead bool
@@ -78,7 +87,7 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 	}
 	var calls []work.ToolCall
 	drive, _ := ctx.Value(driveKey{}).(*driveState)
-	if drive == nil || !drive.noToolCalls {
+	if drive == nil || !drive.noToolCalls && drive.noCallsOf != step.Name {
 		var err error
 		if calls, err = e.work.ToolCalls(ctx, run.ID, step.Name); err != nil {
 			return provider.Action{}, nil, &outcome{err: err}
@@ -123,6 +132,9 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 		if err != nil {
 			return provider.Action{}, nil, e.transient(run, step, agent, fmt.Errorf("reading the Entry of the run: %w", err))
 		}
+		if drive != nil {
+			drive.stepCalls = len(calls) // what the step has when its agent acts
+		}
 		if act.Type != provider.ActionCallTools {
 			return act, used, nil
 		}
@@ -147,6 +159,7 @@ func (e *Executor) converse(ctx context.Context, run *work.FlowRun, step platfor
 		if drive != nil {
 			drive.noToolCalls = false // from the request on, whether or not it committed
 			drive.noUsage = false
+			drive.noCallsOf = ""
 		}
 		// The calls are persisted with the run as committed: what the step staged goes first.
 		if err := provider.BeforeOutsideCall(ctx); err != nil {

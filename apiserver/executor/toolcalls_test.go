@@ -496,3 +496,38 @@ func TestAnApprovedCallIsRefusedWhenWhatItsApprovalReliedOnNoLongerHolds(t *test
 		}
 	})
 }
+
+// A step resumed after its question that then waits for a tool call's approval runs the approved
+// call once when approved: what the question said of the step's calls (none then) no longer
+// holds, and the step reads the calls it has now.
+func TestAnAnsweredStepThatWaitsForAnApprovalRunsTheApprovedCallOnce(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		w := newToolWorld(t, s, []string{"kb-echo"}, "kb-echo")
+		w.setTool(g, "kb-echo", func(d *platformv1.ToolDefinition) { d.RequiresApproval = true })
+		w.script(
+			[]openaitest.ToolCall{openaitest.Call("q1", "requestChoice", `{"prompt":"Which level?","options":[{"value":"brief"},{"value":"detailed"}]}`)},
+			[]openaitest.ToolCall{openaitest.Call("c1", "kb-echo", `{"text":"send it"}`)},
+		)
+		run, token := w.submit(t, "assist", assistantFlow())
+		w.settle(t)
+		run = w.read(t, run.ID)
+		g.Expect(run.State).To(Equal(work.StateActionRequired), run.Reason)
+
+		token = w.answer(t, run, token, work.Answer{Value: ptr("detailed")})
+		w.settle(t)
+		run = w.read(t, run.ID)
+		g.Expect(run.State).To(Equal(work.StateActionRequired), run.Reason)
+		action, err := w.work.OpenPendingAction(context.Background(), run.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(action.Kind).To(Equal(work.KindApproval))
+
+		w.answer(t, run, token, work.Answer{Approved: ptr(true)})
+		w.settle(t)
+		run = w.read(t, run.ID)
+		g.Expect(run.State).To(Equal(work.StateCompleted), run.Reason)
+		g.Expect(result(g, run)["output"]).To(HaveKeyWithValue("text", ContainSubstring("echo: send it")))
+		g.Expect(w.mcp.Recorder.CallsOf("echo")).To(Equal(map[string]int{run.ID + "/ask/tool/1": 1}))
+		g.Expect(w.calls(t, run.ID)).To(HaveLen(1), "the call is asked for once")
+	})
+}

@@ -370,12 +370,12 @@ func (s *Server) Reserve(workspace string) (work.Reservation, *work.Lease) {
 
 // StartReserved starts run on the worker reserved for it when the run was committed leased to it
 // (err nil and the run runnable under that lease), and otherwise gives the worker back and wakes
-// the executor for whatever became runnable.
-func (s *Server) StartReserved(r work.Reservation, run work.FlowRun, err error) {
+// the executor for whatever became runnable. Once started, it returns what waits for the worker
+// to settle the run (work.Reservation.Start); nil otherwise.
+func (s *Server) StartReserved(r work.Reservation, run work.FlowRun, err error) func(context.Context, time.Duration) (work.FlowRun, bool) {
 	if r != nil && err == nil && run.LeaseOwner == r.Lease().Owner &&
 		(run.State == work.StatePending || run.State == work.StateRunning) {
-		r.Start(run)
-		return
+		return r.Start(run)
 	}
 	if r != nil {
 		r.Cancel()
@@ -383,6 +383,7 @@ func (s *Server) StartReserved(r work.Reservation, run work.FlowRun, err error) 
 	if s.executor != nil && err == nil {
 		s.executor.Wake()
 	}
+	return nil
 }
 
 // Tools reaches tool providers; nil when the server runs without it.

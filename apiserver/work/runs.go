@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -170,6 +171,10 @@ type Transition struct {
 	// execution, which recorded none before): the usage each step's outcome tells is summed from
 	// them instead of read back.
 	UsageFresh bool
+	// Prior are, by step, the model calls a step of Usage had recorded before (carried by the
+	// executor from the commit that recorded them): with them, Usage holds every call of that
+	// step, whose usage is summed from both instead of read back.
+	Prior map[string][]ModelCall
 }
 
 // ApplyTo sets the fields of run that t changes, as Apply does before it persists them (a
@@ -239,6 +244,16 @@ func (t Transition) Then(u Transition) Transition {
 		out.Suspend = u.Suspend
 	}
 	out.Usage = append(append([]ModelCall{}, t.Usage...), u.Usage...)
+	if len(u.Prior) > 0 {
+		prior := make(map[string][]ModelCall, len(t.Prior)+len(u.Prior))
+		maps.Copy(prior, t.Prior)
+		for step, calls := range u.Prior {
+			if _, ok := prior[step]; !ok { // a step's calls before the transitions are those first told
+				prior[step] = calls
+			}
+		}
+		out.Prior = prior
+	}
 	return out
 }
 
@@ -293,7 +308,7 @@ func (s *Store) SubmitApplied(ctx context.Context, p Prepared, owner string, t T
 			}
 		}
 		if len(t.Usage) > 0 {
-			if events, err = s.recordUsage(ctx, tx, next, t.Usage, events, now, true); err != nil {
+			if events, err = s.recordUsage(ctx, tx, next, t.Usage, events, now, true, nil); err != nil {
 				return err
 			}
 		}
@@ -377,7 +392,7 @@ func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner st
 			return err
 		}
 		if len(t.Usage) > 0 {
-			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now, t.UsageFresh); err != nil {
+			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now, t.UsageFresh, t.Prior); err != nil {
 				return err
 			}
 		}
@@ -459,6 +474,46 @@ func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus S
 
 // lockRun reads a run for update (row lock on PostgreSQL; SQLite transactions are already
 // exclusive). With workspaceID set, a run of another workspace is not found.
+// lockRunWithAction is lockRun of the workspace's run with its pending action actionID and the
+// digest of the action's token, in one read: ErrNotFound when either is not there.
+func (s *Store) lockRunWithAction(ctx context.Context, tx *sql.Tx, workspaceID, runID, actionID string) (FlowRun, PendingAction, string, error) {
+	var (
+		a    PendingAction
+		hash string
+	)
+	query := `SELECT ` + runWithActionColumns + `, p.token_hash FROM flow_runs r
+		JOIN pending_actions p ON p.run_id = r.id AND p.workspace_id = r.workspace_id
+		WHERE r.id = ? AND r.workspace_id = ? AND p.id = ?`
+	if s.db.Dialect() == store.Postgres {
+		query += ` FOR NO KEY UPDATE OF r`
+	}
+	row := s.txQueryRow(ctx, tx, query, runID, workspaceID, actionID)
+	// The row's run columns come first, then the action's: each scan takes its own.
+	run, err := scanRun(scanFunc(func(runDest ...any) error {
+		var err error
+		a, hash, err = scanAction(scanFunc(func(actionDest ...any) error { return row.Scan(append(runDest, actionDest...)...) }))
+		return err
+	}))
+	return run, a, hash, err
+}
+
+// scanFunc is a scanner of a func.
+type scanFunc func(dest ...any) error
+
+func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
+
+// columnsOf is columns, a list of column names, each named by alias ("r.").
+func columnsOf(columns, alias string) string {
+	names := strings.Split(columns, ",")
+	for i, n := range names {
+		names[i] = alias + strings.TrimSpace(n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// runWithActionColumns are the columns of a run (r) and its action (p) that lockRunWithAction reads.
+var runWithActionColumns = columnsOf(runColumns, "r.") + ", " + columnsOf(actionColumns, "p.")
+
 func (s *Store) lockRun(ctx context.Context, tx *sql.Tx, runID, workspaceID string) (FlowRun, error) {
 	query := `SELECT ` + runColumns + ` FROM flow_runs WHERE id = ?`
 	args := []any{runID}
@@ -619,12 +674,7 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		token  string
 	)
 	err := s.inTxNotify(ctx, func() []string { return runTopics(run, true) }, func(tx *sql.Tx) error {
-		old, err := s.lockRun(ctx, tx, r.RunID, r.WorkspaceID)
-		if err != nil {
-			return err
-		}
-		a, hash, err := scanAction(s.txQueryRow(ctx, tx, `SELECT `+actionColumns+`, token_hash FROM pending_actions
-			WHERE id = ? AND run_id = ? AND workspace_id = ?`, r.ActionID, r.RunID, r.WorkspaceID))
+		old, a, hash, err := s.lockRunWithAction(ctx, tx, r.WorkspaceID, r.RunID, r.ActionID)
 		if err != nil {
 			return err
 		}

@@ -129,7 +129,7 @@ func (s *Store) RequestToolCalls(ctx context.Context, runID, owner string, calls
 			events = append(events, Event{Type: EventToolCallRequested, Step: c.Step, Attempt: run.Attempt, Reason: callReason(c, "requested")})
 		}
 		if len(used) > 0 {
-			return s.recordUsage(ctx, tx, run, used, events, now, false)
+			return s.recordUsage(ctx, tx, run, used, events, now, false, nil)
 		}
 		return events, nil
 	})

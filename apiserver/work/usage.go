@@ -381,7 +381,8 @@ func usageJSON(u *ModelUsage) sql.NullString {
 // recordUsage records model calls of run in tx and gives the event of events that tells their
 // step's outcome (its completion, failure or retry, else the step's first event) the usage of the
 // step's calls so far.
-func (s *Store) recordUsage(ctx context.Context, tx *sql.Tx, run FlowRun, calls []ModelCall, events []Event, now time.Time, fresh bool) ([]Event, error) {
+func (s *Store) recordUsage(ctx context.Context, tx *sql.Tx, run FlowRun, calls []ModelCall, events []Event, now time.Time, fresh bool,
+	prior map[string][]ModelCall) ([]Event, error) {
 	if err := s.insertUsage(ctx, tx, run, calls, now); err != nil {
 		return nil, err
 	}
@@ -413,9 +414,11 @@ func (s *Store) recordUsage(ctx context.Context, tx *sql.Tx, run FlowRun, calls 
 			continue
 		}
 		var u *ModelUsage
-		if fresh {
-			// A new run has no earlier calls: the step's usage is what calls hold.
-			var mine []ModelCall
+		before, carried := prior[step]
+		if fresh || carried {
+			// A new run has no earlier calls, and a step's carried calls are all it had before:
+			// the step's usage is what those and calls hold.
+			mine := append([]ModelCall{}, before...)
 			for _, c := range calls {
 				if c.Step == step {
 					mine = append(mine, c)

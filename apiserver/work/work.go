@@ -404,7 +404,9 @@ type Lease struct {
 // transition. Each reservation ends with one of them.
 type Reservation interface {
 	Lease() Lease
-	Start(run FlowRun)
+	// Start executes run, committed leased to the reservation, at once; the returned func waits
+	// for the worker to settle it, as Submitted.Settled does.
+	Start(run FlowRun) func(ctx context.Context, timeout time.Duration) (FlowRun, bool)
 	Cancel()
 	Submit(ctx context.Context, sub Submission) (Submitted, error)
 }

@@ -49,6 +49,9 @@ type Opening struct {
 	// Lease, when set, commits the first run leased to a worker of this process that starts it at
 	// once (work.Submission.Lease).
 	Lease *work.Lease
+	// Unread returns the conversation as Open inserted it, with its current run, instead of
+	// reading it back after the commit: for a caller that reads it once its run settled.
+	Unread bool
 }
 
 // RunInput is the input of a conversation's run: the Entry's field values by name, the
@@ -130,9 +133,14 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 			i.FollowUpPolicy); err != nil {
 			return err
 		}
-		if err := s.appendMessage(ctx, tx, &Message{InteractionID: i.ID, Role: RoleUser, Kind: MessageText, Text: o.Text}); err != nil {
+		// The conversation was inserted just now: its first message needs nothing read.
+		if err := s.insertMessage(ctx, tx, &Message{InteractionID: i.ID, Role: RoleUser, Kind: MessageText, Text: o.Text},
+			i.WorkspaceID, i.State, i.Version); err != nil {
 			return err
 		}
+		// Nothing changed the row since its insert: the run's projection takes it as it is.
+		s.openedIn.Store(tx, i)
+		defer s.openedIn.Delete(tx)
 		var err error
 		if _, run, token, err = s.Work.SubmitTx(ctx, tx, sub); err != nil {
 			return err
@@ -141,6 +149,10 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 	})
 	if err != nil {
 		return Interaction{}, work.FlowRun{}, "", err
+	}
+	if o.Unread {
+		i.CurrentRunID = run.ID
+		return i, run, token, nil
 	}
 	i, err = s.Interaction(ctx, i.WorkspaceID, i.ID)
 	return i, run, token, err

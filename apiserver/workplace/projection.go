@@ -12,6 +12,7 @@ import (
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
 	"platform.dev/platform/apiserver/executor"
+	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
 )
 
@@ -808,48 +809,54 @@ const (
 // question was answered, expired, or closed with its run): each one no longer needs attention and
 // is read, so that neither the list nor the unread count keeps asking for an answer nobody can give.
 func (s *Store) resolveQuestions(ctx context.Context, tx *sql.Tx, c *conversation, resolution string) error {
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, principal_id, read_at FROM notifications
+	// One statement finds and resolves them: the CTE keeps each one's read_at from before the
+	// update, which tells whether it was unread (the update's own row has it set already).
+	// PostgreSQL locks them as it reads them, so a mark-as-read committed meanwhile is seen.
+	lock := ""
+	if s.db.Dialect() == store.Postgres {
+		lock = " FOR UPDATE"
+	}
+	now := ms(s.now())
+	rows, err := tx.QueryContext(ctx, s.q(`WITH due AS MATERIALIZED (SELECT id, read_at FROM notifications
 		WHERE run_id = ? AND kind = ? AND resolved_at = 0 AND NOT EXISTS (
-			SELECT 1 FROM pending_actions p WHERE p.id = notifications.pending_action_id AND p.status = ?)`),
-		c.run.ID, NotifyQuestion, work.ActionCreated)
+			SELECT 1 FROM pending_actions p WHERE p.id = notifications.pending_action_id AND p.status = ?)`+lock+`)
+		UPDATE notifications SET resolved_at = ?, resolution = ?, attention = 0,
+			read_at = CASE WHEN read_at = 0 THEN ? ELSE read_at END, version = version + 1
+		WHERE id IN (SELECT id FROM due)
+		RETURNING id, principal_id, version, (SELECT d.read_at FROM due d WHERE d.id = notifications.id)`),
+		c.run.ID, NotifyQuestion, work.ActionCreated, now, resolution, now)
 	if err != nil {
 		return err
 	}
-	type due struct {
+	type resolved struct {
 		id, principalID string
+		version         int64
 		unread          bool
 	}
-	var list []due
+	var list []resolved
 	for rows.Next() {
 		var (
-			d      due
+			r      resolved
 			readAt int64
 		)
-		if err := rows.Scan(&d.id, &d.principalID, &readAt); err != nil {
+		if err := rows.Scan(&r.id, &r.principalID, &r.version, &readAt); err != nil {
 			rows.Close()
 			return err
 		}
-		d.unread = readAt == 0
-		list = append(list, d)
+		r.unread = readAt == 0
+		list = append(list, r)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	now := ms(s.now())
-	for _, d := range list {
-		var version int64
-		if err := tx.QueryRowContext(ctx, s.q(`UPDATE notifications SET resolved_at = ?, resolution = ?, attention = 0,
-			read_at = CASE WHEN read_at = 0 THEN ? ELSE read_at END, version = version + 1 WHERE id = ? RETURNING version`),
-			now, resolution, now, d.id).Scan(&version); err != nil {
+	for _, r := range list {
+		if err := s.emit(ctx, tx, c.run.WorkspaceID, r.principalID, EventNotificationUpdated,
+			map[string]any{"notificationId": r.id, "resolved": true, "read": true, "version": r.version}); err != nil {
 			return err
 		}
-		if err := s.emit(ctx, tx, c.run.WorkspaceID, d.principalID, EventNotificationUpdated,
-			map[string]any{"notificationId": d.id, "resolved": true, "read": true, "version": version}); err != nil {
-			return err
-		}
-		if d.unread {
-			if err := s.unreadChanged(ctx, tx, c.run.WorkspaceID, d.principalID, -1); err != nil {
+		if r.unread {
+			if err := s.unreadChanged(ctx, tx, c.run.WorkspaceID, r.principalID, -1); err != nil {
 				return err
 			}
 		}

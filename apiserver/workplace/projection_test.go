@@ -141,3 +141,55 @@ func TestEveryChangeOfARunIsInTheOutboxForTheKubeWatches(t *testing.T) {
 		g.Expect(runChanges()[5]).To(HaveSuffix("deleted=true"))
 	})
 }
+
+// An answered question's notification is resolved and read, and leaves the unread count once:
+// one its Principal had read already is not taken out of the count a second time.
+func TestAnAnsweredQuestionsNotificationLeavesTheUnreadCountOnce(t *testing.T) {
+	for name, tc := range map[string]struct {
+		readBefore bool
+	}{
+		"unread when answered": {},
+		"read before answered": {readBefore: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+				g := NewWithT(t)
+				ctx := context.Background()
+				w, places := workAndPlaces(s)
+				_, run := submitAutonomous(g, w)
+				_, err := w.Claim(ctx, "worker-1", time.Minute)
+				g.Expect(err).NotTo(HaveOccurred())
+				_, err = w.Apply(ctx, run.ID, "worker-1", work.Transition{State: work.StateRunning,
+					Suspend: &work.Suspension{Step: "ask", Kind: work.KindText, Prompt: "Which quarter?", Continuation: "ask"}})
+				g.Expect(err).NotTo(HaveOccurred())
+				unread := func() int {
+					n, err := places.UnreadCount(ctx, "ws-a", "p1")
+					g.Expect(err).NotTo(HaveOccurred())
+					return n
+				}
+				notes, _, err := places.Notifications(ctx, "ws-a", "p1", 10)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(notes).To(HaveLen(1))
+				g.Expect(unread()).To(Equal(1))
+				if tc.readBefore {
+					_, err := places.MarkRead(ctx, "ws-a", "p1", notes[0].ID)
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(unread()).To(Equal(0))
+				}
+				action, err := w.OpenPendingAction(ctx, run.ID)
+				g.Expect(err).NotTo(HaveOccurred())
+				_, _, _, err = w.Respond(ctx, work.Response{WorkspaceID: "ws-a", RunID: run.ID, ActionID: action.ID, SkipToken: true,
+					PrincipalID: "p1", Answer: work.Answer{Value: ptrTo("Q3")}})
+				g.Expect(err).NotTo(HaveOccurred())
+
+				g.Expect(unread()).To(Equal(0), "the count never goes below the unread notifications")
+				notes, _, err = places.Notifications(ctx, "ws-a", "p1", 10)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(notes).To(ConsistOf(And(
+					HaveField("Resolution", ResolutionAnswered), HaveField("ReadAt", Not(BeZero())), HaveField("Attention", false))))
+			})
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -240,6 +241,10 @@ type Store struct {
 	Blobs ArtifactStore
 	// Clock is the time source; time.Now when nil.
 	Clock func() time.Time
+	// openedIn holds, by transaction, the conversation Open inserted in it while it submits the
+	// conversation's first run: the projection of that run's creation, in the same transaction,
+	// takes it instead of reading back the row just written.
+	openedIn sync.Map // *sql.Tx -> Interaction
 }
 
 // NewStore returns the Workplace store over db, starting runs with w, with its artifacts in
@@ -320,6 +325,10 @@ func (s *Store) Interaction(ctx context.Context, workspaceID, id string) (Intera
 }
 
 func (s *Store) interactionTx(ctx context.Context, tx *sql.Tx, id string) (Interaction, error) {
+	// Taken once: what reads the conversation after may come after a change of it.
+	if i, ok := s.openedIn.LoadAndDelete(tx); ok && i.(Interaction).ID == id {
+		return i.(Interaction), nil
+	}
 	return scanInteraction(tx.QueryRowContext(ctx, s.q(`SELECT `+interactionColumns+` FROM interactions WHERE id = ?`), id))
 }
 
@@ -397,30 +406,54 @@ func (s *Store) recentMessages(ctx context.Context, tx *sql.Tx, interactionID st
 	return out, rows.Err()
 }
 
-// appendMessage numbers a message after the Interaction's last one and bumps the Interaction's
-// version. Callers change the Interaction's row in the same transaction first, which serializes
-// writers of one conversation.
+// appendMessage numbers a message after the Interaction's last one. Callers change the
+// Interaction's row in the same transaction first, which serializes writers of one conversation.
 func (s *Store) appendMessage(ctx context.Context, tx *sql.Tx, m *Message) error {
-	// The conversation's workspace, state and version (which the events tell) and the message's
-	// number, in one read.
-	var (
-		workspace, state string
-		version          int64
-	)
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT workspace_id, state, version,
-		(SELECT COALESCE(MAX(seq), 0) + 1 FROM interaction_messages WHERE interaction_id = interactions.id) FROM interactions WHERE id = ?`),
-		m.InteractionID).Scan(&workspace, &state, &version, &m.Seq); err != nil {
-		return err
-	}
+	// Numbered, written and told with the conversation's workspace, state and version (which the
+	// events tell) in one statement, not a read before the write.
+	return s.writeMessage(ctx, tx, m, nil)
+}
+
+// opened is what a conversation inserted in the transaction is: its first message needs nothing
+// read (insertMessage).
+type opened struct {
+	workspace, state string
+	version          int64
+}
+
+// insertMessage writes m as the first message of its conversation, inserted in this transaction
+// in workspace, in state at version.
+func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, m *Message, workspace, state string, version int64) error {
+	m.Seq = 1
+	return s.writeMessage(ctx, tx, m, &opened{workspace: workspace, state: state, version: version})
+}
+
+// writeMessage writes m, numbered after its conversation's last message unless o (a conversation
+// inserted just now) says it is the first, and tells it.
+func (s *Store) writeMessage(ctx context.Context, tx *sql.Tx, m *Message, o *opened) error {
 	if m.ID == "" {
 		m.ID = newID()
 	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = s.now()
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO interaction_messages (id, interaction_id, workspace_id, seq, role, kind, text, payload,
-		run_id, pending, created_at) SELECT ?, id, workspace_id, ?, ?, ?, ?, ?, ?, ?, ? FROM interactions WHERE id = ?`),
-		m.ID, m.Seq, m.Role, m.Kind, m.Text, nullJSON(m.Payload), m.RunID, boolInt(m.Pending), ms(m.CreatedAt), m.InteractionID); err != nil {
+	var workspace, state string
+	var version int64
+	if o != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO interaction_messages (id, interaction_id, workspace_id, seq, role, kind, text, payload,
+			run_id, pending, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			m.ID, m.InteractionID, o.workspace, m.Seq, m.Role, m.Kind, m.Text, nullJSON(m.Payload), m.RunID, boolInt(m.Pending), ms(m.CreatedAt)); err != nil {
+			return err
+		}
+		workspace, state, version = o.workspace, o.state, o.version
+	} else if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO interaction_messages (id, interaction_id, workspace_id, seq, role, kind, text, payload,
+		run_id, pending, created_at) SELECT ?, i.id, i.workspace_id,
+		(SELECT COALESCE(MAX(seq), 0) + 1 FROM interaction_messages WHERE interaction_id = i.id), ?, ?, ?, ?, ?, ?, ?
+		FROM interactions i WHERE i.id = ?
+		RETURNING workspace_id, seq, (SELECT state FROM interactions WHERE id = interaction_messages.interaction_id),
+		(SELECT version FROM interactions WHERE id = interaction_messages.interaction_id)`),
+		m.ID, m.Role, m.Kind, m.Text, nullJSON(m.Payload), m.RunID, boolInt(m.Pending), ms(m.CreatedAt), m.InteractionID).Scan(
+		&workspace, &m.Seq, &state, &version); err != nil {
 		return err
 	}
 	if err := s.emit(ctx, tx, workspace, "", EventMessageAdded, map[string]any{"interactionId": m.InteractionID, "messageId": m.ID, "seq": m.Seq}); err != nil {

@@ -358,11 +358,11 @@ func (s *routes) registerWork() {
 		action, run, token, err := s.Work().Respond(ctx, domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
 			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason},
 			Lease: lease, MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
-		s.StartReserved(reserved, run, err)
+		settled := s.StartReserved(reserved, run, err)
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		if run, err = s.waitForRun(ctx, rc.WorkspaceID, run, in.WaitSeconds); err != nil {
+		if run, err = s.waitForWorker(ctx, rc.WorkspaceID, run, settled, in.WaitSeconds); err != nil {
 			return nil, err
 		}
 		out := &struct {
@@ -483,18 +483,7 @@ func (s *routes) submitWork(ctx context.Context, sub domain.Submission, wait int
 	}
 	s.Log().Info("work item submitted", "workspaceId", item.WorkspaceID, "workTaskId", item.WorkTaskID, "workExecutionId", item.ID,
 		"flowRunId", run.ID, "flow", item.FlowName, "draft", item.FlowDraft)
-	if wait > 0 && settled != nil && (run.State == domain.StatePending || run.State == domain.StateRunning) {
-		// The worker of this process tells the run it settled, without a read.
-		began := time.Now()
-		timeout := time.Duration(min(wait, maxWaitSeconds)) * time.Second
-		if r, ok := settled(ctx, timeout); ok {
-			run = r
-		} else if left := timeout - time.Since(began); left > 0 {
-			if run, err = s.Work().WaitSettled(ctx, sub.WorkspaceID, run, left); err != nil {
-				return nil, httpapi.Problem(err)
-			}
-		}
-	} else if run, err = s.waitForRun(ctx, sub.WorkspaceID, run, wait); err != nil {
+	if run, err = s.waitForWorker(ctx, sub.WorkspaceID, run, settled, wait); err != nil {
 		return nil, err
 	}
 	out := &workItemSubmitted{Status: http.StatusAccepted, ETag: runETag(run)}
@@ -533,6 +522,30 @@ func (s *routes) waitForRun(ctx context.Context, workspaceID string, run domain.
 		return run, nil
 	}
 	run, err := s.Work().WaitSettled(ctx, workspaceID, run, time.Duration(min(seconds, maxWaitSeconds))*time.Second)
+	if err != nil {
+		return run, httpapi.Problem(err)
+	}
+	return run, nil
+}
+
+// waitForWorker is waitForRun for a run that a worker of this process executes when settled is
+// set (a reservation's): the worker tells the run it settled, without a read; the store is asked
+// only when the worker stopped short of that.
+func (s *routes) waitForWorker(ctx context.Context, workspaceID string, run domain.FlowRun,
+	settled func(context.Context, time.Duration) (domain.FlowRun, bool), seconds int) (domain.FlowRun, error) {
+	if seconds <= 0 || settled == nil || (run.State != domain.StatePending && run.State != domain.StateRunning) {
+		return s.waitForRun(ctx, workspaceID, run, seconds)
+	}
+	began := time.Now()
+	timeout := time.Duration(min(seconds, maxWaitSeconds)) * time.Second
+	if r, ok := settled(ctx, timeout); ok {
+		return r, nil
+	}
+	left := timeout - time.Since(began)
+	if left <= 0 {
+		return run, nil
+	}
+	run, err := s.Work().WaitSettled(ctx, workspaceID, run, left)
 	if err != nil {
 		return run, httpapi.Problem(err)
 	}

@@ -250,7 +250,7 @@ func (s *routes) registerInteractions() {
 		}
 		out := make([]Interaction, 0, len(list))
 		for _, i := range list {
-			view, err := s.interactionView(ctx, i)
+			view, err := s.interactionView(ctx, i, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -269,7 +269,7 @@ func (s *routes) registerInteractions() {
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		return s.exchange(ctx, i, nil, "")
+		return s.exchange(ctx, i, nil, "", nil)
 	})
 
 	huma.Register(s.API(), s.operation(huma.Operation{
@@ -342,12 +342,12 @@ func (s *routes) registerInteractions() {
 		s.wakeExecutor()
 		i := f.Interaction
 		if f.Run != nil {
-			if i, err = s.settle(ctx, i, in.WaitSeconds); err != nil {
+			if i, _, err = s.settle(ctx, i, in.WaitSeconds, nil); err != nil {
 				return nil, err
 			}
 		}
 		msg := messageOf(f.Message)
-		return s.exchange(ctx, i, &msg, f.Token)
+		return s.exchange(ctx, i, &msg, f.Token, nil)
 	})
 
 	huma.Register(s.API(), s.operation(huma.Operation{
@@ -374,17 +374,20 @@ func (s *routes) registerInteractions() {
 		if err != nil {
 			return nil, err
 		}
-		answered, token, err := s.answer(ctx, rc, runID, in.ActionID, in.Body, true)
+		answered, token, worker, err := s.answer(ctx, rc, runID, in.ActionID, in.Body, true)
 		if err != nil {
 			return nil, err
 		}
-		if i, err = s.workplace.Interaction(ctx, rc.WorkspaceID, i.ID); err != nil {
-			return nil, httpapi.Problem(err)
-		}
-		if i, err = s.settle(ctx, i, in.WaitSeconds); err != nil {
+		var run *work.FlowRun
+		if in.WaitSeconds <= 0 || i.CurrentRunID == "" {
+			// Nothing to wait for: the conversation as the answer left it.
+			if i, err = s.workplace.Interaction(ctx, rc.WorkspaceID, i.ID); err != nil {
+				return nil, httpapi.Problem(err)
+			}
+		} else if i, run, err = s.settle(ctx, i, in.WaitSeconds, worker); err != nil {
 			return nil, err
 		}
-		out, err := s.exchange(ctx, i, nil, token)
+		out, err := s.exchange(ctx, i, nil, token, run)
 		if err == nil {
 			out.Body.Answered = pendingActionOf(&answered)
 		}
@@ -441,19 +444,22 @@ func (s *routes) open(ctx context.Context, name, rns string, raw []byte, body Op
 		TaskDisplay: string(def.Task.Display), Participants: string(def.Participants.Visibility), ResultsDisplay: string(def.Results.Display),
 		FollowUpPolicy: string(def.FollowUps.Policy),
 		Target:         target, Continuation: continuation, Submitted: raw, Submission: submission, Lease: lease,
+		// Waited for, the conversation is read once its run settled, not also now.
+		Unread: wait > 0,
 	})
 	committed := err
 	if run.ID != "" {
 		committed = nil // the conversation and its run were committed; only reading it back failed
 	}
-	s.StartReserved(reserved, run, committed)
+	worker := startedRun(run, s.StartReserved(reserved, run, committed))
 	if err != nil {
 		return nil, httpapi.Problem(err)
 	}
-	if i, err = s.settle(ctx, i, wait); err != nil {
+	var settled *work.FlowRun
+	if i, settled, err = s.settle(ctx, i, wait, worker); err != nil {
 		return nil, err
 	}
-	out, err := s.exchange(ctx, i, nil, token)
+	out, err := s.exchange(ctx, i, nil, token, settled)
 	if err == nil {
 		out.Body.Message = nil
 	}
@@ -507,10 +513,10 @@ func (s *routes) executable(ctx context.Context, from string, ref platformv1.Flo
 // answer completes a pending action of run runID with the request's answer. A file's bytes are
 // stored first and recorded as an artifact of the Task with the answer; a refused answer removes
 // them again.
-func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, actionID string, body AnswerRequest, needToken bool) (work.PendingAction, string, error) {
+func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, actionID string, body AnswerRequest, needToken bool) (work.PendingAction, string, *started, error) {
 	ans := work.Answer{Value: body.Value, Confirmed: body.Confirmed, Approved: body.Approved, Reason: body.Reason}
 	if needToken && body.ResumeToken == "" {
-		return work.PendingAction{}, "", huma.Error400BadRequest("the answer needs the resume token returned with the question",
+		return work.PendingAction{}, "", nil, huma.Error400BadRequest("the answer needs the resume token returned with the question",
 			&huma.ErrorDetail{Location: "body.resumeToken", Message: "required"})
 	}
 	var artifact *domain.Artifact
@@ -518,23 +524,23 @@ func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, a
 		// The media type is served back as the artifact's Content-Type: only a real one is kept.
 		// The value is not repeated: Problem Details never echo submitted values.
 		if !mediatype.Valid(f.MediaType) {
-			return work.PendingAction{}, "", huma.Error400BadRequest("the file's media type is not a media type",
+			return work.PendingAction{}, "", nil, huma.Error400BadRequest("the file's media type is not a media type",
 				&huma.ErrorDetail{Location: "body.file.mediaType", Message: "type/subtype with optional parameters, such as text/csv, without control characters"})
 		}
 		data, err := base64.StdEncoding.DecodeString(f.ContentBase64)
 		if err != nil {
-			return work.PendingAction{}, "", huma.Error400BadRequest("the file is not Base64", &huma.ErrorDetail{Location: "body.file.contentBase64", Message: "standard Base64"})
+			return work.PendingAction{}, "", nil, huma.Error400BadRequest("the file is not Base64", &huma.ErrorDetail{Location: "body.file.contentBase64", Message: "standard Base64"})
 		}
 		if strings.ContainsAny(f.Name, "/\\\x00") {
-			return work.PendingAction{}, "", huma.Error400BadRequest("the file name is a display name", &huma.ErrorDetail{Location: "body.file.name", Message: "no path separators"})
+			return work.PendingAction{}, "", nil, huma.Error400BadRequest("the file name is a display name", &huma.ErrorDetail{Location: "body.file.name", Message: "no path separators"})
 		}
 		run, err := s.Work().Run(ctx, rc.WorkspaceID, runID)
 		if err != nil {
-			return work.PendingAction{}, "", httpapi.Problem(err)
+			return work.PendingAction{}, "", nil, httpapi.Problem(err)
 		}
 		stored, err := s.workplace.StoreArtifact(ctx, run.WorkTaskID, rc.WorkspaceID, f.Name, f.MediaType, data)
 		if err != nil {
-			return work.PendingAction{}, "", httpapi.Problem(err)
+			return work.PendingAction{}, "", nil, httpapi.Problem(err)
 		}
 		artifact = &stored
 		ans.File = &work.FileAnswer{Name: f.Name, MediaType: f.MediaType, Length: stored.Length, ArtifactID: stored.ID}
@@ -544,14 +550,30 @@ func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, a
 	action, run, token, err := s.Work().Respond(ctx, work.Response{WorkspaceID: rc.WorkspaceID, RunID: runID, ActionID: actionID,
 		Token: body.ResumeToken, SkipToken: !needToken, PrincipalID: rc.PrincipalID, Answer: ans, Lease: lease,
 		MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
-	s.StartReserved(reserved, run, err)
+	worker := startedRun(run, s.StartReserved(reserved, run, err))
 	if err != nil {
 		if artifact != nil {
 			_ = s.workplace.DeleteArtifact(context.WithoutCancel(ctx), *artifact)
 		}
-		return action, "", httpapi.Problem(err)
+		return action, "", nil, httpapi.Problem(err)
 	}
-	return action, token, nil
+	return action, token, worker, nil
+}
+
+// started is a run that a worker of this process executes from the commit that made it runnable
+// (StartReserved): run as committed, settled what waits for the worker to settle it.
+type started struct {
+	run     work.FlowRun
+	settled func(context.Context, time.Duration) (work.FlowRun, bool)
+}
+
+// startedRun is run as its reserved worker executes it; nil when no worker of this process
+// started it.
+func startedRun(run work.FlowRun, settled func(context.Context, time.Duration) (work.FlowRun, bool)) *started {
+	if settled == nil {
+		return nil
+	}
+	return &started{run: run, settled: settled}
 }
 
 func (s *routes) wakeExecutor() {
@@ -560,35 +582,59 @@ func (s *routes) wakeExecutor() {
 	}
 }
 
-// settle waits up to seconds for the conversation's latest run to ask, answer or end.
-func (s *routes) settle(ctx context.Context, i domain.Interaction, seconds int) (domain.Interaction, error) {
+// settle waits up to seconds for the conversation's latest run to ask, answer or end, and reads
+// the conversation then. worker, when this process's worker executes that run, tells the run it
+// settled without a read; the settled run is returned when it is known.
+func (s *routes) settle(ctx context.Context, i domain.Interaction, seconds int, worker *started) (domain.Interaction, *work.FlowRun, error) {
 	if i.CurrentRunID == "" || seconds <= 0 {
-		return i, nil
+		return i, nil, nil
 	}
-	run, err := s.Work().Run(ctx, i.WorkspaceID, i.CurrentRunID)
+	timeout := time.Duration(min(seconds, maxWaitSeconds)) * time.Second
+	var (
+		run   work.FlowRun
+		known bool
+		err   error
+	)
+	if worker != nil && worker.run.ID == i.CurrentRunID {
+		began := time.Now()
+		if run, known = worker.settled(ctx, timeout); !known {
+			if left := timeout - time.Since(began); left > 0 {
+				_, err = s.Work().WaitSettled(ctx, i.WorkspaceID, worker.run, left)
+			}
+		}
+	} else if run, err = s.Work().Run(ctx, i.WorkspaceID, i.CurrentRunID); err == nil {
+		_, err = s.Work().WaitSettled(ctx, i.WorkspaceID, run, timeout)
+	}
 	if err != nil {
-		return i, httpapi.Problem(err)
-	}
-	if _, err := s.Work().WaitSettled(ctx, i.WorkspaceID, run, time.Duration(min(seconds, maxWaitSeconds))*time.Second); err != nil {
-		return i, httpapi.Problem(err)
+		return i, nil, httpapi.Problem(err)
 	}
 	next, err := s.workplace.Interaction(ctx, i.WorkspaceID, i.ID)
 	if err != nil {
-		return i, httpapi.Problem(err)
+		return i, nil, httpapi.Problem(err)
 	}
-	return next, nil
+	if known {
+		return next, &run, nil
+	}
+	return next, nil, nil
 }
 
 // exchange describes the conversation i after a request.
-func (s *routes) exchange(ctx context.Context, i domain.Interaction, msg *InteractionMessage, token string) (*exchangeOutput, error) {
-	view, err := s.interactionView(ctx, i)
+// settled, when set, is the run its worker left settled a moment ago: the conversation's current
+// run then is not read again.
+func (s *routes) exchange(ctx context.Context, i domain.Interaction, msg *InteractionMessage, token string, settled *work.FlowRun) (*exchangeOutput, error) {
+	if settled != nil && settled.ID != i.CurrentRunID {
+		settled = nil
+	}
+	view, err := s.interactionView(ctx, i, settled)
 	if err != nil {
 		return nil, err
 	}
 	out := &exchangeOutput{Body: Exchange{Interaction: view, Message: msg, ResumeToken: token}}
 	if i.CurrentRunID != "" {
-		run, err := s.Work().Run(ctx, i.WorkspaceID, i.CurrentRunID)
-		if err != nil {
+		var run work.FlowRun
+		if settled != nil {
+			run = *settled
+		} else if run, err = s.Work().Run(ctx, i.WorkspaceID, i.CurrentRunID); err != nil {
 			return nil, httpapi.Problem(err)
 		}
 		if out.Body.Action, err = s.actionOf(ctx, run); err != nil {
@@ -641,7 +687,7 @@ func (s *routes) actionOf(ctx context.Context, run work.FlowRun) (*InteractionAc
 	return &InteractionAction{Type: "working"}, nil
 }
 
-func (s *routes) interactionView(ctx context.Context, i domain.Interaction) (Interaction, error) {
+func (s *routes) interactionView(ctx context.Context, i domain.Interaction, current *work.FlowRun) (Interaction, error) {
 	view := Interaction{ID: i.ID, Entry: EntryRef{Namespace: i.EntryNamespace, Name: i.EntryName}, Title: i.Title, State: i.State,
 		FollowUpPolicy: i.FollowUpPolicy, Version: i.Version, CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt}
 	if i.LastTaskID != "" {
@@ -654,7 +700,13 @@ func (s *routes) interactionView(ctx context.Context, i domain.Interaction) (Int
 		}
 	}
 	if i.CurrentRunID != "" && i.State == domain.InteractionActive {
-		run, err := s.Work().Run(ctx, i.WorkspaceID, i.CurrentRunID)
+		var err error
+		run := work.FlowRun{}
+		if current != nil && current.ID == i.CurrentRunID {
+			run = *current
+		} else {
+			run, err = s.Work().Run(ctx, i.WorkspaceID, i.CurrentRunID)
+		}
 		if err != nil && !errors.Is(err, work.ErrNotFound) {
 			return view, httpapi.Problem(err)
 		}
