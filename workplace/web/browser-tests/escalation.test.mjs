@@ -52,43 +52,48 @@ async function plainWords(locator, what) {
   assert.doesNotMatch(text, /EscalatedToAdministrators|NotPermitted|[{}]|\b[0-9a-f]{16,}\b/, `${what}: ${text}`);
 }
 
+/** publishEscalatingEntry publishes an Entry whose Flow asks one question, suspend, and is done once it is answered. */
+async function publishEscalatingEntry(name, displayName, suspend) {
+  for (const [p, body] of [
+    [
+      "/api/flows",
+      {
+        name,
+        kind: "Orchestration",
+        definition: {
+          steps: [
+            { name: "in", type: "Input" },
+            { name: "out", type: "Output", message: "Done", suspend },
+          ],
+          edges: [{ from: "in", to: "out" }],
+        },
+      },
+    ],
+    [`/api/flows/${name}/versions`, { version: "1.0.0", activate: true }],
+    [
+      "/api/entries",
+      {
+        apiVersion: "platform/v1",
+        kind: "Entry",
+        metadata: { name },
+        definition: { displayName, task: { display: "Visible" }, fields: [{ name: "request", type: "Text", role: "PrimaryInput", label: "What for?" }], binding: { flow: { name } } },
+      },
+    ],
+  ]) {
+    const r = await call("POST", p, body);
+    assert.equal(r.status, 201, `${p}: ${JSON.stringify(r.body)}`);
+  }
+  await h.waitFor(async () => (await call("POST", `/api/entries/${name}/publish`)).status < 300, { timeout: 30_000, message: "the Entry to publish" });
+}
+
 describe("escalated questions", () => {
   it("a Member sees an escalated question read-only from the inbox and its notification; an Admin answers it; the Member's page follows", async () => {
-    for (const [p, body] of [
-      [
-        "/api/flows",
-        {
-          name: "escalating",
-          kind: "Orchestration",
-          definition: {
-            steps: [
-              { name: "in", type: "Input" },
-              {
-                name: "out",
-                type: "Output",
-                message: "Done",
-                suspend: { kind: "Choice", prompt: "Which level of detail?", choices: [{ value: "brief" }, { value: "detailed" }], expiry: { expiresAfter: `${wait}s`, onExpiry: "Escalate" } },
-              },
-            ],
-            edges: [{ from: "in", to: "out" }],
-          },
-        },
-      ],
-      ["/api/flows/escalating/versions", { version: "1.0.0", activate: true }],
-      [
-        "/api/entries",
-        {
-          apiVersion: "platform/v1",
-          kind: "Entry",
-          metadata: { name: "escalating" },
-          definition: { displayName: "A question that escalates", task: { display: "Visible" }, fields: [{ name: "request", type: "Text", role: "PrimaryInput", label: "What for?" }], binding: { flow: { name: "escalating" } } },
-        },
-      ],
-    ]) {
-      const r = await call("POST", p, body);
-      assert.equal(r.status, 201, `${p}: ${JSON.stringify(r.body)}`);
-    }
-    await h.waitFor(async () => (await call("POST", "/api/entries/escalating/publish")).status < 300, { timeout: 30_000, message: "the Entry to publish" });
+    await publishEscalatingEntry("escalating", "A question that escalates", {
+      kind: "Choice",
+      prompt: "Which level of detail?",
+      choices: [{ value: "brief" }, { value: "detailed" }],
+      expiry: { expiresAfter: `${wait}s`, onExpiry: "Escalate" },
+    });
     const dash = await call("POST", "/api/dashboards", { apiVersion: "platform/v1", kind: "Dashboard", metadata: { name: "escalation-desk" }, definition: { displayName: "Escalation desk", entries: [{ name: "escalating", role: "Primary" }] } });
     assert.equal(dash.status, 201, JSON.stringify(dash.body));
     const mia = await account("mia", "Mia Member", "Member");
@@ -179,46 +184,12 @@ describe("escalated questions", () => {
     // Asked at once, reminded after 6 s, escalated after 12 s (the pages are open by then), and
     // failed 12 s later unless an Admin answers.
     const soon = 12;
-    for (const [p, body] of [
-      [
-        "/api/flows",
-        {
-          name: "escalating-soon",
-          kind: "Orchestration",
-          definition: {
-            steps: [
-              { name: "in", type: "Input" },
-              {
-                name: "out",
-                type: "Output",
-                message: "Done",
-                suspend: {
-                  kind: "Choice",
-                  prompt: "Which region first?",
-                  choices: [{ value: "north" }, { value: "south" }],
-                  expiry: { expiresAfter: `${soon}s`, remindBefore: `${soon / 2}s`, onExpiry: "Escalate" },
-                },
-              },
-            ],
-            edges: [{ from: "in", to: "out" }],
-          },
-        },
-      ],
-      ["/api/flows/escalating-soon/versions", { version: "1.0.0", activate: true }],
-      [
-        "/api/entries",
-        {
-          apiVersion: "platform/v1",
-          kind: "Entry",
-          metadata: { name: "escalating-soon" },
-          definition: { displayName: "A question that escalates soon", task: { display: "Visible" }, fields: [{ name: "request", type: "Text", role: "PrimaryInput", label: "What for?" }], binding: { flow: { name: "escalating-soon" } } },
-        },
-      ],
-    ]) {
-      const r = await call("POST", p, body);
-      assert.equal(r.status, 201, `${p}: ${JSON.stringify(r.body)}`);
-    }
-    await h.waitFor(async () => (await call("POST", "/api/entries/escalating-soon/publish")).status < 300, { timeout: 30_000, message: "the Entry to publish" });
+    await publishEscalatingEntry("escalating-soon", "A question that escalates soon", {
+      kind: "Choice",
+      prompt: "Which region first?",
+      choices: [{ value: "north" }, { value: "south" }],
+      expiry: { expiresAfter: `${soon}s`, remindBefore: `${soon / 2}s`, onExpiry: "Escalate" },
+    });
     const max = await account("max", "Max Member", "Member");
     const ada = await account("ada", "Ada Admin", "Admin");
 
