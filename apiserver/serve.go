@@ -4,9 +4,12 @@ package apiserver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/go-logr/logr"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -101,6 +104,29 @@ func NewServeCommand() *cobra.Command {
 
 // embeddedEtcdOwner is the leader election identity of a replica that runs on its embedded etcd.
 const embeddedEtcdOwner = "embedded-etcd-owner"
+
+// executorOwnerFile is the file of the data directory that keeps the name of its executor's
+// leases across restarts.
+const executorOwnerFile = "executor-owner"
+
+// dataDirExecutorOwner is the executor's lease owner of a replica that alone serves dataDir: the
+// host and an id made at the directory's first start and kept in it. Another host (a directory
+// copied elsewhere, a renamed host) is another owner, which only means waiting for the leases.
+func dataDirExecutorOwner(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, executorOwnerFile)
+	id, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		random := make([]byte, 8)
+		_, _ = rand.Read(random)
+		id = []byte(hex.EncodeToString(random))
+		err = os.WriteFile(path, id, 0o600)
+	}
+	if err != nil {
+		return "", fmt.Errorf("the executor's name in the data directory: %w", err)
+	}
+	host, _ := os.Hostname()
+	return host + "/" + strings.TrimSpace(string(id)), nil
+}
 
 func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, cfg *config.Config, httpAddr, databaseURL string, ctrlOpts controllers.Options) error {
 	// Options, the service API's port and its configuration are checked before anything starts,
@@ -228,6 +254,22 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	defer server.Stop()
 	// Watches of the Work plane end before the kube API stops (deferred after it, so run first).
 	defer stopWorkAPI()
+	if len(opts.EtcdServers) == 0 {
+		// The data directory's etcd is this process's alone now (it refuses a second one), so the
+		// process that served it before is dead: its runs resume at once, not when their leases
+		// expire. Before anything serves, so that no lease of this process is taken for its
+		// predecessor's.
+		if execOpts.Owner, err = dataDirExecutorOwner(opts.DataDir); err != nil {
+			return err
+		}
+		released, err := workStore.ReleaseLeasesOf(ctx, execOpts.Owner)
+		if err != nil {
+			return fmt.Errorf("release the runs of the previous process on this data directory: %w", err)
+		}
+		if released > 0 {
+			ctrl.Log.WithName("executor").Info("took over the runs the previous process on this data directory left", "runs", released)
+		}
+	}
 	kubeconfig, err := server.RecordAddress(opts.DataDir)
 	if err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)

@@ -67,7 +67,12 @@ type Options struct {
 	// DeterministicPrice is the instance's price of the Deterministic model
 	// (Platform:Usage:Deterministic:*); it costs nothing without one.
 	DeterministicPrice *usage.Price
-	Log                logr.Logger
+	// Owner names this process's leases; host/pid/random when empty, so that a restarted
+	// process never mistakes its dead predecessor's leases for its own. A process that alone
+	// serves its data directory names itself the same on every start instead, and gives its
+	// predecessor's leases back before it serves (work.Store.ReleaseLeasesOf).
+	Owner string
+	Log   logr.Logger
 }
 
 // ArtifactPutter stores bytes under a new opaque key (the Workplace's artifact store).
@@ -185,12 +190,13 @@ func New(opts Options) (*Executor, error) {
 	if e.backoff <= 0 {
 		e.backoff = 200 * time.Millisecond
 	}
-	host, _ := os.Hostname()
-	suffix := make([]byte, 4)
-	_, _ = rand.Read(suffix)
-	// The owner names this process; a restarted process is another owner, so it never mistakes
-	// the lease of its dead predecessor for its own.
-	e.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(suffix))
+	e.owner = opts.Owner
+	if e.owner == "" {
+		host, _ := os.Hostname()
+		suffix := make([]byte, 4)
+		_, _ = rand.Read(suffix)
+		e.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(suffix))
+	}
 	e.wake = make(chan struct{}, e.workers)
 	e.slots = make(chan struct{}, e.workers)
 	e.claimSlots = make(chan struct{}, min(claimsAtOnce, e.share))

@@ -133,6 +133,9 @@ func scriptModel(model *openaitest.Server) {
 	})
 }
 
+// The run's lease is long here, as in production: the restarted process on the same data
+// directory gives back its killed predecessor's leases at start, so the run resumes at once
+// instead of when the lease would have expired.
 func TestAToolCallInterruptedBySIGKILLRunsAgainUnderItsKeyAfterTheRestartAndNoCompletedCallRepeats(t *testing.T) {
 	storetest.ForEachDialectOptions(t, func(t *testing.T, opts store.Options) {
 		g := NewWithT(t)
@@ -141,7 +144,9 @@ func TestAToolCallInterruptedBySIGKILLRunsAgainUnderItsKeyAfterTheRestartAndNoCo
 		scriptModel(model)
 		mcpServer := mcptest.StartHTTP(mcptest.HTTPOptions{})
 		defer mcpServer.Close()
-		cs := &crashServer{t: t, dataDir: filepath.Join(t.TempDir(), "data"), env: toolsEnv()}
+		const lease = 30 * time.Second
+		cs := &crashServer{t: t, dataDir: filepath.Join(t.TempDir(), "data"),
+			env: append(toolsEnv(), fmt.Sprintf("Platform__Executor__LeaseSeconds=%d", int(lease.Seconds())))}
 		if opts.DatabaseURL != "" {
 			cs.args = []string{"--database-url", opts.DatabaseURL}
 		}
@@ -163,8 +168,10 @@ func TestAToolCallInterruptedBySIGKILLRunsAgainUnderItsKeyAfterTheRestartAndNoCo
 		cs.sigkill()
 		mcpServer.Recorder.Release()
 		c = cs.start()
+		restarted := time.Now()
 
 		waitForState(c, runID, "Completed", "Failed")
+		g.Expect(time.Since(restarted)).To(BeNumerically("<", lease/3), "the run resumes at once after the restart, not when its lease expires")
 		result := c.must(http.StatusOK, http.MethodGet, "/api/work/workitems/"+itemID+"/result", "")
 		g.Expect(result).To(HaveKeyWithValue("status", "Completed"), "%v", result)
 		g.Expect(result["result"]).To(HaveKeyWithValue("output", HaveKeyWithValue("text", "done: echo: over stdio | echo: over http | released")))
