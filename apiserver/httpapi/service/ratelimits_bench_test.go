@@ -258,13 +258,18 @@ func floodChild() bool {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, 256)
 	wg.Go(func() {
+		// Each tick starts every request due by then, so that a tick the scheduler delayed or
+		// dropped does not lower the rate.
 		tick := time.NewTicker(time.Second / time.Duration(rate))
 		defer tick.Stop()
+		began, started := time.Now(), int64(0)
 		for {
 			select {
 			case <-stop:
 				return
 			case <-tick.C:
+			}
+			for due := int64(time.Since(began).Seconds() * float64(rate)); started < due; started++ {
 				select {
 				case slots <- struct{}{}:
 					wg.Go(func() {
