@@ -70,6 +70,9 @@ func TestAnEscalatedQuestionIsAnsweredOnlyByTheWorkspacesOwnersAndAdmins(t *test
 		g.Expect(question).To(HaveKeyWithValue("mayAnswer", false))
 		g.Expect(question).To(HaveKeyWithValue("answerRefusal", "EscalatedToAdministrators"))
 		g.Expect(question).To(HaveKey("escalatedAt"))
+		// It is news to her, no longer a question to answer.
+		g.Expect(question).To(HaveKeyWithValue("attention", false))
+		g.Expect(question["title"]).To(HavePrefix("Nobody answered in time, so the question went to the workspace's administrators: "))
 
 		// Nor is she given a fresh token, which would only stop the one an Admin's page holds.
 		reissue := e.do(mary, http.MethodPost, base+"/interactions/"+interaction+"/pending-actions/"+action+"/resume-token", "")
