@@ -690,6 +690,23 @@ const (
 	EscalatedPrefix = "Escalated: "
 )
 
+// EscalatedAwayPrefix starts the title of the notification of an escalated question held by
+// someone it no longer waits for: news that it went to the workspace's administrators, not a
+// question to answer.
+const EscalatedAwayPrefix = "Nobody answered in time, so the question went to the workspace's administrators: "
+
+// EscalatedAwayTitle is the news title of a question's notification (its question's, a
+// reminder's or an escalation's, by its stored title) for someone the escalated question no
+// longer waits for.
+func EscalatedAwayTitle(title string) string {
+	rest, _ := strings.CutPrefix(title, ReminderPrefix)
+	rest, _ = strings.CutPrefix(rest, EscalatedPrefix)
+	if rest, ok := strings.CutPrefix(rest, QuestionWaiting); ok {
+		return truncate(EscalatedAwayPrefix+rest, 256)
+	}
+	return title
+}
+
 // maxEscalationRecipients bounds the Owners and Admins an escalated question notifies.
 const maxEscalationRecipients = 50
 
@@ -734,27 +751,62 @@ func (s *Store) notifyAdmins(ctx context.Context, tx *sql.Tx, c *conversation, a
 }
 
 // questionNotificationsChanged tells the recipients of the open notifications of the run's
-// question actionID (its question, its reminder) that what they show changed, such as whom the
-// question waits for now: each one's version moves on and NotificationUpdated reaches its
-// recipient's pages.
+// question actionID (its question, its reminder) that what they show changed once it escalated:
+// each one's version moves on and NotificationUpdated reaches its recipient's pages. Those of an
+// Owner or Admin of the workspace (or of its tenant) or a Platform administrator, who may still
+// answer, keep asking for it; anyone else's turn to news (EscalatedAwayTitle): no longer
+// attention, nothing to answer. Each keeps whether it was read, because what it now says is news
+// its reader has not seen, except a reminder whose question's own notification is unread as
+// well: that one is marked read, so that one piece of news is counted once.
 func (s *Store) questionNotificationsChanged(ctx context.Context, tx *sql.Tx, c *conversation, actionID string) error {
-	rows, err := tx.QueryContext(ctx, s.q(`UPDATE notifications SET version = version + 1
-		WHERE run_id = ? AND kind = 'question' AND pending_action_id = ? AND resolved_at = 0 RETURNING id, principal_id, version`),
-		c.run.ID, actionID)
+	title := EscalatedAwayPrefix
+	if c.task != nil {
+		title = truncate(EscalatedAwayPrefix+c.task.Title, 256)
+	}
+	lock := ""
+	if s.db.Dialect() == store.Postgres {
+		lock = " FOR UPDATE"
+	}
+	// One statement decides and writes: due reads each notification as it was (locked on
+	// PostgreSQL, so that a mark-as-read committed meanwhile is seen and none is counted twice),
+	// plan what becomes of it.
+	rows, err := tx.QueryContext(ctx, s.q(`WITH due AS MATERIALIZED (SELECT id, principal_id, read_at,
+			CASE WHEN title LIKE ? THEN 1 ELSE 0 END AS reminder,
+			CASE WHEN EXISTS (SELECT 1 FROM platform_administrators g WHERE g.principal_id = notifications.principal_id) OR
+				EXISTS (SELECT 1 FROM memberships m WHERE m.principal_id = notifications.principal_id AND m.role IN ('Owner', 'Admin') AND
+					((m.scope_kind = 'workspace' AND m.scope_id = ?) OR (m.scope_kind = 'tenant' AND m.scope_id = ?)))
+				THEN 0 ELSE 1 END AS away
+		FROM notifications WHERE run_id = ? AND kind = ? AND pending_action_id = ? AND resolved_at = 0`+lock+`),
+	plan AS MATERIALIZED (SELECT d.id, d.away, CASE WHEN d.away = 1 AND d.reminder = 1 AND d.read_at = 0 AND EXISTS (
+			SELECT 1 FROM due q WHERE q.principal_id = d.principal_id AND q.reminder = 0 AND q.read_at = 0) THEN 1 ELSE 0 END AS mark
+		FROM due d)
+	UPDATE notifications SET version = version + 1,
+		attention = CASE WHEN id IN (SELECT id FROM plan WHERE away = 1) THEN 0 ELSE attention END,
+		title = CASE WHEN id IN (SELECT id FROM plan WHERE away = 1) THEN ? ELSE title END,
+		read_at = CASE WHEN id IN (SELECT id FROM plan WHERE mark = 1) THEN ? ELSE read_at END
+	WHERE id IN (SELECT id FROM plan)
+	RETURNING id, principal_id, version, (SELECT p.away FROM plan p WHERE p.id = notifications.id),
+		(SELECT p.mark FROM plan p WHERE p.id = notifications.id)`),
+		ReminderPrefix+"%", c.run.WorkspaceID, c.run.TenantID, c.run.ID, NotifyQuestion, actionID, title, ms(s.now()))
 	if err != nil {
 		return err
 	}
 	type changed struct {
 		id, principalID string
 		version         int64
+		away, marked    bool
 	}
 	var list []changed
 	for rows.Next() {
-		var n changed
-		if err := rows.Scan(&n.id, &n.principalID, &n.version); err != nil {
+		var (
+			n          changed
+			away, mark int64
+		)
+		if err := rows.Scan(&n.id, &n.principalID, &n.version, &away, &mark); err != nil {
 			rows.Close()
 			return err
 		}
+		n.away, n.marked = away == 1, mark == 1
 		list = append(list, n)
 	}
 	rows.Close()
@@ -762,9 +814,20 @@ func (s *Store) questionNotificationsChanged(ctx context.Context, tx *sql.Tx, c 
 		return err
 	}
 	for _, n := range list {
-		if err := s.emit(ctx, tx, c.run.WorkspaceID, n.principalID, EventNotificationUpdated,
-			map[string]any{"notificationId": n.id, "version": n.version}); err != nil {
+		payload := map[string]any{"notificationId": n.id, "version": n.version}
+		if n.away {
+			payload["attention"] = false
+		}
+		if n.marked {
+			payload["read"] = true
+		}
+		if err := s.emit(ctx, tx, c.run.WorkspaceID, n.principalID, EventNotificationUpdated, payload); err != nil {
 			return err
+		}
+		if n.marked {
+			if err := s.unreadChanged(ctx, tx, c.run.WorkspaceID, n.principalID, -1); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,9 @@ func TestAnEscalatedQuestionIsAnsweredOnlyByTheWorkspacesOwnersAndAdmins(t *test
 		g.Expect(question).To(HaveKeyWithValue("mayAnswer", false))
 		g.Expect(question).To(HaveKeyWithValue("answerRefusal", "EscalatedToAdministrators"))
 		g.Expect(question).To(HaveKey("escalatedAt"))
+		// It is news to her, no longer a question to answer.
+		g.Expect(question).To(HaveKeyWithValue("attention", false))
+		g.Expect(question["title"]).To(HavePrefix("Nobody answered in time, so the question went to the workspace's administrators: "))
 
 		// Nor is she given a fresh token, which would only stop the one an Admin's page holds.
 		reissue := e.do(mary, http.MethodPost, base+"/interactions/"+interaction+"/pending-actions/"+action+"/resume-token", "")
@@ -151,4 +155,71 @@ func TestTheNeedsYouCountHoldsOnlyTheQuestionsItsReaderMayAnswer(t *testing.T) {
 		bad := e.do(sessions["mary"], http.MethodGet, base+"/pending-actions?mayAnswer=maybe", "")
 		expectProblem(g, bad, http.StatusUnprocessableEntity)
 	})
+}
+
+// A Member's read of the inbox while questions are escalated reads the Member's role once: the
+// count of what the Member may answer and the list's mayAnswer of each question share it (it was
+// read twice, 5 statements instead of 4, by the reads that list the escalated questions). With no
+// question escalated, the same read reads no role at all.
+func TestAnInboxReadWithEscalatedQuestionsReadsTheCallersRoleOnce(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		e := newIdentityEnv(t, s)
+		publishDemo(t, e.ws.RouteName)
+		e.account("mary", e.ws, identity.RoleMember)
+		mary := e.signIn("mary", adminPassword)
+		base := "/api/workspaces/" + e.ws.RouteName
+		var actions []string
+		for _, request := range []string{"Q3 sales", "Q4 sales"} {
+			opened := e.do(mary, http.MethodPost, base+"/entries/prepare-report/interactions?waitSeconds=10", `{"input":{"request":"`+request+`"}}`)
+			g.Expect(opened.status).To(Equal(http.StatusCreated), "%v", opened.body)
+			actions = append(actions, field(opened.body, "action", "pendingAction", "id").(string))
+		}
+		// statementsOf is what one read of the inbox runs, the executor's idle polls left out:
+		// the session's check that identities did not change, the counts, the role when any
+		// question is escalated, and the page.
+		statementsOf := func(query string) []string {
+			e.do(mary, http.MethodGet, base+"/pending-actions"+query, "") // the session is known to the process
+			before := s.Counts()
+			stop := s.RecordStatements()
+			r := e.do(mary, http.MethodGet, base+"/pending-actions"+query, "")
+			recorded := stop()
+			g.Expect(r.status).To(Equal(http.StatusOK), "%v", r.body)
+			own, polls := workStatements(recorded)
+			g.Expect(s.Counts().Sub(before).Statements).To(BeNumerically("==", len(own)+polls), "the store counts what it recorded")
+			return own
+		}
+		reads := map[string]struct{ plain, escalated int }{
+			"":                 {plain: 3, escalated: 4},
+			"?mayAnswer=false": {plain: 2, escalated: 4}, // with nothing escalated, a Member may answer all: no page to read
+			"?mayAnswer=true":  {plain: 3, escalated: 4},
+		}
+		plain := map[string][]string{}
+		for q := range reads {
+			plain[q] = statementsOf(q)
+		}
+		// As the expiry of a question declared to escalate does (work.ExpirePendingActions).
+		_, err := s.DB().ExecContext(context.Background(), s.Rebind(`UPDATE pending_actions SET escalated_at = ? WHERE id = ?`), time.Now().UnixMilli(), actions[0])
+		g.Expect(err).NotTo(HaveOccurred())
+		for q, want := range reads {
+			escalated := statementsOf(q)
+			t.Logf("the inbox read %q: %d statements with no question escalated, %d with one:\n%s", q, len(plain[q]), len(escalated), strings.Join(escalated, "\n"))
+			g.Expect(roleReads(plain[q])).To(Equal(0), "%q reads no role while nothing is escalated", q)
+			g.Expect(roleReads(escalated)).To(Equal(1), "%q reads the Member's role once", q)
+			g.Expect(plain[q]).To(HaveLen(want.plain), q)
+			g.Expect(escalated).To(HaveLen(want.escalated), q)
+		}
+	})
+}
+
+// roleReads counts the statements that read whether the caller is an Owner or Admin of the
+// workspace (identity.Service.IsOwnerOrAdmin).
+func roleReads(statements []string) int {
+	n := 0
+	for _, q := range statements {
+		if strings.Contains(q, "m.role IN ('Owner', 'Admin')") && strings.Contains(q, "platform_administrators") {
+			n++
+		}
+	}
+	return n
 }

@@ -111,14 +111,44 @@ const (
 	refusedNotPermitted = "NotPermitted"
 )
 
+// answerRights is what answerable needs to know of the request's caller: whether it may run
+// work, and whether it is an Owner or Admin of the workspace, which is read at most once per
+// request and only when a question it looks at is escalated.
+type answerRights struct {
+	rc    httpapi.RequestContext
+	admin *bool
+}
+
+func (s *routes) rightsOf(ctx context.Context) *answerRights {
+	rc, _ := httpapi.RequestContextFrom(ctx)
+	return &answerRights{rc: rc}
+}
+
+func (r *answerRights) execute() bool { return r.rc.Permissions.Has(identity.PermRunsExecute) }
+
+// mayAnswerEscalated reads the caller's role the first time it is asked, and remembers it.
+func (r *answerRights) mayAnswerEscalated(ctx context.Context, s *routes) (bool, error) {
+	if r.admin == nil {
+		ok, err := s.MayAnswerEscalated(ctx, r.rc)
+		if err != nil {
+			return false, err
+		}
+		r.admin = &ok
+	}
+	return *r.admin, nil
+}
+
 // answerable says, for each open question of actions, whether the request's caller may answer
 // it: one who may not run work answers none; an escalated one is answered only by an Owner or
-// Admin of the workspace, which is read once per request and only when a question is escalated.
-// A question that ended is nobody's to answer.
+// Admin of the workspace. A question that ended is nobody's to answer.
 func (s *routes) answerable(ctx context.Context, actions ...*InteractionPendingAction) error {
-	rc, _ := httpapi.RequestContextFrom(ctx)
-	execute := rc.Permissions.Has(identity.PermRunsExecute)
-	var admin *bool
+	return s.answerableBy(ctx, s.rightsOf(ctx), actions...)
+}
+
+// answerableBy is answerable with what the request already knows of its caller (rights), so that
+// a handler that read the caller's role for its own purpose does not read it again.
+func (s *routes) answerableBy(ctx context.Context, rights *answerRights, actions ...*InteractionPendingAction) error {
+	execute := rights.execute()
 	for _, a := range actions {
 		a.MayAnswer, a.AnswerRefusal = false, ""
 		switch {
@@ -126,15 +156,12 @@ func (s *routes) answerable(ctx context.Context, actions ...*InteractionPendingA
 		case !execute:
 			a.AnswerRefusal = refusedNotPermitted
 		case a.EscalatedAt != nil:
-			if admin == nil {
-				ok, err := s.MayAnswerEscalated(ctx, rc)
-				if err != nil {
-					return httpapi.Problem(err)
-				}
-				admin = &ok
+			admin, err := rights.mayAnswerEscalated(ctx, s)
+			if err != nil {
+				return httpapi.Problem(err)
 			}
-			a.MayAnswer = *admin
-			if !*admin {
+			a.MayAnswer = admin
+			if !admin {
 				a.AnswerRefusal = refusedEscalated
 			}
 		default:

@@ -48,9 +48,13 @@ func notificationOf(n domain.Notification) Notification {
 	if !n.ResolvedAt.IsZero() {
 		at := n.ResolvedAt
 		out.Resolved, out.Resolution, out.ResolvedAt = true, n.Resolution, &at
-		// The stored title asked for an answer; a resolved one says what became of the question.
-		if rest, ok := strings.CutPrefix(n.Title, domain.QuestionWaiting); ok {
-			out.Title = resolvedTitles[n.Resolution] + rest
+		// The stored title asked for an answer, or told that it went to the administrators; a
+		// resolved one says what became of the question.
+		for _, prefix := range []string{domain.QuestionWaiting, domain.EscalatedAwayPrefix} {
+			if rest, ok := strings.CutPrefix(n.Title, prefix); ok {
+				out.Title = resolvedTitles[n.Resolution] + rest
+				break
+			}
 		}
 	}
 	if out.Read {
@@ -175,8 +179,13 @@ func (s *routes) withAnswerRights(ctx context.Context, items []Notification) err
 		return err
 	}
 	for j, q := range questions {
-		may := q.MayAnswer
-		items[of[j]].MayAnswer, items[of[j]].AnswerRefusal = &may, q.AnswerRefusal
+		may, n := q.MayAnswer, &items[of[j]]
+		n.MayAnswer, n.AnswerRefusal = &may, q.AnswerRefusal
+		if !may && n.EscalatedAt != nil {
+			// The escalation told its reader's notifications so (the projection); one that still
+			// asks, such as an Admin's who is no longer one, is news to this reader all the same.
+			n.Attention, n.Title = false, domain.EscalatedAwayTitle(n.Title)
+		}
 	}
 	return nil
 }

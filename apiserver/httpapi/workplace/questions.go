@@ -97,11 +97,13 @@ func (s *routes) registerQuestions() {
 			return nil, httpapi.Problem(err)
 		}
 		// Who may answer what: one who may not run work answers none; anyone else those not
-		// escalated, and the escalated ones too when an Owner or Admin (read only when any is).
-		execute := rc.Permissions.Has(identity.PermRunsExecute)
+		// escalated, and the escalated ones too when an Owner or Admin (read only when any is,
+		// and once: the questions listed below are told by the same reading).
+		rights := s.rightsOf(ctx)
+		execute := rights.execute()
 		escalated := false
 		if execute && counts.Escalated > 0 {
-			if escalated, err = s.MayAnswerEscalated(ctx, rc); err != nil {
+			if escalated, err = rights.mayAnswerEscalated(ctx, s); err != nil {
 				return nil, httpapi.Problem(err)
 			}
 		}
@@ -145,7 +147,7 @@ func (s *routes) registerQuestions() {
 		for i := range out.Items {
 			actions = append(actions, &out.Items[i].InteractionPendingAction)
 		}
-		if err := s.answerable(ctx, actions...); err != nil {
+		if err := s.answerableBy(ctx, rights, actions...); err != nil {
 			return nil, err
 		}
 		if in.MayAnswer != "" {

@@ -1,7 +1,8 @@
 // An escalated question in a real browser against the real binary: once nobody answered in time,
-// a Member who asked sees it read-only, in plain words, from the inbox and from its notification,
-// with no answer control that would only be refused; a workspace Admin answers it where it is
-// shown, marked escalated; the Member's page follows live and after a reload.
+// a Member who asked sees it read-only, in plain words, from the inbox and from its notification
+// (news now, no longer a question to answer), with no answer control that would only be refused;
+// a workspace Admin answers it where it is shown, marked escalated; the Member's page follows live
+// and after a reload. A Viewer, who answers nothing, reads whom the work waits for.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import * as h from "./harness.mjs";
@@ -98,6 +99,7 @@ describe("escalated questions", () => {
     assert.equal(dash.status, 201, JSON.stringify(dash.body));
     const mia = await account("mia", "Mia Member", "Member");
     const olga = await account("olga", "Olga Admin", "Admin");
+    const vic = await account("vic", "Vic Viewer", "Viewer");
 
     // Mia asks; the question is hers to answer until it expires.
     const member = await pageOf(mia);
@@ -118,6 +120,23 @@ describe("escalated questions", () => {
     await conversation.getByRole("button", { name: "brief" }).waitFor({ timeout: 20_000 });
     const conversationUrl = member.url();
 
+    // Vic, a Viewer, follows the same conversation before it escalates: the work waits for
+    // someone who may answer, not for an administrator, and not for Vic.
+    const viewer = await pageOf(vic);
+    await viewer.goto(conversationUrl);
+    const followed = viewer.locator("section.conversation");
+    await followed.locator('[data-state="read-only-question"]').waitFor({ timeout: 10_000 });
+    const why = followed.locator(".composer-why");
+    await h.waitFor(async () => /waits for someone in this workspace who may answer the question above/.test(await why.innerText()), {
+      timeout: 5_000,
+      message: "the Viewer's composer to say whom the work waits for",
+    });
+    assert.doesNotMatch(await why.innerText(), /administrator/, "the question is not escalated yet");
+    await followed.locator(".task-ref .progress").getByText("Waiting for someone in this workspace who may answer").waitFor({ timeout: 5_000 });
+    assert.equal(await followed.getByRole("button", { name: "brief" }).count(), 0, "no answer a Viewer would be refused");
+    await plainWords(followed, "the Viewer's conversation");
+    await h.screenshot(viewer, "escalation-viewer-conversation-1280");
+
     // Nobody answers in time: the open page turns read-only by itself (live).
     const readOnly = conversation.locator('[data-state="read-only-question"]');
     await readOnly.waitFor({ timeout: (wait + 10) * 1000 });
@@ -127,6 +146,13 @@ describe("escalated questions", () => {
     await conversation.locator(".task-ref").getByText("Waiting for an administrator", { exact: true }).waitFor();
     await plainWords(conversation, "the conversation");
     await h.screenshot(member, "escalation-member-conversation-1280");
+    // Vic's open page follows: now it waits for an administrator.
+    await h.waitFor(async () => /waits for an administrator of this workspace/.test(await why.innerText()), {
+      timeout: 10_000,
+      message: "the Viewer's composer to say the question went to an administrator",
+    });
+    await plainWords(followed, "the Viewer's conversation");
+    await viewer.context().close();
 
     // From the inbox: the same question, read-only.
     const phone = await pageOf(mia, { width: 375, height: 800 });
@@ -142,8 +168,13 @@ describe("escalated questions", () => {
     // From its notification: it says so, and leads to the read-only conversation.
     await phone.goto(`${platform.workplaceUrl}w/default/d/escalation-desk`);
     await phone.getByRole("button", { name: /^Notifications/ }).click();
-    const note = phone.locator('[data-panel="notifications"] li[data-notification-kind="question"]:not([data-resolved])', { hasText: "waiting for an administrator" }).first();
+    const note = phone
+      .locator('[data-panel="notifications"] li[data-notification-kind="question"][data-escalated="read-only"]', {
+        hasText: "Nobody answered in time, so the question went to the workspace's administrators",
+      })
+      .first();
     await note.waitFor({ timeout: 10_000 });
+    assert.doesNotMatch((await note.getAttribute("class")) ?? "", /attention/, "news, not something to act on");
     await plainWords(note, "the notification");
     await note.getByRole("link").click();
     const there = phone.locator("section.conversation");
@@ -239,7 +270,21 @@ describe("escalated questions", () => {
     assert.equal(await member.locator('section.inbox [data-list="may-answer"] .question-card', { hasText: "Which region first?" }).count(), 0);
     assert.match(await member.locator("#inbox-escalated-h").innerText(), /Waiting for an administrator/);
     await h.waitFor(async () => (await needsYou(member)) === memberCount - 1, { timeout: 5_000, message: "Max's count to drop" });
-    await member.locator('[data-panel="notifications"] [data-escalated="read-only"]').first().waitFor({ timeout: 5_000 });
+    // His notifications of the question turn to news, live: no longer asking him, the news
+    // counted once (the question's own notification stays unread, its reminder is read).
+    const notes = member.locator('[data-panel="notifications"] li[data-notification-kind="question"]');
+    const news = notes.filter({ hasText: "Nobody answered in time, so the question went to the workspace's administrators" });
+    await news.first().waitFor({ timeout: 5_000 });
+    const newsLooks = async (page, what) => {
+      const own = page.locator('[data-panel="notifications"] li[data-notification-kind="question"]');
+      await h.waitFor(async () => (await own.filter({ hasText: "Nobody answered in time" }).count()) === 2, { timeout: 5_000, message: `${what}: the question and its reminder to be news` });
+      assert.equal(await own.filter({ hasText: "A question is waiting" }).count(), 0, `${what}: nothing asks him to answer`);
+      assert.equal(await page.locator('[data-panel="notifications"] li.attention').count(), 0, `${what}: nothing styled as needing him`);
+      assert.equal(await page.locator('[data-panel="notifications"] li.unread[data-notification-kind="question"]').count(), 1, `${what}: one piece of news unread`);
+      await plainWords(page.locator('[data-panel="notifications"]'), `${what}: the notifications`);
+    };
+    await newsLooks(member, "live");
+    await h.waitFor(async () => (await unread(member)) === memberUnreadBefore + 1, { timeout: 5_000, message: "Max's unread count to count the news once" });
     await member.locator('[data-panel="conversations"] li', { hasText: "The regional plan" }).getByText("Waiting for an administrator").waitFor({ timeout: 5_000 });
     await plainWords(member.locator("section.inbox"), "the Member's inbox");
     await h.screenshot(member, "escalation-live-member-inbox-1280");
@@ -251,8 +296,9 @@ describe("escalated questions", () => {
     await h.screenshot(phone, "escalation-live-member-task-375");
 
     await h.waitFor(async () => (await unread(admin)) === adminUnreadBefore + 1, { timeout: 5_000, message: "Ada's unread count to rise" });
-    const told = admin.locator('[data-panel="notifications"] li[data-notification-kind="question"]', { hasText: "Escalated:" }).first();
-    await told.locator('[data-escalated="answerable"]').waitFor({ timeout: 5_000 });
+    const told = admin.locator('[data-panel="notifications"] li[data-notification-kind="question"][data-escalated="answerable"]', { hasText: "Escalated:" }).first();
+    await told.waitFor({ timeout: 5_000 });
+    assert.match((await told.getAttribute("class")) ?? "", /attention/, "the Admin's notification still asks for an answer");
     await plainWords(told, "the Admin's notification");
     assert.equal(await needsYou(admin), memberCount, "the escalated question still needs an Admin");
     const hers = admin.locator('section.inbox [data-list="may-answer"] .question-card', { hasText: "Which region first?" });
@@ -260,10 +306,22 @@ describe("escalated questions", () => {
     await h.screenshot(admin, "escalation-live-admin-inbox-1280");
 
     for (const p of [member, phone, admin]) assert.equal(await p.evaluate(() => window.__sameDocument), true, "no reload");
+    // A reload, and his second tab, read the same.
+    await member.reload();
+    await member.locator("section.inbox").waitFor();
+    await newsLooks(member, "after a reload");
+    assert.equal(await unread(member), memberUnreadBefore + 1);
+    await h.screenshot(member, "escalation-member-news-reloaded-1280");
+    await phone.locator(".bottom-nav").getByRole("button", { name: `Notifications (${memberUnreadBefore + 1})` }).waitFor({ timeout: 5_000 });
     assert.deepEqual([...member.errors, ...phone.errors, ...admin.errors], []);
     // Ada answers: the run ends instead of failing at the second expiry.
     await hers.getByRole("button", { name: "north" }).click();
     await member.locator('section.inbox [data-list="escalated"]').waitFor({ state: "detached", timeout: 10_000 });
+    // The news leaves Max's count once, with the question.
+    await h.waitFor(async () => (await member.locator('[data-panel="notifications"] li.unread[data-notification-kind="question"]').count()) === 0, {
+      timeout: 10_000,
+      message: "the news to be read once answered",
+    });
     for (const p of [member, phone, admin]) await p.context().close();
   });
 });

@@ -49,9 +49,23 @@ export function taskStateLabel(state: TaskState, questions?: { mayAnswer?: boole
  * answer (or the server does not say); an administrator of the workspace, when every one was
  * escalated to its Owners and Admins; else someone else who may run work (the reader may only read).
  */
-export function waitsFor(questions?: { mayAnswer?: boolean; escalatedAt?: string }[]): "you" | "administrator" | "others" {
+export function waitsFor(questions?: { mayAnswer?: boolean; escalatedAt?: string }[]): WaitsFor {
   if (!questions?.length || !questions.every((q) => q.mayAnswer === false)) return "you";
   return questions.every((q) => q.escalatedAt) ? "administrator" : "others";
+}
+
+/** Whom open questions wait for, as their reader sees them (waitsFor). */
+export type WaitsFor = "you" | "administrator" | "others";
+
+/**
+ * What work stopped on a question is doing, for its reader: waiting for the reader's answer, an
+ * administrator's (the question was escalated), or, for a reader who may only follow the work,
+ * the answer of someone of the workspace who may give it.
+ */
+export function waitingLine(who: WaitsFor): string {
+  if (who === "administrator") return "Waiting for an administrator's answer";
+  if (who === "others") return "Waiting for someone in this workspace who may answer";
+  return "Waiting for your answer";
 }
 
 export function isTerminal(state: TaskState): boolean {

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useId, useRef, useState, type KeyboardEvent } from "react";
 import { ApiError, enc, get, post } from "../shared/api";
-import { taskStateLabel } from "../shared/format";
+import { taskStateLabel, waitingLine, waitsFor } from "../shared/format";
 import { Link } from "../shared/router";
 import type { Activity, Exchange, Items, Message, PendingAction, TaskResult } from "../shared/types";
 import { Loading, StateNote } from "./components";
@@ -118,9 +118,10 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
   const i = exchange.interaction;
   const action = exchange.action;
   const open = action?.pendingAction && !closedLabel(action.pendingAction.status, action.pendingAction.expiresAt) ? action.pendingAction : undefined;
-  // A question the caller may not answer (escalated to the administrators) blocks the work all the same.
-  const othersToAnswer = open?.mayAnswer === false;
-  const state = composerState(i, busy, othersToAnswer);
+  // A question the caller may not answer blocks the work all the same: it waits for an
+  // administrator (escalated) or, for a reader who may only follow the work, someone who may answer.
+  const who = waitsFor(open ? [open] : undefined);
+  const state = composerState(i, busy, who);
   const followUp = followUpNote(i, !!working);
   const task = exchange.task;
   const currentActivity = progress.filter((a) => a.phase === "started" || a.phase === "waiting").pop();
@@ -145,7 +146,7 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
           </div>
           {currentActivity && !["completed", "failed", "cancelled"].includes(task.state) && (
             <p className="progress" role="status">
-              <span className="spinner" aria-hidden="true" /> {currentActivity.phase === "waiting" ? (othersToAnswer ? "Waiting for an administrator's answer" : "Waiting for your answer") : currentActivity.label}
+              <span className="spinner" aria-hidden="true" /> {currentActivity.phase === "waiting" ? waitingLine(who) : currentActivity.label}
             </p>
           )}
           {task.state === "failed" && <p className="state-note error" data-state="failure">The Task failed{task.reason ? `: ${task.reason}` : "."}</p>}

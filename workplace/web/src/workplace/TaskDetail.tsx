@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState } from "react";
 import { ApiError, enc, get, post } from "../shared/api";
-import { size, taskStateLabel, waitsFor, when } from "../shared/format";
+import { size, taskStateLabel, waitingLine, waitsFor, when } from "../shared/format";
 import { Link } from "../shared/router";
 import type { Activity, Artifact, Items, Message, Task, TaskResult } from "../shared/types";
 import { ResultView } from "../shared/markdown";
@@ -109,7 +109,8 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
   if (!detail) return <Loading label="Loading the Task…" />;
   const { task, activities, results, artifacts, context } = detail;
   const { finished, current } = foldSteps(activities);
-  // Questions the viewer may not answer (escalated to the administrators) wait for someone else.
+  // Questions the reader may not answer wait for an administrator (escalated) or for someone who
+  // may answer (a reader who may only follow the work).
   const waiting = waitsFor(task.pendingActions);
   const readable = results.filter((r) => r.text || (r.output !== null && typeof r.output === "object"));
 
@@ -152,7 +153,7 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
         <h2 id="progress-h">Progress</h2>
         {current ? (
           <p className="current-step" role="status">
-            <span className="spinner" aria-hidden="true" /> {current.state === "waiting" ? `${waiting === "administrator" ? "Waiting for an administrator's answer" : waiting === "others" ? "Waiting for an answer" : "Waiting for your answer"}: ${current.label}` : current.label}
+            <span className="spinner" aria-hidden="true" /> {current.state === "waiting" ? `${waitingLine(waiting)}: ${current.label}` : current.label}
             {current.participant && <span className="muted"> ({current.participant})</span>}
           </p>
         ) : (

@@ -379,6 +379,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
                       className={`${n.attention && !n.read ? "attention" : ""} ${n.read ? "read" : "unread"} ${n.resolved ? "resolved" : ""}`}
                       data-notification-kind={n.kind}
                       data-resolved={n.resolved ? n.resolution : undefined}
+                      data-escalated={!n.resolved && n.escalatedAt ? (n.mayAnswer === false ? "read-only" : "answerable") : undefined}
                     >
                       <Link
                         href={notificationHref(n)}
@@ -389,11 +390,8 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
                       >
                         {n.title}
                       </Link>
-                      {!n.resolved && n.escalatedAt && (
-                        <span className="muted" data-escalated={n.mayAnswer === false ? "read-only" : "answerable"}>
-                          {n.mayAnswer === false ? " · waiting for an administrator" : " · escalated to you"}
-                        </span>
-                      )}
+                      {/* One the reader may no longer answer says so in its title (news, no attention). */}
+                      {!n.resolved && n.escalatedAt && n.mayAnswer !== false && <span className="muted"> · escalated to you</span>}
                       {!n.read && <span className="visually-hidden"> (unread)</span>}
                       <span className="muted">{when(n.createdAt)}</span>
                     </li>

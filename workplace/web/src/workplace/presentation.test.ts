@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Activity, DashboardView, Interaction } from "../shared/types";
 import { bytesToBase64, composerState, dashboardLayout, foldSteps, followUpNote, sendShortcut, submission } from "./presentation";
+import { waitingLine, waitsFor } from "../shared/format";
 
 const entry = (name: string, role: "Primary" | "Featured" | "Standard", order = 0) => ({
   namespace: "default",
@@ -62,10 +63,48 @@ describe("rule 9: a blocking question disables the composer with an explanation"
   });
   it("explains a blocked conversation and a closed one, and leaves a working one open", () => {
     expect(composerState(i({ blocked: true }), false)).toEqual({ disabled: true, reason: expect.stringContaining("Answer the question") });
-    expect(composerState(i({ blocked: true }), false, true)).toEqual({ disabled: true, reason: expect.stringContaining("waits for an administrator") });
+    expect(composerState(i({ blocked: true }), false, "administrator")).toEqual({ disabled: true, reason: expect.stringContaining("waits for an administrator") });
     expect(composerState(i({ state: "Closed" }), false).disabled).toBe(true);
     expect(composerState(i({ state: "Active" }), false)).toEqual({ disabled: false });
     expect(composerState(i({ state: "Idle" }), false)).toEqual({ disabled: false });
+  });
+});
+
+describe("a blocked composer says whom the work waits for, as its reader sees the question", () => {
+  const i = (over: Partial<Interaction>): Interaction => ({
+    id: "i", entry: { namespace: "default", name: "e" }, title: "t", state: "Active", blocked: true, version: 1, createdAt: "", updatedAt: "", ...over,
+  });
+  const q = (over: { mayAnswer?: boolean; escalatedAt?: string }) => [over];
+  const escalatedAt = "2026-05-01T12:00:00Z";
+  const cases: Record<string, { question: { mayAnswer?: boolean; escalatedAt?: string }; says: RegExp; never?: RegExp }> = {
+    "whoever may answer is asked to": { question: { mayAnswer: true }, says: /^Answer the question above/ },
+    "an Admin of an escalated question is asked to": { question: { mayAnswer: true, escalatedAt }, says: /^Answer the question above/ },
+    "a Member of an escalated question is told it waits for an administrator": { question: { mayAnswer: false, escalatedAt }, says: /waits for an administrator of this workspace/ },
+    "a Viewer of a question not escalated is told it waits for someone who may answer, not an administrator": {
+      question: { mayAnswer: false },
+      says: /waits for someone in this workspace who may answer the question above: you may follow it, but not answer/,
+      never: /administrator/,
+    },
+    "a Viewer of an escalated question is told it waits for an administrator": { question: { mayAnswer: false, escalatedAt }, says: /waits for an administrator/ },
+  };
+  for (const [name, c] of Object.entries(cases)) {
+    it(name, () => {
+      const who = waitsFor(q(c.question));
+      const state = composerState(i({}), false, who);
+      expect(state.disabled).toBe(true);
+      expect(state.reason).toMatch(c.says);
+      if (c.never) expect(state.reason).not.toMatch(c.never);
+      // The conversation's and the Task's activity line say the same.
+      const line = waitingLine(who);
+      if (c.never) expect(line).not.toMatch(c.never);
+      expect(line).toBe(
+        c.question.mayAnswer !== false ? "Waiting for your answer" : c.question.escalatedAt ? "Waiting for an administrator's answer" : "Waiting for someone in this workspace who may answer",
+      );
+    });
+  }
+  it("is not blocked by what the reader cannot answer once the conversation is closed or not blocked", () => {
+    expect(composerState(i({ blocked: false }), false, "others")).toEqual({ disabled: false });
+    expect(composerState(i({ state: "Closed" }), false, "administrator").reason).toMatch(/closed/);
   });
 });
 

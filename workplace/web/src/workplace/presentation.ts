@@ -1,4 +1,5 @@
 // The Workplace's presentation rules as pure functions, so that they are tested without a browser.
+import type { WaitsFor } from "../shared/format";
 import type { Activity, DashboardView, DashboardViewEntry, EntryField, Interaction, Message, PublishedEntry } from "../shared/types";
 
 export interface DashboardLayout {
@@ -82,12 +83,20 @@ export interface ComposerState {
   reason?: string;
 }
 
-/** Rule 9 and 5: the composer stays, disabled only by an open question, a closed conversation or a send in flight. */
-export function composerState(i: Interaction | undefined, sending: boolean, othersToAnswer = false): ComposerState {
+/**
+ * Rule 9 and 5: the composer stays, disabled only by an open question, a closed conversation or a
+ * send in flight. A question blocks it whoever may answer it (who, as the reader sees it): the
+ * reason says who that is, an administrator for an escalated question, someone who may answer
+ * for a reader who may only follow the work.
+ */
+export function composerState(i: Interaction | undefined, sending: boolean, who: WaitsFor = "you"): ComposerState {
   if (sending) return { disabled: true, reason: "Sending…" };
   if (!i) return { disabled: false };
   if (i.state === "Closed") return { disabled: true, reason: "This conversation was closed. Start a new request to continue." };
-  if (i.blocked && othersToAnswer) return { disabled: true, reason: "The work waits for an administrator of this workspace to answer the question above." };
+  if (i.blocked && who === "administrator")
+    return { disabled: true, reason: "Nobody answered in time: the work waits for an administrator of this workspace to answer the question above." };
+  if (i.blocked && who === "others")
+    return { disabled: true, reason: "The work waits for someone in this workspace who may answer the question above: you may follow it, but not answer." };
   if (i.blocked) return { disabled: true, reason: "Answer the question above to continue: the work waits for it." };
   return { disabled: false };
 }
