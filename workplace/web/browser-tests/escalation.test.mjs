@@ -324,4 +324,54 @@ describe("escalated questions", () => {
     });
     for (const p of [member, phone, admin]) await p.context().close();
   });
+  it("a Viewer follows the work and is offered nothing it would be refused: no Start, no Pause or Cancel, no composer", async () => {
+    await publishEscalatingEntry("follow-done", "Done at once");
+    await publishEscalatingEntry("follow-asks", "Asks and waits", { kind: "Choice", prompt: "Which one?", choices: [{ value: "this" }, { value: "that" }] });
+    const dash = await call("POST", "/api/dashboards", {
+      apiVersion: "platform/v1",
+      kind: "Dashboard",
+      metadata: { name: "follow-desk" },
+      definition: { displayName: "Follow desk", entries: [{ name: "follow-done", role: "Primary" }, { name: "follow-asks", role: "Standard" }] },
+    });
+    assert.equal(dash.status, 201, JSON.stringify(dash.body));
+    const open = async (entry) => {
+      const r = await call("POST", `/api/workspaces/default/entries/${entry}/interactions?waitSeconds=10`, { input: { request: "The weekly digest" } });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return r.body;
+    };
+    const done = await open("follow-done");
+    const asks = await open("follow-asks");
+    assert.ok(asks.task?.id, JSON.stringify(asks));
+    const val = await account("val", "Val Viewer", "Viewer");
+
+    const page = await pageOf(val, { width: 375, height: 800 });
+    await page.goto(`${platform.workplaceUrl}w/default/d/follow-desk`);
+    await page.locator("article.entry").first().waitFor({ timeout: 15_000 });
+    assert.match(await page.locator('[data-state="read-only"]').innerText(), /lets you follow its work, not start it/);
+    assert.equal(await page.getByRole("button", { name: /^Start / }).count(), 0, "no Start a Viewer would be refused");
+    assert.equal(await page.locator("article.entry textarea, article.entry input").count(), 0, "no Entry form, not even the primary Entry's");
+    await h.screenshot(page, "viewer-dashboard-375");
+
+    // A finished conversation a Member could follow up: the Viewer may read it, not send.
+    await page.goto(`${platform.workplaceUrl}w/default/d/follow-desk?c=${done.interaction.id}`);
+    const conversation = page.locator("section.conversation");
+    await conversation.waitFor({ timeout: 15_000 });
+    await h.waitFor(async () => /follow this conversation, not send to it/.test(await page.locator(".composer-why").innerText().catch(() => "")), {
+      timeout: 10_000,
+      message: "the Viewer's composer to say the Viewer may follow, not send",
+    });
+    assert.ok(await page.locator("form.composer textarea").isDisabled(), "the composer does not take a message");
+    await plainWords(conversation, "the Viewer's conversation");
+    await h.screenshot(page, "viewer-conversation-375");
+
+    // A Task waiting on its question: the Viewer follows it; Pause and Cancel are not offered.
+    await page.goto(`${platform.workplaceUrl}w/default/tasks/${asks.task.id}`);
+    await page.getByRole("heading", { level: 1 }).first().waitFor({ timeout: 15_000 });
+    await page.locator(".progress, .questions").first().waitFor({ timeout: 15_000 });
+    for (const name of ["Pause", "Resume", "Cancel Task"]) {
+      assert.equal(await page.getByRole("button", { name, exact: true }).count(), 0, `no ${name} a Viewer would be refused`);
+    }
+    await h.screenshot(page, "viewer-task-375");
+    await page.context().close();
+  });
 });

@@ -21,10 +21,12 @@ interface Props {
   onTask: (taskId: string | undefined) => void;
   /** The Development host shows automatic Results in a collapsed diagnostic control (rule 14). */
   diagnostics?: boolean;
+  /** Whether the reader may run work here (runs/execute): a reader who may only follow it cannot send. */
+  mayRun?: boolean;
 }
 
 /** The active conversation (rules 5, 9, 11, 13): messages, inline questions, the Task reference and the permanent composer. */
-export function Conversation({ api, interactionId, workspace, tick, live, onNewRequest, onChanged, onApiDown, onTask, diagnostics }: Props) {
+export function Conversation({ api, interactionId, workspace, tick, live, onNewRequest, onChanged, onApiDown, onTask, diagnostics, mayRun = true }: Props) {
   const base = `${api}/interactions/${enc(interactionId)}`;
   const [exchange, setExchange] = useState<Exchange>();
   const [messages, setMessages] = useState<Message[]>();
@@ -121,7 +123,7 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
   // A question the caller may not answer blocks the work all the same: it waits for an
   // administrator (escalated) or, for a reader who may only follow the work, someone who may answer.
   const who = waitsFor(open ? [open] : undefined);
-  const state = composerState(i, busy, who);
+  const state = composerState(i, busy, who, mayRun);
   const followUp = followUpNote(i, !!working);
   const task = exchange.task;
   const currentActivity = progress.filter((a) => a.phase === "started" || a.phase === "waiting").pop();

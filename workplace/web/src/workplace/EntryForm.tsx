@@ -2,6 +2,13 @@ import { useId, useRef, useState, type KeyboardEvent } from "react";
 import type { PublishedEntry } from "../shared/types";
 import { entryTitle, initialValues, primaryField, sendShortcut, submission } from "./presentation";
 
+/** Why an Entry that is not Executable cannot start, in words (its targetState is a code). */
+const unavailableWhy: Record<string, string> = {
+  Disabled: "an administrator disabled what it runs.",
+  Unavailable: "what it runs is not available right now.",
+  Unknown: "it is still being checked; try again in a moment.",
+};
+
 /**
  * The one generic renderer of every Prompt and Form Entry (rule 16): the primary input is a
  * multiline composer that suggestions fill without sending, the other fields are plain controls,
@@ -117,7 +124,11 @@ export function EntryForm({ entry, onSubmit, busy, error }: { entry: PublishedEn
           );
         })}
       {error && <p className="state-note error" role="alert" data-state="failure">{error}</p>}
-      {!executable && <p className="state-note warn" data-state="unavailable">This Entry cannot start now ({entry.targetState}).</p>}
+      {!executable && (
+        <p className="state-note warn" data-state="unavailable">
+          This Entry cannot start now: {unavailableWhy[entry.targetState ?? ""] ?? "try again later."}
+        </p>
+      )}
       <div className="form-actions">
         <span id={`${id}-hint`} className="hint">Ctrl or ⌘ + Enter sends</span>
         <button type="submit" className="primary" disabled={busy || !executable} aria-busy={busy}>

@@ -18,6 +18,8 @@ interface Props {
   backHref: string;
   onChanged: () => void;
   onApiDown: (detail: string) => void;
+  /** Whether the reader may run work here (runs/execute): pause, resume and cancel need it. */
+  mayRun?: boolean;
 }
 
 interface Detail {
@@ -33,7 +35,7 @@ interface Detail {
  * artifact cards, and pause, resume or cancel only where they apply. No run id, node name,
  * storage key or raw JSON is shown.
  */
-export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, onApiDown }: Props) {
+export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, onApiDown, mayRun = true }: Props) {
   const base = `${api}/tasks/${enc(taskId)}`;
   const [detail, setDetail] = useState<Detail>();
   const [error, setError] = useState<string>();
@@ -125,7 +127,7 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
       {task.state === "failed" && <StateNote state="failure" tone="error">This Task failed{task.reason ? `: ${task.reason}` : "."}</StateNote>}
       {task.state === "cancelled" && <StateNote state="cancellation" tone="warn">This Task was cancelled{task.reason ? `: ${task.reason}` : "."}</StateNote>}
 
-      {(task.actions.pause || task.actions.resume || task.actions.cancel) && (
+      {mayRun && (task.actions.pause || task.actions.resume || task.actions.cancel) && (
         <div className="actions" role="group" aria-label="Task actions">
           {task.actions.pause && <button type="button" disabled={busy} onClick={() => void act("pause")}>Pause</button>}
           {task.actions.resume && <button type="button" className="primary" disabled={busy} onClick={() => void act("resume")}>Resume</button>}

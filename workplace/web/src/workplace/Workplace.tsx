@@ -48,6 +48,9 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
   const api = `/api/workspaces/${enc(workspace)}`;
   const wsHeader = { "X-Platform-Workspace": workspace };
   const current = loc.query.get("c") ?? undefined;
+  // A reader who may only follow the work (a Viewer) is offered nothing that starts or changes
+  // it: the server would refuse it.
+  const mayRun = context.permissions.includes("runs/execute");
   const [apiDown, setApiDown] = useState<string>();
   const [live, setLive] = useState<LiveState>("connecting");
   const [dashboards, setDashboards] = useState<Dashboard[]>([]);
@@ -293,7 +296,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
           </section>
         ) : taskId ? (
           <section className="col-main panel" data-panel="home" aria-label="Task">
-            <TaskDetail api={api} workspace={workspace} taskId={taskId} tick={taskTick} backHref={dashPath} onChanged={() => (refreshTasks(), refreshInteractions(), refreshNotifications(), refreshInbox())} onApiDown={setApiDown} />
+            <TaskDetail api={api} workspace={workspace} taskId={taskId} tick={taskTick} backHref={dashPath} mayRun={mayRun} onChanged={() => (refreshTasks(), refreshInteractions(), refreshNotifications(), refreshInbox())} onApiDown={setApiDown} />
           </section>
         ) : (
           <section className="col-main panel" data-panel="home" aria-label="Dashboard">
@@ -301,6 +304,9 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
             {viewError && <StateNote state="failure" tone="error">{viewError}</StateNote>}
             {!view && !viewError && <Loading label="Loading the Dashboard…" />}
             {view && all.length === 0 && <StateNote state="empty">This Dashboard has no Entries yet. An administrator adds them in the Console.</StateNote>}
+            {layout && all.length > 0 && !mayRun && (
+              <StateNote state="read-only" tone="info">Your role in this workspace lets you follow its work, not start it.</StateNote>
+            )}
             {layout && all.length > 0 && (
               <div className={`entries ${current ? "compact" : ""}`}>
                 {all.map((e) => {
@@ -312,12 +318,14 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
                         <h2>{entryTitle(e.entry!)}</h2>
                         {e.entry!.presentation.description && <p>{e.entry!.presentation.description}</p>}
                       </header>
-                      {isSelected ? (
+                      {isSelected && mayRun ? (
                         <EntryForm key={keyOf(e)} entry={e.entry!} busy={opening} error={openError} onSubmit={(input) => void open(e, input)} />
                       ) : (
-                        <button type="button" onClick={() => (setSelected(keyOf(e)), setOpenError(undefined), current && navigate(dashPath))}>
-                          Start {entryTitle(e.entry!)}
-                        </button>
+                        mayRun && (
+                          <button type="button" onClick={() => (setSelected(keyOf(e)), setOpenError(undefined), current && navigate(dashPath))}>
+                            Start {entryTitle(e.entry!)}
+                          </button>
+                        )
                       )}
                     </article>
                   );
@@ -338,6 +346,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
                 onTask={onConversationTask}
                 title={currentInteraction?.title}
                 diagnostics={cfg.diagnostics}
+                mayRun={mayRun}
               />
             )}
           </section>

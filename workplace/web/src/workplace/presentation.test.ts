@@ -106,6 +106,12 @@ describe("a blocked composer says whom the work waits for, as its reader sees th
     expect(composerState(i({ blocked: false }), false, "others")).toEqual({ disabled: false });
     expect(composerState(i({ state: "Closed" }), false, "administrator").reason).toMatch(/closed/);
   });
+  it("never lets a reader who may only follow the work send to it, and says so", () => {
+    expect(composerState(i({ state: "Idle", blocked: false }), false, "you", false)).toEqual({ disabled: true, reason: expect.stringContaining("follow this conversation, not send to it") });
+    expect(composerState(i({ blocked: true }), false, "others", false).reason).toMatch(/waits for someone in this workspace who may answer/);
+    expect(composerState(i({ state: "Closed", blocked: false }), false, "you", false).reason).toMatch(/closed/);
+    expect(composerState(i({ state: "Idle", blocked: false }), false, "you", true)).toEqual({ disabled: false });
+  });
 });
 
 describe("the follow-up policy in the composer", () => {

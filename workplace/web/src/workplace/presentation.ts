@@ -89,7 +89,7 @@ export interface ComposerState {
  * reason says who that is, an administrator for an escalated question, someone who may answer
  * for a reader who may only follow the work.
  */
-export function composerState(i: Interaction | undefined, sending: boolean, who: WaitsFor = "you"): ComposerState {
+export function composerState(i: Interaction | undefined, sending: boolean, who: WaitsFor = "you", mayRun = true): ComposerState {
   if (sending) return { disabled: true, reason: "Sending…" };
   if (!i) return { disabled: false };
   if (i.state === "Closed") return { disabled: true, reason: "This conversation was closed. Start a new request to continue." };
@@ -98,6 +98,8 @@ export function composerState(i: Interaction | undefined, sending: boolean, who:
   if (i.blocked && who === "others")
     return { disabled: true, reason: "The work waits for someone in this workspace who may answer the question above: you may follow it, but not answer." };
   if (i.blocked) return { disabled: true, reason: "Answer the question above to continue: the work waits for it." };
+  // Sending starts work, which a reader who may only follow it would be refused.
+  if (!mayRun) return { disabled: true, reason: "Your role in this workspace lets you follow this conversation, not send to it." };
   return { disabled: false };
 }
 
