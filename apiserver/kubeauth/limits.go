@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
-	workv1 "platform.dev/platform/apis/work/v1"
 	"platform.dev/platform/apiserver/ratelimit"
 	"platform.dev/platform/internal/resourcenamespace"
 )
@@ -55,7 +54,7 @@ func (l *Limits) Authorized(next http.Handler) http.Handler {
 		if c.pat {
 			token = tokenOf(u)
 		}
-		refusal, err := l.Counter.Take(r.Context(), wsID, token, ratelimit.Override(l.Defaults, workspace.Annotations), startsRun(info))
+		refusal, err := l.Counter.Take(r.Context(), wsID, token, ratelimit.Override(l.Defaults, workspace.Annotations), startsNoRun)
 		if err != nil || refusal == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -75,7 +74,7 @@ func (l *Limits) Unauthenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if l.Counter != nil && l.Counter.RemembersBearers() {
 			if raw, ok := bearer(r); ok {
-				if refusal := l.Counter.BearerRefused(sha256.Sum256([]byte(raw)), startsRunRequest(r)); refusal != nil {
+				if refusal := l.Counter.BearerRefused(sha256.Sum256([]byte(raw)), startsNoRun); refusal != nil {
 					writeTooManyRequests(w, refusal)
 					return
 				}
@@ -85,26 +84,10 @@ func (l *Limits) Unauthenticated(next http.Handler) http.Handler {
 	})
 }
 
-// runStartingResources are the kinds of the Work group whose creation starts a run: a WorkItem is
-// submitted with the FlowRun that executes it. Their creates count against the runs-per-minute
-// limits, as the service API's submissions do.
-var runStartingResources = map[string]bool{"workitems": true, "flowruns": true}
-
-// startsRun reports whether a request creates a run of the Work group.
-func startsRun(info *request.RequestInfo) bool {
-	return info != nil && info.IsResourceRequest && info.APIGroup == workv1.GroupName && info.Verb == "create" &&
-		info.Subresource == "" && runStartingResources[info.Resource]
-}
-
-// startsRunRequest is startsRun before the request's info is resolved: a POST to a run-starting
-// collection of the Work group (/apis/work.platform.dev/v1/namespaces/<ns>/<resource>).
-func startsRunRequest(r *http.Request) bool {
-	if r.Method != http.MethodPost {
-		return false
-	}
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	return len(parts) == 6 && parts[0] == "apis" && parts[1] == workv1.GroupName && parts[3] == "namespaces" && runStartingResources[parts[5]]
-}
+// startsNoRun: no request of the kube API starts a run. The Work group refuses to create a
+// WorkItem or a FlowRun (work is submitted through the service API), so such a create counts as
+// a request, not against the runs-per-minute limits it would not use.
+const startsNoRun = false
 
 // ExtraTokenID carries the id of the personal access token a user authenticated with.
 const ExtraTokenID = "platform.dev/pat-id"

@@ -95,8 +95,9 @@ func TestTheKubeAPIRefusesATokenPastItsLimitWith429AndRetryAfter(t *testing.T) {
 		_, err = env.Kube.CoreV1().Namespaces().Get(ctx, home.RouteName, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred(), "the administrator's certificate is not limited")
 
-		// Creating a WorkItem in the Work group starts a run: it counts against the token's runs
-		// per minute (1 here) as a submission to the service API does; reads do not.
+		// The Work group refuses to create a WorkItem (work is submitted through the service API;
+		// this test's API serves no Work group at all): a refused create starts no run, so it does
+		// not use up the token's runs per minute (1 here): a second one is not refused.
 		_, submitter, err := ids.CreatePAT(ctx, admin.ID, identity.NewPAT{PrincipalID: admin.ID, WorkspaceID: home.ID, Name: "submitter",
 			Permissions: identity.PermissionsOf(identity.PermRunsRead, identity.PermRunsExecute), ExpiresAt: time.Now().Add(time.Hour)})
 		g.Expect(err).NotTo(HaveOccurred())
@@ -113,12 +114,9 @@ func TestTheKubeAPIRefusesATokenPastItsLimitWith429AndRetryAfter(t *testing.T) {
 			_ = json.Unmarshal(body, &status)
 			return r, status
 		}
-		first, _ := create()
-		g.Expect(first.StatusCode).NotTo(Equal(http.StatusTooManyRequests), "the minute's first run")
-		second, status := create()
-		g.Expect(second.StatusCode).To(Equal(http.StatusTooManyRequests))
-		g.Expect(status.Reason).To(Equal(metav1.StatusReasonTooManyRequests))
-		g.Expect(status.Message).To(ContainSubstring("the limit of 1 runs started per minute with this access token is reached"))
-		g.Expect(second.Header.Get("Retry-After")).To(Equal("60"), "the minute's window ends in 59.75 s")
+		for attempt := range 2 { // within the token's 2 requests a second
+			r, status := create()
+			g.Expect(r.StatusCode).NotTo(Equal(http.StatusTooManyRequests), "attempt %d: %v", attempt+1, status)
+		}
 	})
 }
