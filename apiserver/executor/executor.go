@@ -371,7 +371,10 @@ func (e *Executor) executeRun(ctx context.Context, run *work.FlowRun, owner stri
 	}
 	if err != nil {
 		// The run is given back at once; its persisted state is where the next worker starts.
-		_ = e.work.ReleaseLease(context.WithoutCancel(ctx), run.ID, owner)
+		// One whose submission or answer was not written has no lease to give back.
+		if sub == nil || sub.written.Load() {
+			_ = e.work.ReleaseLease(context.WithoutCancel(ctx), run.ID, owner)
+		}
 		return fmt.Errorf("flow run %s: %w", run.ID, err)
 	}
 	return nil
@@ -487,9 +490,93 @@ func (r *reservation) Submit(ctx context.Context, sub work.Submission) (work.Sub
 	return work.Submitted{Item: x.item, Run: x.run, Token: x.token, Settled: x.settled}, nil
 }
 
-// submission is a run's submission that its worker writes with the run's first transition.
+// Respond hands the answer to the reserved worker, which resumes the run at once in the process
+// and writes the answer with the run's first commit (work.Store.RespondApplied): a resumed run
+// whose next steps make no call outside the process is answered, executed and ended (or
+// suspended again) in that one commit. It returns once the answer is committed, so that the
+// answerer is acknowledged only of an answer that survives a crash. An answer only the store's
+// Respond gives (PrepareResponse), and one whose run or action changed before the worker could
+// write it, is given by Respond, the run leased to the worker; a worker that stops before it
+// wrote anything leaves the answer to Respond, for any worker to claim the run.
+func (r *reservation) Respond(ctx context.Context, resp work.Response) (work.Responded, error) {
+	lease := r.lease
+	resp.Lease = &lease
+	p, ok, err := r.e.work.PrepareResponse(ctx, resp)
+	if err != nil {
+		r.Cancel()
+		return work.Responded{}, err
+	}
+	if !ok {
+		return r.respond(ctx, resp)
+	}
+	x := &execution{committed: make(chan struct{}), done: make(chan struct{})}
+	s := &submission{answer: &p, x: x}
+	go func() {
+		defer r.Cancel()
+		defer close(x.done)
+		runsClaimed.Inc()
+		run := p.Run
+		err := r.e.executeRun(r.ctx, &run, r.lease.Owner, s)
+		if !s.written.Load() {
+			// Nothing was written: the answer is given as any answer is, which tells the answerer
+			// what became of an action that changed meanwhile. The run goes on on this worker,
+			// or, when it stops, on any.
+			if r.ctx.Err() != nil {
+				resp.Lease = nil
+			}
+			x.action, x.run, x.token, x.err = r.e.work.Respond(ctx, resp)
+			x.last = x.run
+			close(x.committed)
+			if x.err != nil {
+				return
+			}
+			if resp.Lease == nil || x.run.LeaseOwner != r.lease.Owner || !runnable(x.run) {
+				r.e.Wake()
+				return
+			}
+			s.written.Store(true)
+			run := x.run
+			err = r.e.executeRun(r.ctx, &run, r.lease.Owner, s)
+		}
+		if err != nil && r.ctx.Err() == nil {
+			r.e.log.Error(err, "executing a flow run")
+		}
+	}()
+	select {
+	case <-x.committed:
+	case <-ctx.Done():
+		return work.Responded{}, ctx.Err()
+	}
+	if x.err != nil {
+		return work.Responded{}, x.err
+	}
+	return work.Responded{Action: x.action, Run: x.run, Token: x.token, Settled: x.settled}, nil
+}
+
+// respond gives the answer with Store.Respond, the resumed run leased to the reserved worker,
+// which starts it once committed; the worker is given back when the run is not resumed.
+func (r *reservation) respond(ctx context.Context, resp work.Response) (work.Responded, error) {
+	action, run, token, err := r.e.work.Respond(ctx, resp)
+	if err != nil || run.LeaseOwner != r.lease.Owner || !runnable(run) {
+		r.Cancel()
+		if err == nil {
+			r.e.Wake()
+		}
+		return work.Responded{Action: action, Run: run, Token: token}, err
+	}
+	return work.Responded{Action: action, Run: run, Token: token, Settled: r.Start(run)}, nil
+}
+
+// runnable says whether run is Pending or Running: a worker executes it.
+func runnable(run work.FlowRun) bool {
+	return run.State == work.StatePending || run.State == work.StateRunning
+}
+
+// submission is a run's submission, or an answer that resumes it (answer set), that its worker
+// writes with the run's first transition.
 type submission struct {
 	prepared work.Prepared
+	answer   *work.PreparedResponse
 	// written is set once it is committed (read by the lease's renewals).
 	written atomic.Bool
 	x       *execution
@@ -500,16 +587,20 @@ type submission struct {
 type execution struct {
 	committed, done chan struct{}
 	item            work.WorkItem
+	action          work.PendingAction
 	run, last       work.FlowRun
 	token           string
 	err             error
 }
 
-// flushed records a commit of the worker: the first is the submission's.
-func (s *submission) flushed(item work.WorkItem, run work.FlowRun) {
+// flushed records a commit of the worker: the first is the submission's (or the answer's, action).
+func (s *submission) flushed(item work.WorkItem, action work.PendingAction, run work.FlowRun) {
 	s.x.last = run
 	if !s.written.Load() {
-		s.x.item, s.x.run, s.x.token = item, run, s.prepared.Token
+		s.x.item, s.x.action, s.x.run, s.x.token = item, action, run, s.prepared.Token
+		if s.answer != nil {
+			s.x.token = s.answer.Token
+		}
 		s.written.Store(true)
 		close(s.x.committed)
 	}
@@ -626,14 +717,20 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 		}
 		staged = nil
 		var (
-			item work.WorkItem
-			next work.FlowRun
-			err  error
+			item   work.WorkItem
+			action work.PendingAction
+			next   work.FlowRun
+			err    error
 		)
-		if first {
+		switch {
+		case first && sub.answer != nil:
+			// The answer is written with what the run it resumed did since, in one commit.
+			t.UsageFresh = drive.noUsage
+			action, next, err = e.work.RespondApplied(ctx, *sub.answer, owner, t)
+		case first:
 			// The submission is written with what its run did so far, in one commit.
 			item, next, err = e.work.SubmitApplied(ctx, sub.prepared, owner, t)
-		} else {
+		default:
 			t.UsageFresh = drive.noUsage
 			next, err = e.work.ApplyHeld(ctx, held, owner, t)
 		}
@@ -644,7 +741,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 			*run, held = next, next
 			observeUsage(run.WorkspaceID, t.Usage...)
 			if sub != nil {
-				sub.flushed(item, next)
+				sub.flushed(item, action, next)
 			}
 		}
 		return err
