@@ -8,7 +8,11 @@
 //   - acknowledged work survives a crash: the submission commits before the client is told
 //     (202). Submitted with a free worker of the process (Reservation.Submit), it commits with
 //     the run's first transition (SubmitApplied): nothing of it exists before, so a crash before
-//     that commit loses only work nobody was told about;
+//     that commit loses only work nobody was told about. An answer, likewise, is acknowledged
+//     only after its commit; given to a free worker of the process (Reservation.Respond), it
+//     commits with the resumed run's first transition (RespondApplied), conditional on the run
+//     and the action being as read, so a crash before that commit leaves the question open and
+//     an expiry or another answer that came between resolves it once;
 //   - no step repeats: an Agent step's start commits right before its call leaves the process,
 //     so that after a crash the step runs again under the same idempotency key
 //     (StepRestarted), never as a second, unrelated call. An agent answered in the process (the
@@ -23,8 +27,8 @@
 //
 // So a WorkItem of a one-Agent-step Flow on the offline model is submitted, run and completed in
 // one commit; with a model endpoint it takes two (the submission with the step's start, then
-// the outcome); an answer to a question and the resumed run's end take two (the answer, the
-// outcome).
+// the outcome); an answer to a question and the resumed run's end take one on the offline model
+// and two with a model endpoint (the answer with the step's start, then the outcome).
 //
 // Steps that act only on the persisted data (Input, Condition, Router, Output) add no commit:
 // their transitions are written with the next one. On SQLite concurrent transactions share a
