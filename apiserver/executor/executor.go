@@ -13,6 +13,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,6 +143,8 @@ type Executor struct {
 	// claims counts the claims under way: each may land in any workspace, so each counts toward
 	// every workspace's share until it is known where it landed.
 	claims int
+	// readRuns are the runs workers read claimable and have not taken yet (RunOnce).
+	readRuns map[string]bool
 	// slots holds a token per run executing, claimed or reserved, so that no more than workers
 	// execute at once.
 	slots chan struct{}
@@ -175,7 +178,7 @@ func New(opts Options) (*Executor, error) {
 	if e.share <= 0 {
 		e.share = max(1, e.workers/2)
 	}
-	e.busy = map[string]int{}
+	e.busy, e.readRuns = map[string]int{}, map[string]bool{}
 	if e.lease <= 0 {
 		e.lease = 15 * time.Second
 	}
@@ -326,23 +329,63 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 }
 
 // RunOnce claims one runnable run for owner and executes it until it suspends, ends, or is
-// taken away; false when there was none to claim.
+// taken away; false when there was none to claim. The run is read claimable and taken with its
+// first commit (work.Store.ClaimApplied), right before it first acts outside the process or
+// stops executing: a run whose next steps need no call outside the process is claimed and
+// finished in one commit. A worker that finds it taken meanwhile (by another replica) drops it;
+// a crash before that commit leaves it claimable. The process's workers never read the same run
+// while one of them has it unwritten.
 func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
 	var run *work.FlowRun
 	workspace, err := e.claim(func(full []string) (string, error) {
-		var err error
-		run, err = e.work.Claim(ctx, owner, e.lease, full...)
-		if run == nil {
-			return "", err
+		// A run another worker of the process read in between is read again without it.
+		for range claimsAtOnce {
+			var err error
+			if run, err = e.work.Claimable(ctx, full, e.reading()); run == nil || err != nil {
+				return "", err
+			}
+			if e.read(run.ID) {
+				return run.WorkspaceID, nil
+			}
 		}
-		return run.WorkspaceID, err
+		run = nil
+		return "", nil
 	})
 	if err != nil || run == nil {
 		return false, err
 	}
 	defer e.done(workspace)
+	defer e.unread(run.ID)
 	runsClaimed.Inc()
-	return true, e.executeRun(ctx, run, owner, nil)
+	run.LeaseOwner, run.LeaseExpiresAt = owner, time.Now().Add(e.lease)
+	return true, e.executeRun(ctx, run, owner, &submission{claimed: func() { e.unread(run.ID) }})
+}
+
+// read records that a worker of the process read the run claimable and has not taken it yet;
+// false when another worker did.
+func (e *Executor) read(runID string) bool {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	if e.readRuns[runID] {
+		return false
+	}
+	e.readRuns[runID] = true
+	return true
+}
+
+// unread ends what read recorded: the run was taken (or dropped).
+func (e *Executor) unread(runID string) {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	delete(e.readRuns, runID)
+}
+
+// reading are the runs the process's workers read claimable and have not taken yet (at most one
+// per worker).
+func (e *Executor) reading() []string {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	return slices.Collect(maps.Keys(e.readRuns))
 }
 
 // executeRun runs a run this process owns until it suspends, ends, or is taken away; sub, when
@@ -572,11 +615,13 @@ func runnable(run work.FlowRun) bool {
 	return run.State == work.StatePending || run.State == work.StateRunning
 }
 
-// submission is a run's submission, or an answer that resumes it (answer set), that its worker
-// writes with the run's first transition.
+// submission is a run's submission, an answer that resumes it (answer set), or its claim
+// (claimed set), that its worker writes with the run's first transition.
 type submission struct {
 	prepared work.Prepared
 	answer   *work.PreparedResponse
+	// claimed, for a run read claimable, is told once the run is taken.
+	claimed func()
 	// written is set once it is committed (read by the lease's renewals).
 	written atomic.Bool
 	x       *execution
@@ -595,6 +640,13 @@ type execution struct {
 
 // flushed records a commit of the worker: the first is the submission's (or the answer's, action).
 func (s *submission) flushed(item work.WorkItem, action work.PendingAction, run work.FlowRun) {
+	if s.claimed != nil {
+		if !s.written.Load() {
+			s.written.Store(true)
+			s.claimed()
+		}
+		return
+	}
 	s.x.last = run
 	if !s.written.Load() {
 		s.x.item, s.x.action, s.x.run, s.x.token = item, action, run, s.prepared.Token
@@ -723,6 +775,10 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 			err    error
 		)
 		switch {
+		case first && sub.claimed != nil:
+			// The run is taken with what it did since it was read claimable, in one commit.
+			t.UsageFresh = drive.noUsage
+			next, err = e.work.ClaimApplied(ctx, held, owner, t)
 		case first && sub.answer != nil:
 			// The answer is written with what the run it resumed did since, in one commit.
 			t.UsageFresh = drive.noUsage

@@ -18,8 +18,10 @@
 //     (StepRestarted), never as a second, unrelated call. An agent answered in the process (the
 //     offline model) makes no call a crash could repeat: its start commits with its outcome, as a
 //     pure step's does; a crash before that commit leaves the run where it was, and the next
-//     worker computes the same answer. A claim's lease commit is needed only by a run no worker
-//     of the submitting or answering process holds (Reservation, Response.Lease);
+//     worker computes the same answer. A claim's lease needs no commit of its own: a worker
+//     reads a runnable run (Claimable) and takes it with its first transition (ClaimApplied),
+//     conditional on the run being as read and nobody's lease live, so a crash before that
+//     commit leaves it claimable and of two workers that read it one takes it;
 //   - what the agent answered is never lost once the client is told the run completed: the
 //     outcome commits with the run's end, its Task result and notification;
 //   - every change is in the outbox in its transaction: the Observer's rows (Task, activities,

@@ -25,7 +25,8 @@ func notIn(column string, values []string) (string, []any) {
 	return " AND " + column + " NOT IN (?" + strings.Repeat(", ?", len(values)-1) + ")", args
 }
 
-// Claim leases one runnable run to owner for lease and returns it, or nil when there is none.
+// Claim leases one runnable run to owner for lease and returns it, or nil when there is none (the
+// executor instead reads one, Claimable, and takes it with its first transition, ClaimApplied).
 // Runnable: Pending or Running, and no live lease (a Running run whose lease expired was left by
 // a worker that stopped or died). Runs of excludeWorkspaces are left for later.
 func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, excludeWorkspaces ...string) (*FlowRun, error) {
@@ -37,6 +38,27 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, ex
 			return err
 		})
 	if err != nil || !found {
+		return nil, err
+	}
+	return &run, nil
+}
+
+// Claimable is a runnable run (as Claim takes) that no worker holds, read without taking it, or
+// nil when there is none: the worker that read it takes it with its first transition
+// (ClaimApplied), so that a run whose next steps need no call outside the process is claimed
+// and finished in one commit. Runs of excludeWorkspaces and the runs excludeRuns (those the
+// process's other workers read and have not taken yet) are left out. A read costs what Claim's
+// look for a runnable run costs, and takes no lock: of several workers (of this replica or
+// another) that read one run, one takes it.
+func (s *Store) Claimable(ctx context.Context, excludeWorkspaces, excludeRuns []string) (*FlowRun, error) {
+	exclude, args := notIn("workspace_id", excludeWorkspaces)
+	notRuns, runArgs := notIn("id", excludeRuns)
+	run, err := scanRun(s.queryRow(ctx, `SELECT `+runColumns+` FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?`+
+		exclude+notRuns+` ORDER BY updated_at LIMIT 1`, append(append([]any{ms(s.now())}, args...), runArgs...)...))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &run, nil
@@ -261,7 +283,7 @@ func (t Transition) Then(u Transition) Transition {
 // ErrLeaseLost when the run is no longer Pending or Running under owner's lease (it was paused,
 // cancelled or claimed by another worker): the caller must drop the run without acting.
 func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (FlowRun, error) {
-	return s.apply(ctx, runID, nil, owner, t)
+	return s.apply(ctx, runID, nil, owner, t, false)
 }
 
 // ApplyHeld is Apply for the worker that holds the run as the store last returned it (Claim, a
@@ -271,7 +293,20 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 // which renewals move without a new version, is kept as the store has it, and the returned run
 // has held's.
 func (s *Store) ApplyHeld(ctx context.Context, held FlowRun, owner string, t Transition) (FlowRun, error) {
-	return s.apply(ctx, held.ID, &held, owner, t)
+	return s.apply(ctx, held.ID, &held, owner, t, false)
+}
+
+// ClaimApplied is ApplyHeld for a run read by Claimable, not leased yet, with the lease owner
+// takes set on held (LeaseOwner, LeaseExpiresAt): the write takes the run with its transition
+// only if it is still claimable as read (the same version, Pending or Running, its lease
+// expired), and is ErrLeaseLost otherwise, nothing written: another worker took it or it
+// changed, and the caller drops it (the steps t records ran only in the process). A crash before
+// it commits leaves the run claimable, as read.
+func (s *Store) ClaimApplied(ctx context.Context, held FlowRun, owner string, t Transition) (FlowRun, error) {
+	if held.LeaseOwner != owner || owner == "" {
+		return FlowRun{}, fmt.Errorf("run %s is leased to %q: %w", held.ID, held.LeaseOwner, ErrLeaseLost)
+	}
+	return s.apply(ctx, held.ID, &held, owner, t, true)
 }
 
 // SubmitApplied writes a prepared submission whose run owner holds (Prepare with a Lease)
@@ -357,7 +392,9 @@ func (s *Store) suspend(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspen
 	return nil
 }
 
-func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner string, t Transition) (FlowRun, error) {
+// apply persists t of the run runID that owner holds: read and locked, or held as the worker
+// last had it (held), or held as read claimable and taken by this write (claim).
+func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner string, t Transition, claim bool) (FlowRun, error) {
 	var out FlowRun
 	// The worker holds the run: a transition of it makes nothing runnable for the others.
 	err := s.inTxNotify(ctx, func() []string { return runTopics(out, false) }, func(tx *sql.Tx) error {
@@ -383,9 +420,12 @@ func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner st
 				return err
 			}
 		}
-		if held != nil {
+		switch {
+		case claim:
+			out, err = s.saveClaimedRun(ctx, tx, run, next, now)
+		case held != nil:
 			out, err = s.saveHeldRun(ctx, tx, run, next, owner, now)
-		} else {
+		default:
 			out, err = s.saveRun(ctx, tx, run, next, now)
 		}
 		if err != nil {
@@ -549,6 +589,18 @@ func (s *Store) saveHeldRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, 
 		[]any{next.LeaseOwner}, ` AND version = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`, old.Version, owner)
 	if errors.Is(err, ErrStale) {
 		return next, fmt.Errorf("run %s was changed by another since its worker's last transition: %w", old.ID, ErrLeaseLost)
+	}
+	return next, err
+}
+
+// saveClaimedRun is saveRun over old as read claimable, not read in the transaction, which next
+// leases: the write finds the run only if it is still that version, Pending or Running, its lease
+// expired (ErrLeaseLost otherwise).
+func (s *Store) saveClaimedRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time) (FlowRun, error) {
+	next, err := s.writeRun(ctx, tx, old, next, now, `lease_expires_at = ?`, []any{ms(next.LeaseExpiresAt)},
+		` AND version = ? AND state IN ('Pending', 'Running') AND lease_expires_at < ?`, old.Version, ms(now))
+	if errors.Is(err, ErrStale) {
+		return next, fmt.Errorf("run %s was taken or changed since it was read claimable: %w", old.ID, ErrLeaseLost)
 	}
 	return next, err
 }

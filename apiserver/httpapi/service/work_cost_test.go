@@ -30,7 +30,8 @@ func idlePoll(statement string) bool {
 			return true
 		}
 	}
-	return false
+	// A worker's read of a run to claim (work.Store.Claimable).
+	return strings.HasPrefix(statement, "SELECT ") && strings.Contains(statement, " FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ")
 }
 
 // workStatements are the recorded statements that are not idle polls.
