@@ -143,8 +143,10 @@ type Executor struct {
 	// claims counts the claims under way: each may land in any workspace, so each counts toward
 	// every workspace's share until it is known where it landed.
 	claims int
-	// readRuns are the runs workers read claimable and have not taken yet (RunOnce).
+	// readRuns are the runs workers read claimable and have not taken yet (RunOnce); readMu
+	// serializes the reads.
 	readRuns map[string]bool
+	readMu   sync.Mutex
 	// slots holds a token per run executing, claimed or reserved, so that no more than workers
 	// execute at once.
 	slots chan struct{}
@@ -338,18 +340,19 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
 	var run *work.FlowRun
 	workspace, err := e.claim(func(full []string) (string, error) {
-		// A run another worker of the process read in between is read again without it.
-		for range claimsAtOnce {
-			var err error
-			if run, err = e.work.Claimable(ctx, full, e.reading()); run == nil || err != nil {
-				return "", err
-			}
-			if e.read(run.ID) {
-				return run.WorkspaceID, nil
-			}
+		// One read at a time, each leaving out the runs read before and not taken yet: no two
+		// workers of the process read one run. A read is one statement, no commit.
+		e.readMu.Lock()
+		defer e.readMu.Unlock()
+		var err error
+		if run, err = e.work.Claimable(ctx, full, e.reading()); run == nil || err != nil {
+			return "", err
 		}
-		run = nil
-		return "", nil
+		if !e.read(run.ID) {
+			run = nil
+			return "", nil
+		}
+		return run.WorkspaceID, nil
 	})
 	if err != nil || run == nil {
 		return false, err
