@@ -13,6 +13,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,6 +148,10 @@ type Executor struct {
 	// claims counts the claims under way: each may land in any workspace, so each counts toward
 	// every workspace's share until it is known where it landed.
 	claims int
+	// readRuns are the runs workers read claimable and have not taken yet (RunOnce); readMu
+	// serializes the reads.
+	readRuns map[string]bool
+	readMu   sync.Mutex
 	// slots holds a token per run executing, claimed or reserved, so that no more than workers
 	// execute at once.
 	slots chan struct{}
@@ -180,7 +185,7 @@ func New(opts Options) (*Executor, error) {
 	if e.share <= 0 {
 		e.share = max(1, e.workers/2)
 	}
-	e.busy = map[string]int{}
+	e.busy, e.readRuns = map[string]int{}, map[string]bool{}
 	if e.lease <= 0 {
 		e.lease = 15 * time.Second
 	}
@@ -332,23 +337,64 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 }
 
 // RunOnce claims one runnable run for owner and executes it until it suspends, ends, or is
-// taken away; false when there was none to claim.
+// taken away; false when there was none to claim. The run is read claimable and taken with its
+// first commit (work.Store.ClaimApplied), right before it first acts outside the process or
+// stops executing: a run whose next steps need no call outside the process is claimed and
+// finished in one commit. A worker that finds it taken meanwhile (by another replica) drops it;
+// a crash before that commit leaves it claimable. The process's workers never read the same run
+// while one of them has it unwritten.
 func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
 	var run *work.FlowRun
 	workspace, err := e.claim(func(full []string) (string, error) {
+		// One read at a time, each leaving out the runs read before and not taken yet: no two
+		// workers of the process read one run. A read is one statement, no commit.
+		e.readMu.Lock()
+		defer e.readMu.Unlock()
 		var err error
-		run, err = e.work.Claim(ctx, owner, e.lease, full...)
-		if run == nil {
+		if run, err = e.work.Claimable(ctx, full, e.reading()); run == nil || err != nil {
 			return "", err
 		}
-		return run.WorkspaceID, err
+		if !e.read(run.ID) {
+			run = nil
+			return "", nil
+		}
+		return run.WorkspaceID, nil
 	})
 	if err != nil || run == nil {
 		return false, err
 	}
 	defer e.done(workspace)
+	defer e.unread(run.ID)
 	runsClaimed.Inc()
-	return true, e.executeRun(ctx, run, owner, nil)
+	run.LeaseOwner, run.LeaseExpiresAt = owner, time.Now().Add(e.lease)
+	return true, e.executeRun(ctx, run, owner, &submission{claimed: func() { e.unread(run.ID) }})
+}
+
+// read records that a worker of the process read the run claimable and has not taken it yet;
+// false when another worker did.
+func (e *Executor) read(runID string) bool {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	if e.readRuns[runID] {
+		return false
+	}
+	e.readRuns[runID] = true
+	return true
+}
+
+// unread ends what read recorded: the run was taken (or dropped).
+func (e *Executor) unread(runID string) {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	delete(e.readRuns, runID)
+}
+
+// reading are the runs the process's workers read claimable and have not taken yet (at most one
+// per worker).
+func (e *Executor) reading() []string {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	return slices.Collect(maps.Keys(e.readRuns))
 }
 
 // executeRun runs a run this process owns until it suspends, ends, or is taken away; sub, when
@@ -377,7 +423,10 @@ func (e *Executor) executeRun(ctx context.Context, run *work.FlowRun, owner stri
 	}
 	if err != nil {
 		// The run is given back at once; its persisted state is where the next worker starts.
-		_ = e.work.ReleaseLease(context.WithoutCancel(ctx), run.ID, owner)
+		// One whose submission or answer was not written has no lease to give back.
+		if sub == nil || sub.written.Load() {
+			_ = e.work.ReleaseLease(context.WithoutCancel(ctx), run.ID, owner)
+		}
 		return fmt.Errorf("flow run %s: %w", run.ID, err)
 	}
 	return nil
@@ -493,9 +542,95 @@ func (r *reservation) Submit(ctx context.Context, sub work.Submission) (work.Sub
 	return work.Submitted{Item: x.item, Run: x.run, Token: x.token, Settled: x.settled}, nil
 }
 
-// submission is a run's submission that its worker writes with the run's first transition.
+// Respond hands the answer to the reserved worker, which resumes the run at once in the process
+// and writes the answer with the run's first commit (work.Store.RespondApplied): a resumed run
+// whose next steps make no call outside the process is answered, executed and ended (or
+// suspended again) in that one commit. It returns once the answer is committed, so that the
+// answerer is acknowledged only of an answer that survives a crash. An answer only the store's
+// Respond gives (PrepareResponse), and one whose run or action changed before the worker could
+// write it, is given by Respond, the run leased to the worker; a worker that stops before it
+// wrote anything leaves the answer to Respond, for any worker to claim the run.
+func (r *reservation) Respond(ctx context.Context, resp work.Response) (work.Responded, error) {
+	lease := r.lease
+	resp.Lease = &lease
+	p, ok, err := r.e.work.PrepareResponse(ctx, resp)
+	if err != nil {
+		r.Cancel()
+		return work.Responded{}, err
+	}
+	if !ok {
+		return r.respond(ctx, resp)
+	}
+	x := &execution{committed: make(chan struct{}), done: make(chan struct{})}
+	s := &submission{answer: &p, x: x}
+	go func() {
+		defer r.Cancel()
+		defer close(x.done)
+		runsClaimed.Inc()
+		run := p.Run
+		err := r.e.executeRun(r.ctx, &run, r.lease.Owner, s)
+		if !s.written.Load() {
+			// Nothing was written: the answer is given as any answer is, which tells the answerer
+			// what became of an action that changed meanwhile. The run goes on on this worker,
+			// or, when it stops, on any.
+			if r.ctx.Err() != nil {
+				resp.Lease = nil
+			}
+			x.action, x.run, x.token, x.err = r.e.work.Respond(ctx, resp)
+			x.last = x.run
+			close(x.committed)
+			if x.err != nil {
+				return
+			}
+			if resp.Lease == nil || x.run.LeaseOwner != r.lease.Owner || !runnable(x.run) {
+				r.e.Wake()
+				return
+			}
+			s.written.Store(true)
+			run := x.run
+			err = r.e.executeRun(r.ctx, &run, r.lease.Owner, s)
+		}
+		if err != nil && r.ctx.Err() == nil {
+			r.e.log.Error(err, "executing a flow run")
+		}
+	}()
+	select {
+	case <-x.committed:
+	case <-ctx.Done():
+		return work.Responded{}, ctx.Err()
+	}
+	if x.err != nil {
+		return work.Responded{}, x.err
+	}
+	return work.Responded{Action: x.action, Run: x.run, Token: x.token, Settled: x.settled}, nil
+}
+
+// respond gives the answer with Store.Respond, the resumed run leased to the reserved worker,
+// which starts it once committed; the worker is given back when the run is not resumed.
+func (r *reservation) respond(ctx context.Context, resp work.Response) (work.Responded, error) {
+	action, run, token, err := r.e.work.Respond(ctx, resp)
+	if err != nil || run.LeaseOwner != r.lease.Owner || !runnable(run) {
+		r.Cancel()
+		if err == nil {
+			r.e.Wake()
+		}
+		return work.Responded{Action: action, Run: run, Token: token}, err
+	}
+	return work.Responded{Action: action, Run: run, Token: token, Settled: r.Start(run)}, nil
+}
+
+// runnable says whether run is Pending or Running: a worker executes it.
+func runnable(run work.FlowRun) bool {
+	return run.State == work.StatePending || run.State == work.StateRunning
+}
+
+// submission is a run's submission, an answer that resumes it (answer set), or its claim
+// (claimed set), that its worker writes with the run's first transition.
 type submission struct {
 	prepared work.Prepared
+	answer   *work.PreparedResponse
+	// claimed, for a run read claimable, is told once the run is taken.
+	claimed func()
 	// written is set once it is committed (read by the lease's renewals).
 	written atomic.Bool
 	x       *execution
@@ -506,16 +641,27 @@ type submission struct {
 type execution struct {
 	committed, done chan struct{}
 	item            work.WorkItem
+	action          work.PendingAction
 	run, last       work.FlowRun
 	token           string
 	err             error
 }
 
-// flushed records a commit of the worker: the first is the submission's.
-func (s *submission) flushed(item work.WorkItem, run work.FlowRun) {
+// flushed records a commit of the worker: the first is the submission's (or the answer's, action).
+func (s *submission) flushed(item work.WorkItem, action work.PendingAction, run work.FlowRun) {
+	if s.claimed != nil {
+		if !s.written.Load() {
+			s.written.Store(true)
+			s.claimed()
+		}
+		return
+	}
 	s.x.last = run
 	if !s.written.Load() {
-		s.x.item, s.x.run, s.x.token = item, run, s.prepared.Token
+		s.x.item, s.x.action, s.x.run, s.x.token = item, action, run, s.prepared.Token
+		if s.answer != nil {
+			s.x.token = s.answer.Token
+		}
 		s.written.Store(true)
 		close(s.x.committed)
 	}
@@ -632,14 +778,24 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 		}
 		staged = nil
 		var (
-			item work.WorkItem
-			next work.FlowRun
-			err  error
+			item   work.WorkItem
+			action work.PendingAction
+			next   work.FlowRun
+			err    error
 		)
-		if first {
+		switch {
+		case first && sub.claimed != nil:
+			// The run is taken with what it did since it was read claimable, in one commit.
+			t.UsageFresh = drive.noUsage
+			next, err = e.work.ClaimApplied(ctx, held, owner, t)
+		case first && sub.answer != nil:
+			// The answer is written with what the run it resumed did since, in one commit.
+			t.UsageFresh = drive.noUsage
+			action, next, err = e.work.RespondApplied(ctx, *sub.answer, owner, t)
+		case first:
 			// The submission is written with what its run did so far, in one commit.
 			item, next, err = e.work.SubmitApplied(ctx, sub.prepared, owner, t)
-		} else {
+		default:
 			t.UsageFresh = drive.noUsage
 			next, err = e.work.ApplyHeld(ctx, held, owner, t)
 		}
@@ -650,7 +806,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 			*run, held = next, next
 			observeUsage(run.WorkspaceID, t.Usage...)
 			if sub != nil {
-				sub.flushed(item, next)
+				sub.flushed(item, action, next)
 			}
 		}
 		return err

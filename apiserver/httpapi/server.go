@@ -368,6 +368,21 @@ func (s *Server) Reserve(workspace string) (work.Reservation, *work.Lease) {
 	return r, &lease
 }
 
+// Respond answers a pending action (r without a Lease). With a free worker of this process's
+// executor, the answer commits with the resumed run's first transition and the worker goes on
+// executing the run (work.Reservation.Respond), which saves the run a commit and the wait for a
+// worker; otherwise the store answers it and the executor is woken for the resumed run.
+func (s *Server) Respond(ctx context.Context, r work.Response) (work.Responded, error) {
+	if reserved, _ := s.Reserve(r.WorkspaceID); reserved != nil {
+		return reserved.Respond(ctx, r)
+	}
+	action, run, token, err := s.work.Respond(ctx, r)
+	if s.executor != nil && err == nil {
+		s.executor.Wake()
+	}
+	return work.Responded{Action: action, Run: run, Token: token}, err
+}
+
 // StartReserved starts run on the worker reserved for it when the run was committed leased to it
 // (err nil and the run runnable under that lease), and otherwise gives the worker back and wakes
 // the executor for whatever became runnable. Once started, it returns what waits for the worker

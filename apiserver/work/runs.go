@@ -25,7 +25,8 @@ func notIn(column string, values []string) (string, []any) {
 	return " AND " + column + " NOT IN (?" + strings.Repeat(", ?", len(values)-1) + ")", args
 }
 
-// Claim leases one runnable run to owner for lease and returns it, or nil when there is none.
+// Claim leases one runnable run to owner for lease and returns it, or nil when there is none (the
+// executor instead reads one, Claimable, and takes it with its first transition, ClaimApplied).
 // Runnable: Pending or Running, and no live lease (a Running run whose lease expired was left by
 // a worker that stopped or died). Runs of excludeWorkspaces are left for later.
 func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, excludeWorkspaces ...string) (*FlowRun, error) {
@@ -37,6 +38,27 @@ func (s *Store) Claim(ctx context.Context, owner string, lease time.Duration, ex
 			return err
 		})
 	if err != nil || !found {
+		return nil, err
+	}
+	return &run, nil
+}
+
+// Claimable is a runnable run (as Claim takes) that no worker holds, read without taking it, or
+// nil when there is none: the worker that read it takes it with its first transition
+// (ClaimApplied), so that a run whose next steps need no call outside the process is claimed
+// and finished in one commit. Runs of excludeWorkspaces and the runs excludeRuns (those the
+// process's other workers read and have not taken yet) are left out. A read costs what Claim's
+// look for a runnable run costs, and takes no lock: of several workers (of this replica or
+// another) that read one run, one takes it.
+func (s *Store) Claimable(ctx context.Context, excludeWorkspaces, excludeRuns []string) (*FlowRun, error) {
+	exclude, args := notIn("workspace_id", excludeWorkspaces)
+	notRuns, runArgs := notIn("id", excludeRuns)
+	run, err := scanRun(s.queryRow(ctx, `SELECT `+runColumns+` FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ?`+
+		exclude+notRuns+` ORDER BY updated_at LIMIT 1`, append(append([]any{ms(s.now())}, args...), runArgs...)...))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &run, nil
@@ -261,7 +283,7 @@ func (t Transition) Then(u Transition) Transition {
 // ErrLeaseLost when the run is no longer Pending or Running under owner's lease (it was paused,
 // cancelled or claimed by another worker): the caller must drop the run without acting.
 func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (FlowRun, error) {
-	return s.apply(ctx, runID, nil, owner, t)
+	return s.apply(ctx, runID, nil, owner, t, false)
 }
 
 // ApplyHeld is Apply for the worker that holds the run as the store last returned it (Claim, a
@@ -271,7 +293,20 @@ func (s *Store) Apply(ctx context.Context, runID, owner string, t Transition) (F
 // which renewals move without a new version, is kept as the store has it, and the returned run
 // has held's.
 func (s *Store) ApplyHeld(ctx context.Context, held FlowRun, owner string, t Transition) (FlowRun, error) {
-	return s.apply(ctx, held.ID, &held, owner, t)
+	return s.apply(ctx, held.ID, &held, owner, t, false)
+}
+
+// ClaimApplied is ApplyHeld for a run read by Claimable, not leased yet, with the lease owner
+// takes set on held (LeaseOwner, LeaseExpiresAt): the write takes the run with its transition
+// only if it is still claimable as read (the same version, Pending or Running, its lease
+// expired), and is ErrLeaseLost otherwise, nothing written: another worker took it or it
+// changed, and the caller drops it (the steps t records ran only in the process). A crash before
+// it commits leaves the run claimable, as read.
+func (s *Store) ClaimApplied(ctx context.Context, held FlowRun, owner string, t Transition) (FlowRun, error) {
+	if held.LeaseOwner != owner || owner == "" {
+		return FlowRun{}, fmt.Errorf("run %s is leased to %q: %w", held.ID, held.LeaseOwner, ErrLeaseLost)
+	}
+	return s.apply(ctx, held.ID, &held, owner, t, true)
 }
 
 // SubmitApplied writes a prepared submission whose run owner holds (Prepare with a Lease)
@@ -357,7 +392,9 @@ func (s *Store) suspend(ctx context.Context, tx *sql.Tx, run FlowRun, sus Suspen
 	return nil
 }
 
-func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner string, t Transition) (FlowRun, error) {
+// apply persists t of the run runID that owner holds: read and locked, or held as the worker
+// last had it (held), or held as read claimable and taken by this write (claim).
+func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner string, t Transition, claim bool) (FlowRun, error) {
 	var out FlowRun
 	// The worker holds the run: a transition of it makes nothing runnable for the others.
 	err := s.inTxNotify(ctx, func() []string { return runTopics(out, false) }, func(tx *sql.Tx) error {
@@ -383,9 +420,12 @@ func (s *Store) apply(ctx context.Context, runID string, held *FlowRun, owner st
 				return err
 			}
 		}
-		if held != nil {
+		switch {
+		case claim:
+			out, err = s.saveClaimedRun(ctx, tx, run, next, now)
+		case held != nil:
 			out, err = s.saveHeldRun(ctx, tx, run, next, owner, now)
-		} else {
+		default:
 			out, err = s.saveRun(ctx, tx, run, next, now)
 		}
 		if err != nil {
@@ -477,17 +517,25 @@ func (s *Store) createAction(ctx context.Context, tx *sql.Tx, run FlowRun, sus S
 // lockRunWithAction is lockRun of the workspace's run with its pending action actionID and the
 // digest of the action's token, in one read: ErrNotFound when either is not there.
 func (s *Store) lockRunWithAction(ctx context.Context, tx *sql.Tx, workspaceID, runID, actionID string) (FlowRun, PendingAction, string, error) {
+	query := runWithActionQuery
+	if s.db.Dialect() == store.Postgres {
+		query += ` FOR NO KEY UPDATE OF r`
+	}
+	return scanRunWithAction(s.txQueryRow(ctx, tx, query, runID, workspaceID, actionID))
+}
+
+// runWithActionQuery reads a run of a workspace with one of its pending actions and the digest of
+// the action's token.
+var runWithActionQuery = `SELECT ` + runWithActionColumns + `, p.token_hash FROM flow_runs r
+		JOIN pending_actions p ON p.run_id = r.id AND p.workspace_id = r.workspace_id
+		WHERE r.id = ? AND r.workspace_id = ? AND p.id = ?`
+
+// scanRunWithAction scans a row of runWithActionQuery.
+func scanRunWithAction(row rowScanner) (FlowRun, PendingAction, string, error) {
 	var (
 		a    PendingAction
 		hash string
 	)
-	query := `SELECT ` + runWithActionColumns + `, p.token_hash FROM flow_runs r
-		JOIN pending_actions p ON p.run_id = r.id AND p.workspace_id = r.workspace_id
-		WHERE r.id = ? AND r.workspace_id = ? AND p.id = ?`
-	if s.db.Dialect() == store.Postgres {
-		query += ` FOR NO KEY UPDATE OF r`
-	}
-	row := s.txQueryRow(ctx, tx, query, runID, workspaceID, actionID)
 	// The row's run columns come first, then the action's: each scan takes its own.
 	run, err := scanRun(scanFunc(func(runDest ...any) error {
 		var err error
@@ -541,6 +589,18 @@ func (s *Store) saveHeldRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, 
 		[]any{next.LeaseOwner}, ` AND version = ? AND lease_owner = ? AND state IN ('Pending', 'Running')`, old.Version, owner)
 	if errors.Is(err, ErrStale) {
 		return next, fmt.Errorf("run %s was changed by another since its worker's last transition: %w", old.ID, ErrLeaseLost)
+	}
+	return next, err
+}
+
+// saveClaimedRun is saveRun over old as read claimable, not read in the transaction, which next
+// leases: the write finds the run only if it is still that version, Pending or Running, its lease
+// expired (ErrLeaseLost otherwise).
+func (s *Store) saveClaimedRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now time.Time) (FlowRun, error) {
+	next, err := s.writeRun(ctx, tx, old, next, now, `lease_expires_at = ?`, []any{ms(next.LeaseExpiresAt)},
+		` AND version = ? AND state IN ('Pending', 'Running') AND lease_expires_at < ?`, old.Version, ms(now))
+	if errors.Is(err, ErrStale) {
+		return next, fmt.Errorf("run %s was taken or changed since it was read claimable: %w", old.ID, ErrLeaseLost)
 	}
 	return next, err
 }
@@ -679,30 +739,19 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 			return err
 		}
 		now := s.now()
-		switch {
-		case !r.SkipToken && !tokenMatches(r.Token, hash):
-			return fmt.Errorf("the resume token does not match the pending action: %w", ErrInvalidToken)
-		case a.Status != ActionCreated:
-			return fmt.Errorf("the pending action is already %s: %w", a.Status, ErrConflict)
-		case !now.Before(a.ExpiresAt):
-			return fmt.Errorf("the pending action expired at %s: %w", a.ExpiresAt.Format(time.RFC3339), ErrConflict)
+		if err := checkResponse(r, a, hash, now); err != nil {
+			return err
 		}
 		// The run is locked, and an escalation locks it first too: what is read here holds
 		// until this transaction commits.
 		if err := mayAnswerEscalated(ctx, tx, a, r.MayAnswerEscalated); err != nil {
 			return err
 		}
-		value, err := checkAnswer(a, r.Answer)
+		res, err := responseResolution(r, a)
 		if err != nil {
 			return err
 		}
-		var approved *bool
-		if a.Kind == KindApproval {
-			approved = r.Answer.Approved
-		}
-		next, err := s.resolveTx(ctx, tx, &a, old, resolution{status: ActionCompleted, resolution: ResolutionAnswered, by: r.PrincipalID,
-			value: value, approved: approved, reason: r.Answer.Reason,
-			told: Event{Type: EventPendingActionResolved, Step: a.Step, Reason: "pending action " + a.ID}}, now)
+		next, err := s.resolveTx(ctx, tx, &a, old, res, now)
 		if err != nil {
 			return err
 		}
@@ -721,6 +770,148 @@ func (s *Store) Respond(ctx context.Context, r Response) (PendingAction, FlowRun
 		return s.appendEvents(ctx, tx, run, now, events...)
 	})
 	return action, run, token, err
+}
+
+// checkResponse refuses r when its token does not match the action's (hash) or the action is no
+// longer open at now.
+func checkResponse(r Response, a PendingAction, hash string, now time.Time) error {
+	switch {
+	case !r.SkipToken && !tokenMatches(r.Token, hash):
+		return fmt.Errorf("the resume token does not match the pending action: %w", ErrInvalidToken)
+	case a.Status != ActionCreated:
+		return fmt.Errorf("the pending action is already %s: %w", a.Status, ErrConflict)
+	case !now.Before(a.ExpiresAt):
+		return fmt.Errorf("the pending action expired at %s: %w", a.ExpiresAt.Format(time.RFC3339), ErrConflict)
+	}
+	return nil
+}
+
+// responseResolution is how r's answer resolves the open action a; ErrInvalidInput when it does
+// not fit a.
+func responseResolution(r Response, a PendingAction) (resolution, error) {
+	value, err := checkAnswer(a, r.Answer)
+	if err != nil {
+		return resolution{}, err
+	}
+	var approved *bool
+	if a.Kind == KindApproval {
+		approved = r.Answer.Approved
+	}
+	return resolution{status: ActionCompleted, resolution: ResolutionAnswered, by: r.PrincipalID, value: value, approved: approved,
+		reason: r.Answer.Reason, told: Event{Type: EventPendingActionResolved, Step: a.Step, Reason: "pending action " + a.ID}}, nil
+}
+
+// PreparedResponse is an answer checked against its action and run as they were read, not
+// written yet: RespondApplied writes it with the first transition of the resumed run.
+type PreparedResponse struct {
+	// Action is the action as the answer resolves it; Run the run it resumes, Running and leased
+	// to the response's Lease, at the version read.
+	Action PendingAction
+	Run    FlowRun
+	// Token is the fresh resume token of the run's next action, handed to the answerer only;
+	// hash is what is stored.
+	Token string
+	hash  string
+	// old is the run as read; events tell the answer and the resumption.
+	old    FlowRun
+	events []Event
+}
+
+// PrepareResponse reads the run and the action r answers and checks the answer as Respond does,
+// without writing anything or locking: RespondApplied writes it later only if neither changed
+// meanwhile. Its errors are Respond's. ok is false, with no error, when the answer is one that
+// only Respond gives: without a Lease, to an escalated action (who may answer it is read in
+// the answer's transaction), to an approval that may decide a tool call (the step reads the
+// decision from the store when it resumes), or of a run that is not waiting on it
+// (Paused: the run stays so).
+func (s *Store) PrepareResponse(ctx context.Context, r Response) (p PreparedResponse, ok bool, err error) {
+	if r.Lease == nil {
+		return p, false, nil
+	}
+	old, a, hash, err := scanRunWithAction(s.queryRow(ctx, runWithActionQuery, r.RunID, r.WorkspaceID, r.ActionID))
+	if err != nil {
+		return p, false, err
+	}
+	now := s.now()
+	if err := checkResponse(r, a, hash, now); err != nil {
+		return p, false, err
+	}
+	if !a.EscalatedAt.IsZero() || (a.Kind == KindApproval && a.Budget == nil) || old.State != StateActionRequired {
+		return p, false, nil
+	}
+	res, err := responseResolution(r, a)
+	if err != nil {
+		return p, false, err
+	}
+	if err := res.apply(&a, now); err != nil {
+		return p, false, err
+	}
+	next, err := resolvedRun(a, old, res, false, nil)
+	if err != nil {
+		return p, false, err
+	}
+	next.run.LeaseOwner, next.run.LeaseExpiresAt = r.Lease.Owner, r.Lease.Until.UTC().Truncate(time.Millisecond)
+	// Each event says the run's state as the answer left it, whatever the run's first
+	// transition, committed with them, leaves it.
+	for i := range next.events {
+		if next.events[i].State == "" {
+			next.events[i].State = next.run.State
+		}
+	}
+	p = PreparedResponse{Action: a, Run: next.run, old: old, events: next.events}
+	p.Token, p.hash = NewResumeToken()
+	return p, true, nil
+}
+
+// RespondApplied writes a prepared answer together with the first transition t of the run it
+// resumes, which owner holds (the answer's Lease), in one transaction and one commit: the action
+// resolved, the run as t leaves it with the fresh token's digest, the answer's events and t's,
+// and what the Observer projects of them. The action is resolved only while it is open at the
+// version read and the run only while it is at the version read, so that an answer racing an
+// expiry, an escalation, a reissued token or another answer resolves the action once; a
+// changed one is ErrStale and nothing is written (Respond then tells the answerer what became
+// of the action). Until it commits nothing of the answer exists, so the answerer is
+// acknowledged only after; a crash before loses an answer nobody was told was taken, and the
+// steps t records ran only in the process (they made no call outside it: the executor commits
+// before any). It returns the action and the run as committed.
+func (s *Store) RespondApplied(ctx context.Context, p PreparedResponse, owner string, t Transition) (PendingAction, FlowRun, error) {
+	var out FlowRun
+	if p.Run.LeaseOwner != owner || owner == "" {
+		return p.Action, out, fmt.Errorf("run %s is leased to %q: %w", p.Run.ID, p.Run.LeaseOwner, ErrLeaseLost)
+	}
+	err := s.inTxNotify(ctx, func() []string { return runTopics(out, true) }, func(tx *sql.Tx) error {
+		now := s.now()
+		next, events, err := transitioned(p.Run, t)
+		if err != nil {
+			return err
+		}
+		// The run first, as every writer of it locks it before its action (an expiry, a
+		// reminder, Respond): never the other way round.
+		out, err = s.writeRun(ctx, tx, p.old, next, now, `lease_expires_at = ?, resume_token_hash = ?`,
+			[]any{ms(next.LeaseExpiresAt), p.hash}, ` AND version = ?`, p.old.Version)
+		if err != nil {
+			return err
+		}
+		if err := s.writeResolved(ctx, tx, p.Action, ErrStale); err != nil {
+			return err
+		}
+		if t.Suspend != nil {
+			if err := s.suspend(ctx, tx, out, *t.Suspend, now, p.hash, &events); err != nil {
+				return err
+			}
+		}
+		if len(t.Usage) > 0 {
+			if events, err = s.recordUsage(ctx, tx, out, t.Usage, events, now, t.UsageFresh, t.Prior); err != nil {
+				return err
+			}
+		}
+		return s.appendEvents(ctx, tx, out, now, append(append([]Event{}, p.events...), events...)...)
+	})
+	if err != nil {
+		return p.Action, out, err
+	}
+	s.settled.keep(out)
+	return p.Action, out, nil
 }
 
 // mayAnswerEscalated refuses an escalated action a, with ErrEscalated, unless may (read in tx)
@@ -766,8 +957,7 @@ type resolved struct {
 // resolveTx ends the open action a of run old (locked in tx) exactly once: the update is
 // conditional on the action's version and open status, so of an answer and an expiry that race
 // one wins and the other finds the action resolved (ErrConflict). The run goes on at the
-// continuation step with the answer: an approval of a tool call decides the call; a step that
-// asked before it runs sees the answer; an Agent that asked completes with it.
+// continuation step with the answer (resolvedRun); an approval of a tool call decides the call.
 func (s *Store) resolveTx(ctx context.Context, tx *sql.Tx, a *PendingAction, old FlowRun, r resolution, now time.Time) (resolved, error) {
 	var (
 		toolEvents []Event
@@ -784,21 +974,44 @@ func (s *Store) resolveTx(ctx context.Context, tx *sql.Tx, a *PendingAction, old
 			return resolved{}, err
 		}
 	}
+	if err := r.apply(a, now); err != nil {
+		return resolved{}, err
+	}
+	if err := s.writeResolved(ctx, tx, *a, ErrConflict); err != nil {
+		return resolved{}, err
+	}
+	return resolvedRun(*a, old, r, toolCall, toolEvents)
+}
+
+// apply sets the open action a as r resolves it at now, at its next version.
+func (r resolution) apply(a *PendingAction, now time.Time) error {
 	answer, err := json.Marshal(r.value)
 	if err != nil {
-		return resolved{}, err
-	}
-	res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, resolution = ?, remind_at = 0, version = version + 1,
-		answered_by = ?, answer = ?, answered_at = ? WHERE id = ? AND version = ? AND status = ?`,
-		r.status, r.resolution, r.by, string(answer), ms(now), a.ID, a.Version, ActionCreated)
-	if err != nil {
-		return resolved{}, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return resolved{}, errors.Join(err, fmt.Errorf("the pending action was resolved concurrently: %w", ErrConflict))
+		return err
 	}
 	a.Status, a.Resolution, a.Version, a.AnsweredBy, a.Answer, a.AnsweredAt = r.status, r.resolution, a.Version+1, r.by, answer, fromMS(ms(now))
+	return nil
+}
 
+// writeResolved writes the action a as a resolution left it (apply) over the open action at the
+// version before; changed is the error when it is no longer that (resolved concurrently).
+func (s *Store) writeResolved(ctx context.Context, tx *sql.Tx, a PendingAction, changed error) error {
+	res, err := s.txExec(ctx, tx, `UPDATE pending_actions SET status = ?, resolution = ?, remind_at = 0, version = version + 1,
+		answered_by = ?, answer = ?, answered_at = ? WHERE id = ? AND version = ? AND status = ?`,
+		a.Status, a.Resolution, a.AnsweredBy, string(a.Answer), ms(a.AnsweredAt), a.ID, a.Version-1, ActionCreated)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(err, fmt.Errorf("the pending action was resolved concurrently: %w", changed))
+	}
+	return nil
+}
+
+// resolvedRun is run old going on at the continuation step of its action a, resolved by r: an
+// approval of a tool call (toolCall, decided by toolEvents) lets the step find the decision; a
+// step that asked before it runs sees the answer; an Agent that asked completes with it.
+func resolvedRun(a PendingAction, old FlowRun, r resolution, toolCall bool, toolEvents []Event) (resolved, error) {
 	data, err := old.DecodeData()
 	if err != nil {
 		return resolved{}, err
@@ -833,7 +1046,7 @@ func (s *Store) resolveTx(ctx context.Context, tx *sql.Tx, a *PendingAction, old
 		return resolved{}, err
 	}
 	next.CurrentStep, next.StepStarted, next.Attempt = a.ContinuationStep, false, 1
-	told, left := r.told, *a
+	told, left := r.told, a
 	told.Action = &left
 	events := append([]Event{told}, toolEvents...)
 	switch old.State {

@@ -409,6 +409,19 @@ type Reservation interface {
 	Start(run FlowRun) func(ctx context.Context, timeout time.Duration) (FlowRun, bool)
 	Cancel()
 	Submit(ctx context.Context, sub Submission) (Submitted, error)
+	// Respond hands the worker an answer (its Lease set to the reservation's): the answer is
+	// committed with the resumed run's first transition, and the worker goes on executing it.
+	Respond(ctx context.Context, r Response) (Responded, error)
+}
+
+// Responded is an answer as a reserved worker committed it (Reservation.Respond): what
+// Store.Respond returns, and what waits for the worker to settle the run (nil when no worker of
+// this process executes it).
+type Responded struct {
+	Action  PendingAction
+	Run     FlowRun
+	Token   string
+	Settled func(ctx context.Context, timeout time.Duration) (run FlowRun, ok bool)
 }
 
 // Submitted is a submission as a reserved worker committed it (Reservation.Submit).

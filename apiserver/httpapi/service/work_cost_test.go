@@ -30,7 +30,8 @@ func idlePoll(statement string) bool {
 			return true
 		}
 	}
-	return false
+	// A worker's read of a run to claim (work.Store.Claimable).
+	return strings.HasPrefix(statement, "SELECT ") && strings.Contains(statement, " FROM flow_runs WHERE state IN ('Pending', 'Running') AND lease_expires_at < ")
 }
 
 // workStatements are the recorded statements that are not idle polls.
@@ -84,17 +85,21 @@ func TestAWorkItemCostsAtMostItsStatementBudget(t *testing.T) {
 
 // maxStatementsPerAnswer is what answering a run's question costs the store per dialect, through
 // the Work API until the run completed (the answer, the resumed step, the completion; idle polls
-// excluded): 24 on SQLite and 20.7 on PostgreSQL when it was set (29 and 26.7 before the run and
-// its action were read in one statement, the answered question's notification was resolved by one
-// UPDATE ... RETURNING instead of a SELECT before it, the waiter took the settled run from the answer's reserved worker instead of reading it,
-// and a step that asked with no tool call recorded skipped reading its calls on resumption and
-// summed its usage from the model calls its question carried instead of reading them back; 47
-// in 5 commits on SQLite before the answered run went to a reserved worker with the answer
-// instead of waiting for a claim), with margin on PostgreSQL for the outbox's numbering rounds.
-var maxStatementsPerAnswer = map[string]float64{store.SQLite: 24, store.Postgres: 22}
+// excluded): 15 on SQLite and 14.3 on PostgreSQL in one commit when it was set (24 and 20.7 in two
+// before the answer was written with the resumed run's first transition by the worker reserved
+// for it, one write of the run, its WorkItem, its events and their projection instead of two;
+// 29 and 26.7 before the run and its action were read in one statement, the answered question's
+// notification was resolved by one UPDATE ... RETURNING instead of a SELECT before it, the waiter
+// took the settled run from the answer's reserved worker instead of reading it, and a step that
+// asked with no tool call recorded skipped reading its calls on resumption and summed its usage
+// from the model calls its question carried instead of reading them back; 47 in 5 commits on
+// SQLite before the answered run went to a reserved worker with the answer instead of waiting for
+// a claim), with margin on PostgreSQL for the outbox's numbering rounds.
+var maxStatementsPerAnswer = map[string]float64{store.SQLite: 15, store.Postgres: 15.5}
 
-// An answer costs at most maxStatementsPerAnswer statements and two commits besides the answer's
-// own, on both dialects: the resumed run starts on this process's worker without a claim.
+// An answer costs at most maxStatementsPerAnswer statements and one commit, on both dialects: the
+// resumed run goes on on this process's worker without a claim, and its steps up to their first
+// call outside the process (here: to the end) commit with the answer.
 func TestAnAnswerCostsAtMostItsStatementBudget(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
@@ -128,7 +133,7 @@ func TestAnAnswerCostsAtMostItsStatementBudget(t *testing.T) {
 		t.Logf("%.1f statements (%d of idle polls besides), %.1f transactions, %.1f commits per answer; the statements of %d:\n%s",
 			perAnswer, polls, float64(ran.Transactions)/answers, float64(ran.Commits)/answers, answers, strings.Join(own, "\n"))
 		g.Expect(perAnswer).To(BeNumerically("<=", maxStatementsPerAnswer[s.Dialect()]))
-		g.Expect(float64(ran.Commits) / answers).To(BeNumerically("<=", 3.5))
+		g.Expect(float64(ran.Commits) / answers).To(BeNumerically("<=", 1))
 		// The resumed step's completion tells the usage of all its model calls: the question's
 		// and the one after the answer.
 		events := call(t, server, http.MethodGet, "/api/flowRuns/"+runID+"/events", "")

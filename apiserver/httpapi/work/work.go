@@ -354,15 +354,14 @@ func (s *routes) registerWork() {
 			return nil, err
 		}
 		// A worker of this process, when one is free, gets the resumed run with the answer.
-		reserved, lease := s.Reserve(rc.WorkspaceID)
-		action, run, token, err := s.Work().Respond(ctx, domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
+		answered, err := s.Respond(ctx, domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
 			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason},
-			Lease: lease, MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
-		settled := s.StartReserved(reserved, run, err)
+			MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		if run, err = s.waitForWorker(ctx, rc.WorkspaceID, run, settled, in.WaitSeconds); err != nil {
+		action, run, token := answered.Action, answered.Run, answered.Token
+		if run, err = s.waitForWorker(ctx, rc.WorkspaceID, run, answered.Settled, in.WaitSeconds); err != nil {
 			return nil, err
 		}
 		out := &struct {

@@ -573,11 +573,11 @@ func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, a
 		ans.File = &work.FileAnswer{Name: f.Name, MediaType: f.MediaType, Length: stored.Length, ArtifactID: stored.ID}
 	}
 	// A worker of this process, when one is free, gets the resumed run with the answer.
-	reserved, lease := s.Reserve(rc.WorkspaceID)
-	action, run, token, err := s.Work().Respond(ctx, work.Response{WorkspaceID: rc.WorkspaceID, RunID: runID, ActionID: actionID,
-		Token: body.ResumeToken, SkipToken: !needToken, PrincipalID: rc.PrincipalID, Answer: ans, Lease: lease,
+	answered, err := s.Respond(ctx, work.Response{WorkspaceID: rc.WorkspaceID, RunID: runID, ActionID: actionID,
+		Token: body.ResumeToken, SkipToken: !needToken, PrincipalID: rc.PrincipalID, Answer: ans,
 		MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
-	worker := startedRun(run, s.StartReserved(reserved, run, err))
+	action, token := answered.Action, answered.Token
+	worker := startedRun(answered.Run, answered.Settled)
 	if err != nil {
 		if artifact != nil {
 			_ = s.workplace.DeleteArtifact(context.WithoutCancel(ctx), *artifact)
