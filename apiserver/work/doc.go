@@ -8,7 +8,9 @@
 //   - acknowledged work survives a crash: the submission commits before the client is told
 //     (202). Submitted with a free worker of the process (Reservation.Submit), it commits with
 //     the run's first transition (SubmitApplied): nothing of it exists before, so a crash before
-//     that commit loses only work nobody was told about. An answer, likewise, is acknowledged
+//     that commit loses only work nobody was told about; what the submission belongs to (the
+//     conversation an Entry opens, Submission.Prelude) is written first in that transaction, so
+//     neither exists without the other. An answer, likewise, is acknowledged
 //     only after its commit; given to a free worker of the process (Reservation.Respond), it
 //     commits with the resumed run's first transition (RespondApplied), conditional on the run
 //     and the action being as read, so a crash before that commit leaves the question open and

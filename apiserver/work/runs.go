@@ -334,6 +334,9 @@ func (s *Store) SubmitApplied(ctx context.Context, p Prepared, owner string, t T
 		next.UpdatedAt = now.UTC().Truncate(time.Millisecond)
 		item = p.Item
 		item.Status, item.Result, item.Reason, item.UpdatedAt = workItemStatus(next), next.Result, next.Reason, next.UpdatedAt
+		if err := p.writePrelude(ctx, tx, next); err != nil {
+			return err
+		}
 		if err := s.insertSubmission(ctx, tx, item, next, p.hash); err != nil {
 			return fmt.Errorf("work: submit: %w", err)
 		}

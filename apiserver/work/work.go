@@ -390,6 +390,11 @@ type Submission struct {
 	// Lease, when set, commits the run already leased to a worker of this process that starts it
 	// at once (Reservation), instead of leaving it for any worker to claim.
 	Lease *Lease
+	// Prelude, when set, writes first, in the transaction that writes the submission, what the
+	// submission belongs to (the conversation an Entry opens and its first message), so that
+	// they commit together; run is the FlowRun as it is about to be written (its id known). It
+	// runs again if that transaction is tried again.
+	Prelude func(ctx context.Context, tx *sql.Tx, run FlowRun) error
 }
 
 // Lease is who owns a run's execution and until when.
@@ -467,6 +472,9 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, sub Submission) (WorkI
 	if err != nil {
 		return WorkItem{}, FlowRun{}, "", err
 	}
+	if err := p.writePrelude(ctx, tx, p.Run); err != nil {
+		return WorkItem{}, FlowRun{}, "", err
+	}
 	if err := s.insertSubmission(ctx, tx, p.Item, p.Run, p.hash); err != nil {
 		return WorkItem{}, FlowRun{}, "", fmt.Errorf("work: submit: %w", err)
 	}
@@ -489,6 +497,8 @@ type Prepared struct {
 	// Token is the raw resume token, handed to the submitter only; hash is what is stored.
 	Token string
 	hash  string
+	// prelude is the submission's Prelude.
+	prelude func(ctx context.Context, tx *sql.Tx, run FlowRun) error
 }
 
 // Prepare checks a submission and makes its WorkItem and FlowRun, without writing them.
@@ -530,7 +540,16 @@ func (s *Store) Prepare(sub Submission) (Prepared, error) {
 	if sub.Lease != nil {
 		run.LeaseOwner, run.LeaseExpiresAt = sub.Lease.Owner, sub.Lease.Until.UTC().Truncate(time.Millisecond)
 	}
-	return Prepared{Item: item, Run: run, Token: token, hash: hash}, nil
+	return Prepared{Item: item, Run: run, Token: token, hash: hash, prelude: sub.Prelude}, nil
+}
+
+// writePrelude writes what the submission p belongs to (Submission.Prelude), before it, in tx;
+// run is the FlowRun as it is about to be written.
+func (p Prepared) writePrelude(ctx context.Context, tx *sql.Tx, run FlowRun) error {
+	if p.prelude == nil {
+		return nil
+	}
+	return p.prelude(ctx, tx, run)
 }
 
 // insertSubmission writes a WorkItem and its FlowRun as they are.

@@ -46,9 +46,11 @@ type Opening struct {
 	// Submitted is the exact JSON the caller sent.
 	Submitted json.RawMessage
 	Submission
-	// Lease, when set, commits the first run leased to a worker of this process that starts it at
-	// once (work.Submission.Lease).
-	Lease *work.Lease
+	// Submit, when set, writes the conversation's first run: a worker of this process reserved
+	// for it (work.Reservation.Submit) runs it at once and writes the conversation with what the
+	// run did before its first call outside the process, in one commit. The store's Submit when
+	// nil: the run waits for any worker.
+	Submit func(ctx context.Context, sub work.Submission) (work.Submitted, error)
 	// Unread returns the conversation as Open inserted it, with its current run, instead of
 	// reading it back after the commit: for a caller that reads it once its run settled.
 	Unread bool
@@ -103,8 +105,10 @@ const contextMessages = 20
 
 // Open opens an Interaction from a published Entry: in one transaction, the conversation with
 // the exact submitted JSON, its first User message, and the WorkItem and FlowRun of its first run
-// on the pinned Flow version. The returned resume token answers the run's first pending action.
-func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun, string, error) {
+// on the pinned Flow version (with what that run did before its first outside call, when
+// o.Submit is a reserved worker's). The returned resume token answers the run's first pending
+// action.
+func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.Submitted, error) {
 	now := s.now()
 	// The conversation is named after what was asked, not only the Entry: two reports on two
 	// subjects read apart in Recent conversations.
@@ -118,44 +122,58 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.FlowRun,
 	}
 	input := RunInput(o.Text, o.Values, nil)
 	sub := work.Submission{Context: o.Context, InteractionID: i.ID, Type: "interaction", Title: title,
-		Instruction: o.Text, FlowName: o.Target.Flow, FlowVersion: o.Target.Version, Input: input, Lease: o.Lease}
+		Instruction: o.Text, FlowName: o.Target.Flow, FlowVersion: o.Target.Version, Input: input}
 	sub.Namespace = o.Target.Namespace
-	var (
-		run   work.FlowRun
-		token string
-	)
-	err := s.Work.InTx(ctx, func(tx *sql.Tx) error {
+	// The conversation is written in the transaction of its first run, before it, already naming
+	// the run: nothing of it exists until its run does.
+	sub.Prelude = func(ctx context.Context, tx *sql.Tx, run work.FlowRun) error {
+		opened := i
+		opened.CurrentRunID = run.ID
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO interactions (`+interactionColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			i.ID, i.TenantID, i.WorkspaceID, i.Namespace, i.PrincipalID, i.EntryNamespace, i.EntryName, i.EntryGeneration, i.Title,
-			i.TaskDisplay, i.Participants, i.ResultsDisplay, i.Target.Namespace, i.Target.Flow, i.Target.Version, i.Continuation.Namespace,
-			i.Continuation.Flow, i.Continuation.Version, string(i.Submitted), i.State, "", nil, i.Version, ms(now), ms(now),
-			i.FollowUpPolicy); err != nil {
+			opened.ID, opened.TenantID, opened.WorkspaceID, opened.Namespace, opened.PrincipalID, opened.EntryNamespace, opened.EntryName,
+			opened.EntryGeneration, opened.Title, opened.TaskDisplay, opened.Participants, opened.ResultsDisplay, opened.Target.Namespace,
+			opened.Target.Flow, opened.Target.Version, opened.Continuation.Namespace, opened.Continuation.Flow, opened.Continuation.Version,
+			string(opened.Submitted), opened.State, opened.CurrentRunID, nil, opened.Version, ms(now), ms(now), opened.FollowUpPolicy); err != nil {
 			return err
 		}
 		// The conversation was inserted just now: its first message needs nothing read.
-		if err := s.insertMessage(ctx, tx, &Message{InteractionID: i.ID, Role: RoleUser, Kind: MessageText, Text: o.Text},
-			i.WorkspaceID, i.State, i.Version); err != nil {
+		if err := s.insertMessage(ctx, tx, &Message{InteractionID: opened.ID, Role: RoleUser, Kind: MessageText, Text: o.Text},
+			opened.WorkspaceID, opened.State, opened.Version); err != nil {
 			return err
 		}
-		// Nothing changed the row since its insert: the run's projection takes it as it is.
-		s.openedIn.Store(tx, i)
-		defer s.openedIn.Delete(tx)
-		var err error
-		if _, run, token, err = s.Work.SubmitTx(ctx, tx, sub); err != nil {
-			return err
+		// Nothing changed the row since its insert: the run's projection takes it as it is
+		// (and forgets it: LoadAndDelete).
+		s.openedIn.Store(tx, opened)
+		return nil
+	}
+	submit := o.Submit
+	if submit == nil {
+		submit = func(ctx context.Context, sub work.Submission) (out work.Submitted, err error) {
+			err = s.Work.InTx(ctx, func(tx *sql.Tx) (err error) {
+				out.Item, out.Run, out.Token, err = s.Work.SubmitTx(ctx, tx, sub)
+				return err
+			})
+			return out, err
 		}
-		return s.setCurrentRun(ctx, tx, i.ID, run.ID)
+	}
+	submitted, err := submit(ctx, sub)
+	// What a transaction that failed before the projection left of the conversation goes too.
+	s.openedIn.Range(func(tx, opened any) bool {
+		if opened.(Interaction).ID == i.ID {
+			s.openedIn.Delete(tx)
+		}
+		return true
 	})
 	if err != nil {
-		return Interaction{}, work.FlowRun{}, "", err
+		return Interaction{}, work.Submitted{}, err
 	}
 	if o.Unread {
-		i.CurrentRunID = run.ID
-		return i, run, token, nil
+		i.CurrentRunID = submitted.Run.ID
+		return i, submitted, nil
 	}
 	i, err = s.Interaction(ctx, i.WorkspaceID, i.ID)
-	return i, run, token, err
+	return i, submitted, err
 }
 
 func (s *Store) setCurrentRun(ctx context.Context, tx *sql.Tx, interactionID, runID string) error {

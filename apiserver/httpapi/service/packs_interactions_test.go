@@ -34,7 +34,7 @@ func TestAnUpdateThatRemovesAnEntryClosesItsIdleConversationsAndKeepsTheirMessag
 	ns := &corev1.Namespace{}
 	g.Expect(kube.Get(ctx, client.ObjectKey{Name: "default"}, ns)).To(Succeed())
 	open := func(text string) workplace.Interaction {
-		i, _, _, err := places.Open(ctx, workplace.Opening{
+		i, _, err := places.Open(ctx, workplace.Opening{
 			Context:        work.Context{WorkspaceID: resourcenamespace.WorkspaceIDOf(ns), Namespace: "default", PrincipalID: "someone"},
 			EntryNamespace: "acme.conversing", EntryName: "hello", EntryGeneration: 1, Title: "Hello",
 			Target:     workplace.FlowTarget{Namespace: "acme.conversing", Flow: "direct-greeter", Version: "1.0.0"},

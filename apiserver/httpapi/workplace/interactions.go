@@ -463,25 +463,34 @@ func (s *routes) open(ctx context.Context, name, rns string, raw []byte, body Op
 			return nil, err
 		}
 	}
-	// A worker of this process, when one is free, gets the first run with the conversation.
-	reserved, lease := s.Reserve(rc.WorkspaceID)
-	i, run, token, err := s.workplace.Open(ctx, domain.Opening{
+	opening := domain.Opening{
 		Context:        work.Context{TenantID: rc.TenantID, WorkspaceID: rc.WorkspaceID, Namespace: rc.Namespace, PrincipalID: rc.PrincipalID},
 		EntryNamespace: rns, EntryName: name, EntryGeneration: def.EntryGeneration, Title: entryTitle(def, name),
 		TaskDisplay: string(def.Task.Display), Participants: string(def.Participants.Visibility), ResultsDisplay: string(def.Results.Display),
 		FollowUpPolicy: string(def.FollowUps.Policy),
-		Target:         target, Continuation: continuation, Submitted: raw, Submission: submission, Lease: lease,
+		Target:         target, Continuation: continuation, Submitted: raw, Submission: submission,
 		// Waited for, the conversation is read once its run settled, not also now.
 		Unread: wait > 0,
-	})
-	committed := err
-	if run.ID != "" {
-		committed = nil // the conversation and its run were committed; only reading it back failed
 	}
-	worker := startedRun(run, s.StartReserved(reserved, run, committed))
+	// A worker of this process, when one is free, runs the first run at once and writes the
+	// conversation with it (it gives itself back, or hands the run to any worker, when it
+	// cannot).
+	reserved, _ := s.Reserve(rc.WorkspaceID)
+	if reserved != nil {
+		opening.Submit = reserved.Submit
+	}
+	i, submitted, err := s.workplace.Open(ctx, opening)
+	var worker *started
+	switch {
+	case reserved != nil && submitted.Run.ID != "":
+		worker = startedRun(submitted.Run, submitted.Settled)
+	case reserved == nil && submitted.Run.ID != "":
+		s.wakeExecutor() // the conversation and its run were committed; only reading it back may have failed
+	}
 	if err != nil {
 		return nil, httpapi.Problem(err)
 	}
+	token := submitted.Token
 	var settled *work.FlowRun
 	if i, settled, err = s.settle(ctx, i, wait, worker); err != nil {
 		return nil, err
