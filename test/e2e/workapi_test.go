@@ -104,8 +104,10 @@ func TestKubectlFollowsAWorkTaskFromItsQuestionToCompletedAndResumesItsWatchAfte
 		`(?s)ADDED\s+`+task+`\s+report: Quarterly\s+action-required.*MODIFIED\s+`+task+`\s+report: Quarterly\s+running.*`+
 			`MODIFIED\s+`+task+`\s+report: Quarterly\s+completed`),
 		"the watch shows the Task go running -> completed")
+	// The run is first committed with the conversation: Pending, or already Running when a
+	// worker of the process took it and committed it with its first steps.
 	g.Eventually(runsOut.String).WithTimeout(10*time.Second).Should(MatchRegexp(
-		`(?s)ADDED\s+\S+\s+report\s+1.0.0\s+Pending.*MODIFIED\s+\S+\s+report\s+1.0.0\s+ActionRequired.*MODIFIED\s+\S+\s+report\s+1.0.0\s+Running.*MODIFIED\s+\S+\s+report\s+1.0.0\s+Completed`),
+		`(?s)ADDED\s+\S+\s+report\s+1.0.0\s+(Pending|Running).*MODIFIED\s+\S+\s+report\s+1.0.0\s+ActionRequired.*MODIFIED\s+\S+\s+report\s+1.0.0\s+Running.*MODIFIED\s+\S+\s+report\s+1.0.0\s+Completed`),
 		"the watch of FlowRuns shows the run's transitions")
 	// Across namespaces: the administrator's kubeconfig reads every workspace's Work.
 	g.Expect(cs.current.mustKubectl(t, "get", "tasks", "-A")).To(MatchRegexp(`(?m)^NAMESPACE\s+NAME\s+TITLE\s+STATE.*\ndefault\s+` + task + `\s+report: Quarterly\s+completed`))
