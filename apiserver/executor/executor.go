@@ -531,13 +531,8 @@ func (r *reservation) Submit(ctx context.Context, sub work.Submission) (work.Sub
 			r.e.log.Error(err, "executing a flow run")
 		}
 	}()
-	select {
-	case <-x.committed:
-	case <-ctx.Done():
-		return work.Submitted{}, ctx.Err()
-	}
-	if x.err != nil {
-		return work.Submitted{}, x.err
+	if err := x.waitCommitted(ctx); err != nil {
+		return work.Submitted{}, err
 	}
 	return work.Submitted{Item: x.item, Run: x.run, Token: x.token, Settled: x.settled}, nil
 }
@@ -594,13 +589,8 @@ func (r *reservation) Respond(ctx context.Context, resp work.Response) (work.Res
 			r.e.log.Error(err, "executing a flow run")
 		}
 	}()
-	select {
-	case <-x.committed:
-	case <-ctx.Done():
-		return work.Responded{}, ctx.Err()
-	}
-	if x.err != nil {
-		return work.Responded{}, x.err
+	if err := x.waitCommitted(ctx); err != nil {
+		return work.Responded{}, err
 	}
 	return work.Responded{Action: x.action, Run: x.run, Token: x.token, Settled: x.settled}, nil
 }
@@ -645,6 +635,17 @@ type execution struct {
 	run, last       work.FlowRun
 	token           string
 	err             error
+}
+
+// waitCommitted waits for the worker's first commit, the submission's or the answer's, and
+// answers its error; ctx's when the caller went away first (the worker goes on).
+func (x *execution) waitCommitted(ctx context.Context) error {
+	select {
+	case <-x.committed:
+		return x.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // flushed records a commit of the worker: the first is the submission's (or the answer's, action).
