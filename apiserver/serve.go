@@ -115,7 +115,8 @@ const executorOwnerFile = "executor-owner"
 func dataDirExecutorOwner(dataDir string) (string, error) {
 	path := filepath.Join(dataDir, executorOwnerFile)
 	id, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	// An empty file (a write cut short) names nothing: a fresh id replaces it.
+	if errors.Is(err, fs.ErrNotExist) || err == nil && strings.TrimSpace(string(id)) == "" {
 		random := make([]byte, 8)
 		_, _ = rand.Read(random)
 		id = []byte(hex.EncodeToString(random))

@@ -247,3 +247,20 @@ func TestServeKeepsWhatTheUserAddedToTheKubeconfig(t *testing.T) {
 	cancel()
 	g.Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
 }
+
+func TestTheExecutorsNameInADataDirectoryIsKeptAcrossStartsAndNeverEmpty(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	first, err := dataDirExecutorOwner(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	again, err := dataDirExecutorOwner(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(Equal(first), "the next start names its leases the same")
+	host, _ := os.Hostname()
+	g.Expect(strings.TrimPrefix(first, host+"/")).To(MatchRegexp(`^[0-9a-f]{16}$`))
+
+	g.Expect(os.WriteFile(filepath.Join(dir, executorOwnerFile), []byte("\n"), 0o600)).To(Succeed())
+	fresh, err := dataDirExecutorOwner(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.TrimPrefix(fresh, host+"/")).To(MatchRegexp(`^[0-9a-f]{16}$`), "an empty file names nothing: a fresh id replaces it")
+}
