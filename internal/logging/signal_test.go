@@ -1,7 +1,10 @@
 package logging
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -38,5 +41,21 @@ func TestASignalContextWithoutASignalMarksNoStop(t *testing.T) {
 	stop()
 	if stopping.Load() {
 		t.Fatal("a stop was marked without a signal")
+	}
+}
+
+func TestAnInformerCancelledByTheStopIsNoErrorButOtherErrorsAre(t *testing.T) {
+	stopping.Store(false)
+	t.Cleanup(func() { stopping.Store(false) })
+	var out bytes.Buffer
+	log := Logger(Info, &out)
+	Stopping()
+	log.Error(errors.New("Timeout: failed waiting for *v1.Entry Informer to sync"), "failed to get informer from cache")
+	if out.Len() != 0 {
+		t.Fatalf("a stop's cancelled informer sync was written as an error: %s", out.String())
+	}
+	log.Error(errors.New("boom"), "reconcile failed")
+	if !strings.Contains(out.String(), "reconcile failed") {
+		t.Fatalf("another error during the stop was not written: %q", out.String())
 	}
 }
