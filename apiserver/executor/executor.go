@@ -152,6 +152,9 @@ type Executor struct {
 	// serializes the reads.
 	readRuns map[string]bool
 	readMu   sync.Mutex
+	// waiters are the submitters waiting for a worker (ReserveWithin), the oldest first; guarded
+	// by busyMu.
+	waiters []*waiter
 	// slots holds a token per run executing, claimed or reserved, so that no more than workers
 	// execute at once.
 	slots chan struct{}
@@ -323,6 +326,14 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 				ran, err = e.RunRuntimeOnce(ctx, owner)
 				worked = worked || ran
 			}
+			// With nothing in the store to run, the worker goes to a submitter waiting for one;
+			// its slot goes with it.
+			if err == nil && !worked && e.handOff() {
+				if e.waiting() {
+					continue
+				}
+				break
+			}
 			<-e.slots
 			if err != nil && ctx.Err() == nil {
 				// A failing store or kube API: wait for the next poll instead of spinning.
@@ -455,10 +466,110 @@ func (e *Executor) Reserve(workspace string) (work.Reservation, bool) {
 		<-e.slots
 		return nil, false
 	}
+	return e.reservedLocked(workspace), true
+}
+
+// reservedLocked counts a run more of workspace and makes the reservation for it, the worker's
+// slot taken; e.lifecycle and e.busyMu are held, and e.running is set.
+func (e *Executor) reservedLocked(workspace string) *reservation {
 	e.busy[workspace]++
 	e.reserved.Add(1)
 	return &reservation{e: e, ctx: e.running, workspace: workspace,
-		lease: work.Lease{Owner: fmt.Sprintf("%s/reserved/%d", e.owner, e.reserveN.Add(1)), Until: time.Now().Add(e.lease)}}, true
+		lease: work.Lease{Owner: fmt.Sprintf("%s/reserved/%d", e.owner, e.reserveN.Add(1)), Until: time.Now().Add(e.lease)}}
+}
+
+// maxWaitersPerWorker bounds the submitters waiting for a worker (ReserveWithin) to this many per
+// worker; those beyond queue their runs at once.
+const maxWaitersPerWorker = 4
+
+// waiter is a submitter waiting for a worker of its workspace (ReserveWithin).
+type waiter struct {
+	workspace string
+	// granted receives the reservation handed over; buffered, so that handing over never blocks.
+	granted chan work.Reservation
+}
+
+// ReserveWithin is Reserve for a submitter that waits for its run to settle anyway: when no
+// worker is free for workspace it waits up to wait for one to be handed over (handOff), which
+// saves its run the commit that queues it and the claim's read and commit. A worker is handed
+// over only once the store has no runnable run for it to claim, so queued runs are never passed
+// over for as long as submitters keep waiting. It gives up when ctx ends.
+func (e *Executor) ReserveWithin(ctx context.Context, workspace string, wait time.Duration) (work.Reservation, bool) {
+	if r, ok := e.Reserve(workspace); ok || wait <= 0 {
+		return r, ok
+	}
+	w := &waiter{workspace: workspace, granted: make(chan work.Reservation, 1)}
+	e.busyMu.Lock()
+	if len(e.waiters) >= maxWaitersPerWorker*e.workers {
+		e.busyMu.Unlock()
+		return nil, false
+	}
+	e.waiters = append(e.waiters, w)
+	e.busyMu.Unlock()
+	// A worker freed between the Reserve above and the registration woke nobody for this waiter.
+	if r, ok := e.Reserve(workspace); ok {
+		if !e.unwait(w) {
+			(<-w.granted).Cancel() // one was handed over meanwhile too
+		}
+		return r, true
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case r := <-w.granted:
+		return r, true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	if e.unwait(w) {
+		return nil, false
+	}
+	r := <-w.granted // handed over as it gave up
+	if ctx.Err() != nil {
+		r.Cancel()
+		return nil, false
+	}
+	return r, true
+}
+
+// unwait removes w from the waiters; false when a worker was handed over to it already.
+func (e *Executor) unwait(w *waiter) bool {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	i := slices.Index(e.waiters, w)
+	if i < 0 {
+		return false
+	}
+	e.waiters = slices.Delete(e.waiters, i, i+1)
+	return true
+}
+
+// waiting says whether a submitter waits for a worker.
+func (e *Executor) waiting() bool {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	return len(e.waiters) > 0
+}
+
+// handOff hands the worker slot the calling worker holds to the oldest waiter whose workspace has
+// room in its share, as a reservation; false when there is none, and the caller keeps the slot.
+func (e *Executor) handOff() bool {
+	e.lifecycle.Lock()
+	defer e.lifecycle.Unlock()
+	if e.running == nil || e.running.Err() != nil {
+		return false
+	}
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	for i, w := range e.waiters {
+		if e.busy[w.workspace]+e.claims < e.share {
+			e.waiters = slices.Delete(e.waiters, i, i+1)
+			w.granted <- e.reservedLocked(w.workspace)
+			runsHandedOver.Inc()
+			return true
+		}
+	}
+	return false
 }
 
 // reservation is a worker taken by Reserve.
@@ -682,11 +793,15 @@ func (x *execution) settled(ctx context.Context, timeout time.Duration) (work.Fl
 	return x.run, false
 }
 
-// Cancel gives the reserved worker back.
+// Cancel gives the reserved worker back; with submitters waiting for one, a worker looks for a
+// queued run first and else hands the worker over (handOff).
 func (r *reservation) Cancel() {
 	r.e.done(r.workspace)
 	<-r.e.slots
 	r.e.reserved.Done()
+	if r.e.waiting() {
+		r.e.Wake()
+	}
 }
 
 // claimsAtOnce bounds the claims one process has under way together. Claims are store round

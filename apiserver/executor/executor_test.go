@@ -660,3 +660,92 @@ func TestAReservedWorkerCountsTowardItsWorkspaceShare(t *testing.T) {
 		g.Expect(state(ctxA, slow)()).To(Equal(work.StateRunning), "the slow run is still executing")
 	})
 }
+
+// A submitter that waits for its run (ReserveWithin) while its workspace holds its share is handed
+// the worker of the workspace's next run to end, but only once the store has no queued run for
+// that worker to claim: a queued run is never passed over by submitters that wait. A waiter that
+// gives up takes no worker with it.
+func TestAWaitingSubmitterIsHandedAWorkerOnlyOnceNoQueuedRunWantsIt(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		w := work.New(s)
+		flows := slowAndFast()
+		flows.agents["slow"] = provider.Agent{Name: "slow", Revision: "1", Instructions: "@latencyMs 700\n@respond late"}
+		// A poll far beyond the test: only wake-ups move runs.
+		exec, err := executor.New(executor.Options{Work: w, Resolver: flows,
+			Provider: provider.DeterministicProvider{}, Workers: 2, WorkspaceShare: 1, Lease: time.Minute, Poll: time.Hour,
+			Authorize: func(context.Context, work.Context) error { return nil }})
+		g.Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); exec.Run(ctx) }()
+		defer func() { cancel(); <-stopped }()
+
+		submit := func(r work.Reservation, flow string) string {
+			sub := work.Submission{Context: ctxA, Type: "t", Title: "t", Instruction: "i", FlowName: flow,
+				FlowVersion: "1.0.0", Input: map[string]any{"title": "t"}}
+			if r == nil {
+				_, run, _, err := w.Submit(ctx, sub)
+				g.Expect(err).NotTo(HaveOccurred())
+				exec.Wake()
+				return run.ID
+			}
+			lease := r.Lease()
+			sub.Lease = &lease
+			_, run, _, err := w.Submit(ctx, sub)
+			g.Expect(err).NotTo(HaveOccurred())
+			r.Start(run)
+			return run.ID
+		}
+		state := func(id string) string {
+			run, err := w.Run(ctx, ctxA.WorkspaceID, id)
+			g.Expect(err).NotTo(HaveOccurred())
+			return run.State
+		}
+
+		var first work.Reservation
+		g.Eventually(func() (ok bool) { first, ok = exec.Reserve(ctxA.WorkspaceID); return ok }).Should(BeTrue())
+		running := submit(first, "slow")
+		queued := submit(nil, "slow")
+		g.Consistently(func() string { return state(queued) }).WithTimeout(200*time.Millisecond).Should(Equal(work.StatePending),
+			"the queued run started beyond its workspace's share")
+
+		// A waiter whose client went away takes no worker.
+		gone, goneCancel := context.WithCancel(ctx)
+		goneCancel()
+		_, ok := exec.ReserveWithin(gone, ctxA.WorkspaceID, 5*time.Second)
+		g.Expect(ok).To(BeFalse(), "a worker was handed to a waiter that gave up")
+
+		type handed struct {
+			r          work.Reservation
+			ok         bool
+			queuedWas  string
+			runningWas string
+		}
+		got := make(chan handed, 1)
+		go func() {
+			r, ok := exec.ReserveWithin(ctx, ctxA.WorkspaceID, 10*time.Second)
+			got <- handed{r, ok, state(queued), state(running)}
+		}()
+		var h handed
+		g.Eventually(got).WithTimeout(10 * time.Second).Should(Receive(&h))
+		g.Expect(h.ok).To(BeTrue(), "the waiter was handed no worker")
+		started := false
+		defer func() {
+			if !started {
+				h.r.Cancel() // the executor stops only once every worker handed over is back
+			}
+		}()
+		g.Expect(h.runningWas).To(Equal(work.StateCompleted))
+		g.Expect(h.queuedWas).To(Equal(work.StateCompleted), "the waiter was handed the worker the queued run waited for")
+
+		// The worker handed over executes the waiter's run, within the workspace's share.
+		started = true
+		handedRun := submit(h.r, "fast")
+		g.Eventually(func() string { return state(handedRun) }).WithTimeout(10 * time.Second).Should(Equal(work.StateCompleted))
+		var again work.Reservation
+		g.Eventually(func() (ok bool) { again, ok = exec.Reserve(ctxA.WorkspaceID); return ok }).Should(BeTrue(),
+			"the workspace's share was not given back")
+		again.Cancel()
+	})
+}

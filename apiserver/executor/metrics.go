@@ -19,6 +19,10 @@ var (
 		Name: "platform_flow_runs_claimed_total",
 		Help: "Times a worker claimed a runnable FlowRun.",
 	})
+	runsHandedOver = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "platform_flow_run_workers_handed_over_total",
+		Help: "Times a worker with no queued run to claim went to a submission or answer waiting for one.",
+	})
 	stepsExecuted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "platform_flow_run_steps_total",
 		Help: "Executed steps, by step type and outcome (completed, suspended, failed, retried, ended).",
@@ -45,7 +49,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(runsFinished, runsClaimed, stepsExecuted, stepsRestarted, stepDuration, modelTokens, modelCost)
+	ctrlmetrics.Registry.MustRegister(runsFinished, runsClaimed, runsHandedOver, stepsExecuted, stepsRestarted, stepDuration, modelTokens, modelCost)
 }
 
 // observeUsage counts model calls whose usage was committed.

@@ -349,18 +349,31 @@ func (s *Server) Executor() Executor { return s.executor }
 // Executor is what the API asks of the flow executor of its process.
 type Executor interface {
 	Wake()
-	Reserve(workspace string) (work.Reservation, bool)
+	ReserveWithin(ctx context.Context, workspace string, wait time.Duration) (work.Reservation, bool)
 }
+
+// workerWait bounds how long a submission or answer whose client waits for its run waits for a
+// worker of its workspace to be handed over when none is free, before it queues its run for any
+// worker. Runs that make no slow call free a worker within milliseconds, which saves the waiting
+// run two commits; against runs waiting on a model for seconds, a quarter of a second is what
+// its run's listing is delayed by at most, for a client that waits longer for its result anyway.
+const workerWait = 250 * time.Millisecond
 
 // Reserve takes a free worker of this process's executor for a run of workspace about to become
 // runnable (submitted or answered): the run is committed leased to it (the returned lease) and
 // StartReserved starts it at once, without the commit of a claim and the wait for a worker to
-// wake. Both are nil when no worker is free; the run is then left for any worker to claim.
-func (s *Server) Reserve(workspace string) (work.Reservation, *work.Lease) {
+// wake. A caller that waits for the run to settle (waitSeconds > 0) waits up to workerWait for a
+// worker when none is free. Both are nil when no worker was had; the run is then left for any
+// worker to claim.
+func (s *Server) Reserve(ctx context.Context, workspace string, waitSeconds int) (work.Reservation, *work.Lease) {
 	if s.executor == nil {
 		return nil, nil
 	}
-	r, ok := s.executor.Reserve(workspace)
+	var wait time.Duration
+	if waitSeconds > 0 {
+		wait = workerWait
+	}
+	r, ok := s.executor.ReserveWithin(ctx, workspace, wait)
 	if !ok {
 		return nil, nil
 	}
@@ -371,9 +384,10 @@ func (s *Server) Reserve(workspace string) (work.Reservation, *work.Lease) {
 // Respond answers a pending action (r without a Lease). With a free worker of this process's
 // executor, the answer commits with the resumed run's first transition and the worker goes on
 // executing the run (work.Reservation.Respond), which saves the run a commit and the wait for a
-// worker; otherwise the store answers it and the executor is woken for the resumed run.
-func (s *Server) Respond(ctx context.Context, r work.Response) (work.Responded, error) {
-	if reserved, _ := s.Reserve(r.WorkspaceID); reserved != nil {
+// worker (one is waited for as Reserve does); otherwise the store answers it and the executor is
+// woken for the resumed run.
+func (s *Server) Respond(ctx context.Context, r work.Response, waitSeconds int) (work.Responded, error) {
+	if reserved, _ := s.Reserve(ctx, r.WorkspaceID, waitSeconds); reserved != nil {
 		return reserved.Respond(ctx, r)
 	}
 	action, run, token, err := s.work.Respond(ctx, r)

@@ -356,7 +356,7 @@ func (s *routes) registerWork() {
 		// A worker of this process, when one is free, gets the resumed run with the answer.
 		answered, err := s.Respond(ctx, domain.Response{WorkspaceID: rc.WorkspaceID, RunID: in.RunID, ActionID: in.ActionID,
 			Token: in.Body.ResumeToken, PrincipalID: rc.PrincipalID, Answer: domain.Answer{Value: in.Body.Value, Confirmed: in.Body.Confirmed, Approved: in.Body.Approved, Reason: in.Body.Reason},
-			MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
+			MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)}, in.WaitSeconds)
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
@@ -467,7 +467,7 @@ func (s *routes) submitWork(ctx context.Context, sub domain.Submission, wait int
 		settled func(context.Context, time.Duration) (domain.FlowRun, bool)
 		err     error
 	)
-	if r, _ := s.Reserve(sub.WorkspaceID); r != nil {
+	if r, _ := s.Reserve(ctx, sub.WorkspaceID, wait); r != nil {
 		var submitted domain.Submitted
 		submitted, err = r.Submit(ctx, sub)
 		item, run, token, settled = submitted.Item, submitted.Run, submitted.Token, submitted.Settled

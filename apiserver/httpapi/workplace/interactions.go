@@ -401,7 +401,7 @@ func (s *routes) registerInteractions() {
 		if err != nil {
 			return nil, err
 		}
-		answered, token, worker, err := s.answer(ctx, rc, runID, in.ActionID, in.Body, true)
+		answered, token, worker, err := s.answer(ctx, rc, runID, in.ActionID, in.Body, true, in.WaitSeconds)
 		if err != nil {
 			return nil, err
 		}
@@ -475,7 +475,7 @@ func (s *routes) open(ctx context.Context, name, rns string, raw []byte, body Op
 	// A worker of this process, when one is free, runs the first run at once and writes the
 	// conversation with it (it gives itself back, or hands the run to any worker, when it
 	// cannot).
-	reserved, _ := s.Reserve(rc.WorkspaceID)
+	reserved, _ := s.Reserve(ctx, rc.WorkspaceID, wait)
 	if reserved != nil {
 		opening.Submit = reserved.Submit
 	}
@@ -549,7 +549,7 @@ func (s *routes) executable(ctx context.Context, from string, ref platformv1.Flo
 // answer completes a pending action of run runID with the request's answer. A file's bytes are
 // stored first and recorded as an artifact of the Task with the answer; a refused answer removes
 // them again.
-func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, actionID string, body AnswerRequest, needToken bool) (work.PendingAction, string, *started, error) {
+func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, actionID string, body AnswerRequest, needToken bool, wait int) (work.PendingAction, string, *started, error) {
 	ans := work.Answer{Value: body.Value, Confirmed: body.Confirmed, Approved: body.Approved, Reason: body.Reason}
 	if needToken && body.ResumeToken == "" {
 		return work.PendingAction{}, "", nil, huma.Error400BadRequest("the answer needs the resume token returned with the question",
@@ -584,7 +584,7 @@ func (s *routes) answer(ctx context.Context, rc httpapi.RequestContext, runID, a
 	// A worker of this process, when one is free, gets the resumed run with the answer.
 	answered, err := s.Respond(ctx, work.Response{WorkspaceID: rc.WorkspaceID, RunID: runID, ActionID: actionID,
 		Token: body.ResumeToken, SkipToken: !needToken, PrincipalID: rc.PrincipalID, Answer: ans,
-		MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)})
+		MayAnswerEscalated: s.EscalationCheck(rc.PrincipalID, rc.WorkspaceID)}, wait)
 	action, token := answered.Action, answered.Token
 	worker := startedRun(answered.Run, answered.Settled)
 	if err != nil {

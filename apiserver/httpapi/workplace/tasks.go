@@ -340,7 +340,7 @@ func (s *routes) registerTasks() {
 		if err != nil {
 			return nil, httpapi.Problem(err)
 		}
-		answered, _, _, err := s.answer(ctx, rc, runID, in.ActionID, in.Body, false)
+		answered, _, _, err := s.answer(ctx, rc, runID, in.ActionID, in.Body, false, 0)
 		if err != nil {
 			return nil, err
 		}
