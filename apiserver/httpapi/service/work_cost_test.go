@@ -193,3 +193,39 @@ func TestAQuickAnswerCostsAtMostItsStatementBudget(t *testing.T) {
 		g.Expect(float64(ran.Commits)/answers).To(BeNumerically("<=", 1), "the conversation commits with what its run did")
 	})
 }
+
+// A WorkItem submitted while its workspace holds its share of the workers, by a client that waits
+// for it, is handed the worker of the workspace's run that ends next: it is submitted, run and
+// completed in one transaction instead of being queued in one and claimed and run in another.
+func TestAWaitedWorkItemPastItsWorkspacesShareTakesTheNextFreeWorkerInOneTransaction(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		server := workServerOn(t, s, kube, kube, map[string]string{"Platform:Executor:WorkspaceShare": "1"}, nil)
+		slow, fast := fmt.Sprintf("share-slow-%d", benchFlows.Add(1)), fmt.Sprintf("share-fast-%d", benchFlows.Add(1))
+		benchFlow(t, server, slow, `@latencyMs 150\n@respond late`)
+		benchFlow(t, server, fast, "@respond done")
+		submit := func(flow string) response {
+			return call(t, server, http.MethodPost, "/api/work/workitems?waitSeconds=30",
+				`{"type":"bench","title":"t","instruction":"i","flowReference":{"name":"`+flow+`"}}`)
+		}
+		for _, flow := range []string{slow, fast} { // the first of each resolves its Flow and agent
+			g.Expect(field(submit(flow).body, "flowRun", "state")).To(Equal("Completed"))
+		}
+
+		before := s.Counts()
+		slowDone := make(chan response, 1)
+		go func() { slowDone <- submit(slow) }()
+		// The slow run's submission is committed with its step's start: it holds the share until
+		// its agent answers.
+		g.Eventually(func() int64 { return s.Counts().Sub(before).Transactions }).Should(BeNumerically(">=", 1))
+		r := submit(fast)
+		g.Expect(r.status).To(Equal(http.StatusAccepted), "%v", r.body)
+		g.Expect(field(r.body, "flowRun", "state")).To(Equal("Completed"))
+		var slowR response
+		g.Eventually(slowDone).Should(Receive(&slowR))
+		g.Expect(field(slowR.body, "flowRun", "state")).To(Equal("Completed"))
+		ran := s.Counts().Sub(before)
+		g.Expect(ran.Transactions).To(BeNumerically("<=", 3),
+			"the slow item's two transactions and the waited item's one (queued, it takes two)")
+	})
+}

@@ -67,8 +67,13 @@ func workServerOn(t testing.TB, s *store.Store, kube client.Client, resolve clie
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := executor.New(executor.Options{Work: store, Resolver: executor.KubeResolver{Client: resolve},
+	// The executor's settings (Platform:Executor:*) are read as `platform serve` reads them.
+	opts, err := executor.OptionsFromConfig(cfg, executor.Options{Work: store, Resolver: executor.KubeResolver{Client: resolve},
 		Provider: provider.DeterministicProvider{}, Authorize: authorize, Poll: 20 * time.Millisecond, Artifacts: places.Blobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := executor.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
