@@ -21,6 +21,11 @@ type Counts struct {
 	Transactions int64
 	// Commits are the commits the database made durable: several grouped transactions share one.
 	Commits int64
+	// Replans are the executions of a prepared statement that SQLite parsed and planned again
+	// first, as it does at every execution of a statement whose plan depends on a bound value
+	// (a parameter compared with the condition of a partial index, a LIKE pattern): what the
+	// statement cache exists to save. Always 0 on PostgreSQL.
+	Replans int64
 }
 
 // Sub is c minus an earlier reading.
@@ -29,6 +34,7 @@ func (c Counts) Sub(earlier Counts) Counts {
 		Statements:   c.Statements - earlier.Statements,
 		Transactions: c.Transactions - earlier.Transactions,
 		Commits:      c.Commits - earlier.Commits,
+		Replans:      c.Replans - earlier.Replans,
 	}
 }
 
@@ -38,6 +44,7 @@ func (s *Store) Counts() Counts {
 		Statements:   s.counter.statements.Load(),
 		Transactions: s.counter.transactions.Load(),
 		Commits:      s.counter.commits.Load(),
+		Replans:      s.counter.replans.Load(),
 	}
 }
 
@@ -68,6 +75,7 @@ type counter struct {
 	statements   atomic.Int64
 	transactions atomic.Int64
 	commits      atomic.Int64
+	replans      atomic.Int64
 	recording    atomic.Pointer[recording]
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+
+	"github.com/ncruces/go-sqlite3"
 )
 
 // maxCachedStatements bounds the prepared statements kept per SQLite connection; queries beyond
@@ -127,7 +129,15 @@ func (s *cachedStatement) QueryContext(ctx context.Context, args []driver.NamedV
 	return s.sqliteStmt.QueryContext(ctx, args)
 }
 
+// replanned is what the SQLite driver's statement tells of its executions.
+type replanned interface {
+	Status(op sqlite3.StmtStatus, reset bool) int
+}
+
 func (s *cachedStatement) Close() error {
+	if st, ok := s.sqliteStmt.(replanned); ok {
+		s.counter.replans.Add(int64(st.Status(sqlite3.STMTSTATUS_REPREPARE, true)))
+	}
 	if !s.cached {
 		return s.sqliteStmt.Close()
 	}

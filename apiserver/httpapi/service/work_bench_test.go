@@ -296,5 +296,6 @@ func BenchmarkSuspendRespondResume(b *testing.B) {
 }
 
 func addCounts(a, b store.Counts) store.Counts {
-	return store.Counts{Statements: a.Statements + b.Statements, Transactions: a.Transactions + b.Transactions, Commits: a.Commits + b.Commits}
+	return store.Counts{Statements: a.Statements + b.Statements, Transactions: a.Transactions + b.Transactions, Commits: a.Commits + b.Commits,
+		Replans: a.Replans + b.Replans}
 }

@@ -76,6 +76,7 @@ func TestAWorkItemCostsAtMostItsStatementBudget(t *testing.T) {
 		t.Logf("%.1f statements (%d of idle polls besides), %.1f transactions, %.1f commits per WorkItem; the statements of %d:\n%s",
 			perItem, polls, float64(ran.Transactions)/items, float64(ran.Commits)/items, items, strings.Join(own, "\n"))
 		g.Expect(perItem).To(BeNumerically("<=", maxStatementsPerWorkItem[s.Dialect()]))
+		g.Expect(ran.Replans).To(BeZero(), "statements SQLite planned again at their execution")
 		// What the budget buys includes the step's model call, recorded in the same commit.
 		r := call(t, server, http.MethodGet, "/api/flowRuns/"+runID, "")
 		g.Expect(r.status).To(Equal(http.StatusOK), "%v", r.body)
@@ -134,6 +135,7 @@ func TestAnAnswerCostsAtMostItsStatementBudget(t *testing.T) {
 			perAnswer, polls, float64(ran.Transactions)/answers, float64(ran.Commits)/answers, answers, strings.Join(own, "\n"))
 		g.Expect(perAnswer).To(BeNumerically("<=", maxStatementsPerAnswer[s.Dialect()]))
 		g.Expect(float64(ran.Commits) / answers).To(BeNumerically("<=", 1))
+		g.Expect(ran.Replans).To(BeZero(), "statements SQLite planned again at their execution")
 		// The resumed step's completion tells the usage of all its model calls: the question's
 		// and the one after the answer.
 		events := call(t, server, http.MethodGet, "/api/flowRuns/"+runID+"/events", "")
@@ -191,6 +193,7 @@ func TestAQuickAnswerCostsAtMostItsStatementBudget(t *testing.T) {
 			perAnswer, polls, float64(ran.Transactions)/answers, float64(ran.Commits)/answers, answers, strings.Join(own, "\n"))
 		g.Expect(perAnswer).To(BeNumerically("<=", maxStatementsPerQuickAnswer[s.Dialect()]))
 		g.Expect(float64(ran.Commits)/answers).To(BeNumerically("<=", 1), "the conversation commits with what its run did")
+		g.Expect(ran.Replans).To(BeZero(), "statements SQLite planned again at their execution")
 	})
 }
 
