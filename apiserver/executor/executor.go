@@ -329,7 +329,7 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 			// With nothing in the store to run, the worker goes to a submitter waiting for one;
 			// its slot goes with it.
 			if err == nil && !worked && e.handOff() {
-				if e.waiting() {
+				if e.handable() {
 					continue
 				}
 				break
@@ -544,11 +544,11 @@ func (e *Executor) unwait(w *waiter) bool {
 	return true
 }
 
-// waiting says whether a submitter waits for a worker.
-func (e *Executor) waiting() bool {
+// handable says whether a submitter waits for a worker that its workspace's share allows it now.
+func (e *Executor) handable() bool {
 	e.busyMu.Lock()
 	defer e.busyMu.Unlock()
-	return len(e.waiters) > 0
+	return slices.ContainsFunc(e.waiters, func(w *waiter) bool { return e.busy[w.workspace]+e.claims < e.share })
 }
 
 // handOff hands the worker slot the calling worker holds to the oldest waiter whose workspace has
@@ -799,7 +799,7 @@ func (r *reservation) Cancel() {
 	r.e.done(r.workspace)
 	<-r.e.slots
 	r.e.reserved.Done()
-	if r.e.waiting() {
+	if r.e.handable() {
 		r.e.Wake()
 	}
 }
