@@ -495,7 +495,7 @@ type waiter struct {
 // over only once the store has no runnable run for it to claim, so queued runs are never passed
 // over for as long as submitters keep waiting. It gives up when ctx ends.
 func (e *Executor) ReserveWithin(ctx context.Context, workspace string, wait time.Duration) (work.Reservation, bool) {
-	if r, ok := e.Reserve(workspace); ok || wait <= 0 {
+	if r, ok := e.Reserve(workspace); ok || wait <= 0 || !e.isRunning() {
 		return r, ok
 	}
 	w := &waiter{workspace: workspace, granted: make(chan work.Reservation, 1)}
@@ -530,6 +530,13 @@ func (e *Executor) ReserveWithin(ctx context.Context, workspace string, wait tim
 		return nil, false
 	}
 	return r, true
+}
+
+// isRunning says whether Run runs: only then is a worker handed over.
+func (e *Executor) isRunning() bool {
+	e.lifecycle.Lock()
+	defer e.lifecycle.Unlock()
+	return e.running != nil && e.running.Err() == nil
 }
 
 // unwait removes w from the waiters; false when a worker was handed over to it already.

@@ -676,6 +676,11 @@ func TestAWaitingSubmitterIsHandedAWorkerOnlyOnceNoQueuedRunWantsIt(t *testing.T
 			Provider: provider.DeterministicProvider{}, Workers: 2, WorkspaceShare: 1, Lease: time.Minute, Poll: time.Hour,
 			Authorize: func(context.Context, work.Context) error { return nil }})
 		g.Expect(err).NotTo(HaveOccurred())
+		// Before the executor runs, nobody waits for a worker that cannot come.
+		began := time.Now()
+		_, ok := exec.ReserveWithin(context.Background(), ctxA.WorkspaceID, 5*time.Second)
+		g.Expect(ok).To(BeFalse())
+		g.Expect(time.Since(began)).To(BeNumerically("<", time.Second), "a waiter waited for an executor that does not run")
 		ctx, cancel := context.WithCancel(context.Background())
 		stopped := make(chan struct{})
 		go func() { defer close(stopped); exec.Run(ctx) }()
@@ -713,7 +718,7 @@ func TestAWaitingSubmitterIsHandedAWorkerOnlyOnceNoQueuedRunWantsIt(t *testing.T
 		// A waiter whose client went away takes no worker.
 		gone, goneCancel := context.WithCancel(ctx)
 		goneCancel()
-		_, ok := exec.ReserveWithin(gone, ctxA.WorkspaceID, 5*time.Second)
+		_, ok = exec.ReserveWithin(gone, ctxA.WorkspaceID, 5*time.Second)
 		g.Expect(ok).To(BeFalse(), "a worker was handed to a waiter that gave up")
 
 		type handed struct {
