@@ -328,11 +328,13 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 			}
 			// With nothing in the store to run, the worker goes to a submitter waiting for one;
 			// its slot goes with it.
-			if err == nil && !worked && e.handOff() {
-				if e.handable() {
-					continue
+			if err == nil && !worked {
+				if handed, more := e.handOff(); handed {
+					if more {
+						continue
+					}
+					break
 				}
-				break
 			}
 			<-e.slots
 			if err != nil && ctx.Err() == nil {
@@ -452,7 +454,7 @@ func (e *Executor) executeRun(ctx context.Context, run *work.FlowRun, owner stri
 func (e *Executor) Reserve(workspace string) (work.Reservation, bool) {
 	e.lifecycle.Lock()
 	defer e.lifecycle.Unlock()
-	if e.running == nil || e.running.Err() != nil {
+	if !e.runningLocked() {
 		return nil, false
 	}
 	select {
@@ -462,11 +464,22 @@ func (e *Executor) Reserve(workspace string) (work.Reservation, bool) {
 	}
 	e.busyMu.Lock()
 	defer e.busyMu.Unlock()
-	if e.busy[workspace]+e.claims >= e.share {
+	if !e.roomLocked(workspace) {
 		<-e.slots
 		return nil, false
 	}
 	return e.reservedLocked(workspace), true
+}
+
+// runningLocked says whether Run runs, e.lifecycle held: only then is a worker reserved.
+func (e *Executor) runningLocked() bool {
+	return e.running != nil && e.running.Err() == nil
+}
+
+// roomLocked says whether a run more of workspace stays within its share, counting the claims
+// under way as its runs too; e.busyMu is held.
+func (e *Executor) roomLocked(workspace string) bool {
+	return e.busy[workspace]+e.claims < e.share
 }
 
 // reservedLocked counts a run more of workspace and makes the reservation for it, the worker's
@@ -536,7 +549,7 @@ func (e *Executor) ReserveWithin(ctx context.Context, workspace string, wait tim
 func (e *Executor) isRunning() bool {
 	e.lifecycle.Lock()
 	defer e.lifecycle.Unlock()
-	return e.running != nil && e.running.Err() == nil
+	return e.runningLocked()
 }
 
 // unwait removes w from the waiters; false when a worker was handed over to it already.
@@ -555,28 +568,33 @@ func (e *Executor) unwait(w *waiter) bool {
 func (e *Executor) handable() bool {
 	e.busyMu.Lock()
 	defer e.busyMu.Unlock()
-	return slices.ContainsFunc(e.waiters, func(w *waiter) bool { return e.busy[w.workspace]+e.claims < e.share })
+	return e.handableLocked()
+}
+
+func (e *Executor) handableLocked() bool {
+	return slices.ContainsFunc(e.waiters, func(w *waiter) bool { return e.roomLocked(w.workspace) })
 }
 
 // handOff hands the worker slot the calling worker holds to the oldest waiter whose workspace has
-// room in its share, as a reservation; false when there is none, and the caller keeps the slot.
-func (e *Executor) handOff() bool {
+// room in its share, as a reservation; handed is false when there is none, and the caller keeps
+// the slot. more tells whether another waiter could take a worker now.
+func (e *Executor) handOff() (handed, more bool) {
 	e.lifecycle.Lock()
 	defer e.lifecycle.Unlock()
-	if e.running == nil || e.running.Err() != nil {
-		return false
+	if !e.runningLocked() {
+		return false, false
 	}
 	e.busyMu.Lock()
 	defer e.busyMu.Unlock()
-	for i, w := range e.waiters {
-		if e.busy[w.workspace]+e.claims < e.share {
-			e.waiters = slices.Delete(e.waiters, i, i+1)
-			w.granted <- e.reservedLocked(w.workspace)
-			runsHandedOver.Inc()
-			return true
-		}
+	i := slices.IndexFunc(e.waiters, func(w *waiter) bool { return e.roomLocked(w.workspace) })
+	if i < 0 {
+		return false, false
 	}
-	return false
+	w := e.waiters[i]
+	e.waiters = slices.Delete(e.waiters, i, i+1)
+	w.granted <- e.reservedLocked(w.workspace)
+	runsHandedOver.Inc()
+	return true, e.handableLocked()
 }
 
 // reservation is a worker taken by Reserve.
@@ -825,8 +843,8 @@ func (e *Executor) claim(take func(full []string) (string, error)) (string, erro
 	defer func() { <-e.claimSlots }()
 	e.busyMu.Lock()
 	var full []string
-	for ws, n := range e.busy {
-		if n+e.claims >= e.share {
+	for ws := range e.busy {
+		if !e.roomLocked(ws) {
 			full = append(full, ws)
 		}
 	}

@@ -771,7 +771,7 @@ func (s *Store) questionNotificationsChanged(ctx context.Context, tx *sql.Tx, c 
 	// PostgreSQL, so that a mark-as-read committed meanwhile is seen and none is counted twice),
 	// plan what becomes of it.
 	rows, err := tx.QueryContext(ctx, s.q(`WITH due AS MATERIALIZED (SELECT id, principal_id, read_at,
-			CASE WHEN title LIKE ? THEN 1 ELSE 0 END AS reminder,
+			CASE WHEN title LIKE '`+ReminderPrefix+`%' THEN 1 ELSE 0 END AS reminder,
 			CASE WHEN EXISTS (SELECT 1 FROM platform_administrators g WHERE g.principal_id = notifications.principal_id) OR
 				EXISTS (SELECT 1 FROM memberships m WHERE m.principal_id = notifications.principal_id AND m.role IN ('Owner', 'Admin') AND
 					((m.scope_kind = 'workspace' AND m.scope_id = ?) OR (m.scope_kind = 'tenant' AND m.scope_id = ?)))
@@ -787,7 +787,7 @@ func (s *Store) questionNotificationsChanged(ctx context.Context, tx *sql.Tx, c 
 	WHERE id IN (SELECT id FROM plan)
 	RETURNING id, principal_id, version, (SELECT p.away FROM plan p WHERE p.id = notifications.id),
 		(SELECT p.mark FROM plan p WHERE p.id = notifications.id)`),
-		ReminderPrefix+"%", c.run.WorkspaceID, c.run.TenantID, c.run.ID, actionID, title, ms(s.now()))
+		c.run.WorkspaceID, c.run.TenantID, c.run.ID, actionID, title, ms(s.now()))
 	if err != nil {
 		return err
 	}
