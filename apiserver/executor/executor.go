@@ -168,6 +168,17 @@ type Executor struct {
 
 	// pinned keeps what the runs' pinned Flows and agents decode to.
 	pinned pinnedCache
+
+	// runnableSignals counts the signs that a run may have become runnable (Wake): a commit that
+	// made one runnable, here or in another replica, a claim that may have left more, the poll
+	// for leases that expired. noneRunnable records, guarded by busyMu, the count before the
+	// last look in the store that found no runnable run in any workspace: while no sign came
+	// since, a look would find none either.
+	runnableSignals atomic.Uint64
+	noneRunnable    struct {
+		known   bool
+		signals uint64
+	}
 }
 
 // New checks opts and builds an Executor.
@@ -213,6 +224,12 @@ func New(opts Options) (*Executor, error) {
 
 // Wake tells idle workers that a run became runnable, so they do not wait for the next poll.
 func (e *Executor) Wake() {
+	e.runnableSignals.Add(1)
+	e.wakeWorker()
+}
+
+// wakeWorker wakes an idle worker, which looks for a run to execute or a submitter to go to.
+func (e *Executor) wakeWorker() {
 	// One idle worker tries; a worker that claims a run wakes the next (see claim), so a burst
 	// of runs spreads over the workers and a single run does not send every worker to the store.
 	select {
@@ -320,12 +337,7 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 				return
 			case e.slots <- struct{}{}:
 			}
-			worked, err := e.RunOnce(ctx, owner)
-			if err == nil {
-				var ran bool
-				ran, err = e.RunRuntimeOnce(ctx, owner)
-				worked = worked || ran
-			}
+			worked, err := e.lookForRun(ctx, owner)
 			// With nothing in the store to run, the worker goes to a submitter waiting for one;
 			// its slot goes with it.
 			if err == nil && !worked {
@@ -349,6 +361,46 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 	}
 }
 
+// lookForRun executes a runnable FlowRun or Runtime Run of the store, and reports false when
+// there was none. A look that finds none in any workspace is recorded (noneRunnable): until a
+// sign comes that a run became runnable (Wake), workers skip the look. Under load, when workers
+// go to submitters waiting for one (handOff), those looks were most of their trips to the store.
+func (e *Executor) lookForRun(ctx context.Context, owner string) (bool, error) {
+	signals := e.runnableSignals.Load()
+	if e.knownNoneRunnable(signals) {
+		return false, nil
+	}
+	worked, flowsLeftOut, err := e.runOnce(ctx, owner)
+	if worked || err != nil {
+		return worked, err
+	}
+	worked, runtimesLeftOut, err := e.runRuntimeOnce(ctx, owner)
+	if worked || err != nil {
+		return worked, err
+	}
+	if flowsLeftOut || runtimesLeftOut {
+		// The looks left out the workspaces at their share: only a look at every workspace tells
+		// that none has a runnable run.
+		if any, err := e.work.AnyRunnable(ctx); any || err != nil {
+			return false, err
+		}
+	}
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	if !e.noneRunnable.known || signals > e.noneRunnable.signals {
+		e.noneRunnable.known, e.noneRunnable.signals = true, signals
+	}
+	return false, nil
+}
+
+// knownNoneRunnable says whether a look in the store found no runnable run after signals, the
+// count of signs that one became runnable, last changed.
+func (e *Executor) knownNoneRunnable(signals uint64) bool {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	return e.noneRunnable.known && e.noneRunnable.signals == signals
+}
+
 // RunOnce claims one runnable run for owner and executes it until it suspends, ends, or is
 // taken away; false when there was none to claim. The run is read claimable and taken with its
 // first commit (work.Store.ClaimApplied), right before it first acts outside the process or
@@ -357,8 +409,14 @@ func (e *Executor) worker(ctx context.Context, owner string) {
 // a crash before that commit leaves it claimable. The process's workers never read the same run
 // while one of them has it unwritten.
 func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
+	worked, _, err := e.runOnce(ctx, owner)
+	return worked, err
+}
+
+// runOnce is RunOnce; leftOut tells that the look left out the runs of workspaces at their share.
+func (e *Executor) runOnce(ctx context.Context, owner string) (worked, leftOut bool, err error) {
 	var run *work.FlowRun
-	workspace, err := e.claim(func(full []string) (string, error) {
+	workspace, leftOut, err := e.claim(func(full []string) (string, error) {
 		// One read at a time, each leaving out the runs read before and not taken yet: no two
 		// workers of the process read one run. A read is one statement, no commit.
 		e.readMu.Lock()
@@ -374,13 +432,13 @@ func (e *Executor) RunOnce(ctx context.Context, owner string) (bool, error) {
 		return run.WorkspaceID, nil
 	})
 	if err != nil || run == nil {
-		return false, err
+		return false, leftOut, err
 	}
 	defer e.done(workspace)
 	defer e.unread(run.ID)
 	runsClaimed.Inc()
 	run.LeaseOwner, run.LeaseExpiresAt = owner, time.Now().Add(e.lease)
-	return true, e.executeRun(ctx, run, owner, &submission{claimed: func() { e.unread(run.ID) }})
+	return true, leftOut, e.executeRun(ctx, run, owner, &submission{claimed: func() { e.unread(run.ID) }})
 }
 
 // read records that a worker of the process read the run claimable and has not taken it yet;
@@ -825,7 +883,7 @@ func (r *reservation) Cancel() {
 	<-r.e.slots
 	r.e.reserved.Done()
 	if r.e.handable() {
-		r.e.Wake()
+		r.e.wakeWorker()
 	}
 }
 
@@ -836,9 +894,10 @@ const claimsAtOnce = 4
 
 // claim runs take with the workspaces excluded that a run more could take beyond their share,
 // counting the other claims under way as runs of every workspace, and counts the workspace of
-// what it claimed ("" for nothing) as busy until done. At most share claims are under way at
-// once, so a workspace with no run executing is never filled beyond its share either.
-func (e *Executor) claim(take func(full []string) (string, error)) (string, error) {
+// what it claimed ("" for nothing) as busy until done; leftOut tells that it excluded some. At
+// most share claims are under way at once, so a workspace with no run executing is never
+// filled beyond its share either.
+func (e *Executor) claim(take func(full []string) (string, error)) (workspace string, leftOut bool, err error) {
 	e.claimSlots <- struct{}{}
 	defer func() { <-e.claimSlots }()
 	e.busyMu.Lock()
@@ -850,7 +909,7 @@ func (e *Executor) claim(take func(full []string) (string, error)) (string, erro
 	}
 	e.claims++
 	e.busyMu.Unlock()
-	workspace, err := take(full)
+	workspace, err = take(full)
 	e.busyMu.Lock()
 	e.claims--
 	if workspace != "" {
@@ -860,7 +919,7 @@ func (e *Executor) claim(take func(full []string) (string, error)) (string, erro
 	if workspace != "" {
 		e.Wake() // there may be more
 	}
-	return workspace, err
+	return workspace, len(full) > 0, err
 }
 
 // done ends the count of a run of workspace claimed by claim.

@@ -754,3 +754,78 @@ func TestAWaitingSubmitterIsHandedAWorkerOnlyOnceNoQueuedRunWantsIt(t *testing.T
 		again.Cancel()
 	})
 }
+
+// TestAWorkerThatFoundNoRunnableRunLooksInTheStoreAgainOnlyOnceOneMayHaveBecomeRunnable: a worker
+// freed while a submitter waits goes to it without a trip to the store when the last look found
+// no runnable run and no run became runnable since; once one may have, it looks first.
+func TestAWorkerThatFoundNoRunnableRunLooksInTheStoreAgainOnlyOnceOneMayHaveBecomeRunnable(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		w := work.New(s)
+		exec, err := executor.New(executor.Options{Work: w, Resolver: slowAndFast(),
+			Provider: provider.DeterministicProvider{}, Workers: 2, WorkspaceShare: 1, Lease: time.Minute, Poll: time.Hour,
+			Authorize: func(context.Context, work.Context) error { return nil }})
+		g.Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); exec.Run(ctx) }()
+		// The executor stops once every worker it handed over is back: a failed test gives back
+		// the one it holds and those handed to the waiters it did not hear from.
+		var (
+			held    work.Reservation
+			waiting []chan work.Reservation
+		)
+		defer func() {
+			cancel()
+			if held != nil {
+				held.Cancel()
+			}
+			for _, got := range waiting {
+				if r := <-got; r != nil {
+					r.Cancel()
+				}
+			}
+			<-stopped
+		}()
+
+		// handOver frees the worker held by held while a submitter waits for one, and returns the
+		// worker handed over and the statements the store ran meanwhile.
+		handOver := func() int64 {
+			got := make(chan work.Reservation, 1)
+			waiting = append(waiting, got)
+			go func() {
+				r, ok := exec.ReserveWithin(ctx, ctxA.WorkspaceID, 10*time.Second)
+				if !ok {
+					r = nil
+				}
+				got <- r
+			}()
+			// The submitter waits: its workspace's share is held.
+			g.Consistently(got).WithTimeout(50 * time.Millisecond).ShouldNot(Receive())
+			before := s.Counts()
+			held.Cancel()
+			held = nil
+			g.Eventually(got).WithTimeout(10 * time.Second).Should(Receive(&held))
+			waiting = waiting[:len(waiting)-1]
+			g.Expect(held).NotTo(BeNil(), "the waiter was handed no worker")
+			return s.Counts().Sub(before).Statements
+		}
+		g.Eventually(func() (ok bool) { held, ok = exec.Reserve(ctxA.WorkspaceID); return ok }).Should(BeTrue())
+		// The executor's first look found the store empty, and nothing became runnable since
+		// (the expiry of pending actions, once a second, may run meanwhile: a few tries).
+		g.Eventually(handOver).WithTimeout(10*time.Second).Should(BeZero(), "a worker handed over looked in the store, which had no runnable run")
+
+		// A run queued meanwhile: the next worker freed looks, and takes it, before any waiter.
+		sub := work.Submission{Context: ctxA, Type: "t", Title: "t", Instruction: "i", FlowName: "fast",
+			FlowVersion: "1.0.0", Input: map[string]any{"title": "t"}}
+		_, queued, _, err := w.Submit(ctx, sub)
+		g.Expect(err).NotTo(HaveOccurred())
+		exec.Wake()
+		handOver()
+		run, err := w.Run(ctx, ctxA.WorkspaceID, queued.ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(run.State).To(Equal(work.StateCompleted), "the worker went to the waiter before the queued run")
+		held.Cancel()
+		held = nil
+	})
+}

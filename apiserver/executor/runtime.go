@@ -19,8 +19,15 @@ const defaultRuntimeTimeout = 60 * time.Second
 // RunRuntimeOnce claims one runnable Runtime Run for owner and executes it; false when there was
 // none. A timeout or transient provider failure is retried with backoff up to the attempt limit.
 func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, error) {
+	worked, _, err := e.runRuntimeOnce(ctx, owner)
+	return worked, err
+}
+
+// runRuntimeOnce is RunRuntimeOnce; leftOut tells that the look left out the runs of workspaces
+// at their share.
+func (e *Executor) runRuntimeOnce(ctx context.Context, owner string) (worked, leftOut bool, err error) {
 	var r *work.RuntimeRun
-	workspace, err := e.claim(func(full []string) (string, error) {
+	workspace, leftOut, err := e.claim(func(full []string) (string, error) {
 		var err error
 		r, err = e.work.ClaimRuntimeRun(ctx, owner, e.lease, full...)
 		if r == nil {
@@ -29,9 +36,14 @@ func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, erro
 		return r.WorkspaceID, err
 	})
 	if err != nil || r == nil {
-		return false, err
+		return false, leftOut, err
 	}
 	defer e.done(workspace)
+	return true, leftOut, e.executeRuntimeRun(ctx, r, owner)
+}
+
+// executeRuntimeRun executes the Runtime Run owner claimed, until it ends or is given up.
+func (e *Executor) executeRuntimeRun(ctx context.Context, r *work.RuntimeRun, owner string) error {
 	log := e.log.WithValues("workspaceId", r.WorkspaceID, "runtimeRunId", r.ID, "runtimeExecutionId", r.ID, "agent", r.AgentName)
 	for _, kv := range [][2]string{{"interactionId", r.InteractionID}, {"workTaskId", r.WorkTaskID},
 		{"workExecutionId", r.WorkExecutionID}, {"flowRunId", r.FlowRunID}} {
@@ -51,19 +63,19 @@ func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, erro
 	}
 	if err := e.authorize(runCtx, r.Context); err != nil {
 		if errors.Is(err, ErrNotPermitted) {
-			return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed,
+			return finish(work.RuntimeOutcome{Status: work.RuntimeFailed,
 				Error: "the Principal that created the run no longer holds runs/execute in its workspace"})
 		}
-		return true, err
+		return err
 	}
 	agent, err := e.resolver.Agent(runCtx, r.Namespace, r.AgentName)
 	switch {
 	case errors.Is(err, ErrAgentNotFound) || (err == nil && agent.UID != r.AgentUID):
-		return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: fmt.Sprintf("agent %s no longer exists", r.AgentUID)})
+		return finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: fmt.Sprintf("agent %s no longer exists", r.AgentUID)})
 	case err != nil:
-		return true, err
+		return err
 	case r.AgentVersion != "" && r.AgentVersion != strconv.FormatInt(agent.Generation, 10):
-		return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed,
+		return finish(work.RuntimeOutcome{Status: work.RuntimeFailed,
 			Error: fmt.Sprintf("agent %q is at version %d, not %s", agent.Name, agent.Generation, r.AgentVersion)})
 	}
 	for {
@@ -78,7 +90,7 @@ func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, erro
 		timedOut := errors.Is(callCtx.Err(), context.DeadlineExceeded)
 		cancelCall()
 		if runCtx.Err() != nil {
-			return true, nil // stopping or taken away: the next worker starts over from the persisted run
+			return nil // stopping or taken away: the next worker starts over from the persisted run
 		}
 		switch {
 		case err != nil && (timedOut || provider.IsTransient(err)):
@@ -87,33 +99,33 @@ func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, erro
 				reason = fmt.Sprintf("the agent did not answer within %s", timeout)
 			}
 			if r.Attempt >= maxAgentAttempts {
-				return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: fmt.Sprintf("failed %d times: %s", r.Attempt, reason)})
+				return finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: fmt.Sprintf("failed %d times: %s", r.Attempt, reason)})
 			}
 			if err := finish(work.RuntimeOutcome{Retry: true, Error: reason}); err != nil {
-				return true, err
+				return err
 			}
 			select {
 			case <-runCtx.Done():
-				return true, nil
+				return nil
 			case <-time.After(e.backoff << (r.Attempt - 1)):
 			}
 			r.Attempt++
 			continue
 		case err != nil:
-			return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: err.Error()})
+			return finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: err.Error()})
 		case act.Type == provider.ActionCallTools:
 			// A Runtime Run has no step to persist tool calls in: it runs no tools, and only a
 			// built-in action taken alone counts as the agent's answer.
 			builtin, ok := builtinOf(act.ToolCalls)
 			if !ok {
-				return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, ModelProvider: act.ModelProvider, ResolvedModel: act.Model,
+				return finish(work.RuntimeOutcome{Status: work.RuntimeFailed, ModelProvider: act.ModelProvider, ResolvedModel: act.Model,
 					Error: "the agent asked for tool calls; Runtime Runs do not run tools (run the agent in a Flow)"})
 			}
 			builtin.ModelProvider, builtin.Model = act.ModelProvider, act.Model
 			act = builtin
 		}
 		if act.Type == provider.ActionShowError {
-			return true, finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: act.Text,
+			return finish(work.RuntimeOutcome{Status: work.RuntimeFailed, Error: act.Text,
 				ModelProvider: act.ModelProvider, ResolvedModel: act.Model})
 		}
 		response := map[string]any{"action": act.Type}
@@ -130,10 +142,10 @@ func (e *Executor) RunRuntimeOnce(ctx context.Context, owner string) (bool, erro
 		}
 		data, err := json.Marshal(response)
 		if err != nil {
-			return true, err
+			return err
 		}
 		log.Info("runtime run completed")
-		return true, finish(work.RuntimeOutcome{Status: work.RuntimeCompleted, Response: data,
+		return finish(work.RuntimeOutcome{Status: work.RuntimeCompleted, Response: data,
 			ModelProvider: act.ModelProvider, ResolvedModel: act.Model})
 	}
 }

@@ -126,3 +126,40 @@ func TestARunReadClaimableIsTakenOnlyWhileItIsStillClaimableAsRead(t *testing.T)
 		})
 	})
 }
+
+// AnyRunnable tells whether a worker would find a FlowRun or a Runtime Run to claim in any
+// workspace: the look an executor's workers skip while nothing became runnable since.
+func TestAnyRunnableSeesTheRunsAWorkerWouldClaimInEveryWorkspace(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		w, clock := newStore(s)
+		anyRunnable := func() bool {
+			any, err := w.AnyRunnable(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			return any
+		}
+		g.Expect(anyRunnable()).To(BeFalse(), "an empty store has a runnable run")
+
+		_, queued, _ := submit(t, w)
+		g.Expect(anyRunnable()).To(BeTrue(), "a queued FlowRun is not runnable")
+		claimed, err := w.Claim(ctx, "worker-1", time.Minute)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(claimed.ID).To(Equal(queued.ID))
+		g.Expect(anyRunnable()).To(BeFalse(), "a FlowRun a live lease holds is runnable")
+		clock.Add(2 * time.Minute)
+		g.Expect(anyRunnable()).To(BeTrue(), "a FlowRun whose lease expired is not runnable")
+		_, err = w.ClaimApplied(ctx, *claimed, "worker-1", starts)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(anyRunnable()).To(BeFalse(), "a completed FlowRun is runnable")
+
+		_, err = w.CreateRuntimeRun(ctx, work.RuntimeRun{Context: wsA, AgentName: "assistant",
+			Messages: []work.Message{{Role: "user", Content: "hello"}}, Mode: "async"})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(anyRunnable()).To(BeTrue(), "a pending Runtime Run is not runnable")
+		r, err := w.ClaimRuntimeRun(ctx, "worker-1", time.Minute)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r).NotTo(BeNil())
+		g.Expect(anyRunnable()).To(BeFalse(), "a Runtime Run a live lease holds is runnable")
+	})
+}

@@ -103,8 +103,25 @@ func (s *Store) claimRow(ctx context.Context, table, stateColumn, set, columns s
 // whose lease expired, outside the excluded workspaces.
 func (s *Store) anyClaimable(ctx context.Context, table, stateColumn string, now time.Time, exclude string, excluded []any) (bool, error) {
 	var n int
-	err := s.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM `+table+` WHERE `+stateColumn+` IN ('Pending', 'Running')
-		AND lease_expires_at < ?`+exclude+` LIMIT 1) AS claimable`, append([]any{ms(now)}, excluded...)...).Scan(&n)
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM `+firstClaimable(table, stateColumn, exclude)+` AS claimable`,
+		append([]any{ms(now)}, excluded...)...).Scan(&n)
+	return n > 0, err
+}
+
+// firstClaimable selects a row of table when it holds a runnable one (its stateColumn Pending or
+// Running, its lease expired before the argument) outside the workspaces exclude leaves out.
+func firstClaimable(table, stateColumn, exclude string) string {
+	return `(SELECT 1 FROM ` + table + ` WHERE ` + stateColumn + ` IN ('Pending', 'Running')
+		AND lease_expires_at < ?` + exclude + ` LIMIT 1)`
+}
+
+// AnyRunnable reports whether any workspace has a FlowRun or a Runtime Run that Claim or
+// ClaimRuntimeRun would take: one read.
+func (s *Store) AnyRunnable(ctx context.Context) (bool, error) {
+	now := ms(s.now())
+	var n int
+	err := s.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM `+firstClaimable(`flow_runs`, `state`, ``)+` AS flow)
+		+ (SELECT COUNT(*) FROM `+firstClaimable(`runtime_runs`, `status`, ``)+` AS runtime)`, now, now).Scan(&n)
 	return n > 0, err
 }
 

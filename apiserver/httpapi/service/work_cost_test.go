@@ -24,6 +24,7 @@ var maxStatementsPerWorkItem = map[string]float64{store.SQLite: 11, store.Postgr
 // on the work measured.
 func idlePoll(statement string) bool {
 	for _, prefix := range []string{"SELECT COUNT(*) FROM (SELECT 1 FROM flow_runs ", "SELECT COUNT(*) FROM (SELECT 1 FROM runtime_runs ",
+		"SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM flow_runs ",
 		"UPDATE flow_runs SET lease_owner = ?, lease_expires_at = ? WHERE id = (SELECT", "UPDATE flow_runs SET lease_owner = $1, lease_expires_at = $2 WHERE id = (SELECT",
 		"UPDATE runtime_runs SET lease_owner = "} {
 		if strings.HasPrefix(statement, prefix) {
