@@ -585,15 +585,17 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, run FlowRun, now t
 	// The run's correlation ids are copied from its row, so no caller can get them wrong. The
 	// numbers are the run's last plus each event's place: the SELECT is read whole before the
 	// INSERT writes (SQLite stages it when it reads the table it writes; PostgreSQL reads its
-	// snapshot).
+	// snapshot). The run's row and its last number are read once, not once per event.
 	var query strings.Builder
 	query.WriteString(`INSERT INTO flow_run_events (run_id, seq, type, step, attempt, state, reason, interaction_id, work_task_id,
 		work_execution_id, runtime_execution_id, usage, created_at)
-		SELECT r.id, (SELECT COALESCE(MAX(seq), 0) FROM flow_run_events WHERE run_id = r.id) + e.column1, e.column2, e.column3,
+		SELECT r.id, r.last + e.column1, e.column2, e.column3,
 		e.column4, e.column5, e.column6, COALESCE(r.interaction_id, ''), r.work_task_id, r.work_item_id, e.column7, e.column8, ?
-		FROM flow_runs r, (VALUES `)
-	args := make([]any, 0, 1+8*len(events)+1)
-	args = append(args, ms(now))
+		FROM (SELECT id, interaction_id, work_task_id, work_item_id,
+			(SELECT COALESCE(MAX(seq), 0) FROM flow_run_events WHERE run_id = ?) AS last FROM flow_runs WHERE id = ?) AS r
+		CROSS JOIN (VALUES `)
+	args := make([]any, 0, 3+8*len(events))
+	args = append(args, ms(now), run.ID, run.ID)
 	for i, e := range events {
 		if i > 0 {
 			query.WriteString(", ")
@@ -605,8 +607,7 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, run FlowRun, now t
 		}
 		args = append(args, i+1, e.Type, e.Step, e.Attempt, e.State, e.Reason, e.RuntimeExecutionID, usageJSON(e.Usage))
 	}
-	query.WriteString(`) AS e WHERE r.id = ?`)
-	args = append(args, run.ID)
+	query.WriteString(`) AS e`)
 	if _, err := s.txExec(ctx, tx, query.String(), args...); err != nil {
 		return err
 	}
