@@ -605,6 +605,19 @@ func TestClaimsUnderWayAtOnceNeverTakeAWorkspaceBeyondItsShare(t *testing.T) {
 	})
 }
 
+// twoWorkersOneAWorkspace is an executor of two workers, one of which a workspace may hold, whose
+// poll comes long after the test: only wake-ups and reservations move runs.
+func twoWorkersOneAWorkspace(t *testing.T, w *work.Store, flows *resolver) *executor.Executor {
+	t.Helper()
+	exec, err := executor.New(executor.Options{Work: w, Resolver: flows,
+		Provider: provider.DeterministicProvider{}, Workers: 2, WorkspaceShare: 1, Lease: time.Minute, Poll: time.Hour,
+		Authorize: func(context.Context, work.Context) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec
+}
+
 // A submission given a reserved worker (as the Work API submits) starts at once without a claim,
 // and counts toward its workspace's share like a claimed run: once a workspace holds its share no
 // worker is reserved for it, while another workspace still gets one and its run completes; a
@@ -613,11 +626,8 @@ func TestAReservedWorkerCountsTowardItsWorkspaceShare(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
 		w := work.New(s)
-		// A poll far beyond the test: only a reservation can start a run in time.
-		exec, err := executor.New(executor.Options{Work: w, Resolver: slowAndFast(),
-			Provider: provider.DeterministicProvider{}, Workers: 2, WorkspaceShare: 1, Lease: time.Minute, Poll: time.Hour,
-			Authorize: func(context.Context, work.Context) error { return nil }})
-		g.Expect(err).NotTo(HaveOccurred())
+		// Only a reservation can start a run in time.
+		exec := twoWorkersOneAWorkspace(t, w, slowAndFast())
 		_, ok := exec.Reserve(ctxA.WorkspaceID)
 		g.Expect(ok).To(BeFalse(), "a worker was reserved before the executor runs")
 		ctx, cancel := context.WithCancel(context.Background())
@@ -671,11 +681,8 @@ func TestAWaitingSubmitterIsHandedAWorkerOnlyOnceNoQueuedRunWantsIt(t *testing.T
 		w := work.New(s)
 		flows := slowAndFast()
 		flows.agents["slow"] = provider.Agent{Name: "slow", Revision: "1", Instructions: "@latencyMs 700\n@respond late"}
-		// A poll far beyond the test: only wake-ups move runs.
-		exec, err := executor.New(executor.Options{Work: w, Resolver: flows,
-			Provider: provider.DeterministicProvider{}, Workers: 2, WorkspaceShare: 1, Lease: time.Minute, Poll: time.Hour,
-			Authorize: func(context.Context, work.Context) error { return nil }})
-		g.Expect(err).NotTo(HaveOccurred())
+		// Only wake-ups move runs.
+		exec := twoWorkersOneAWorkspace(t, w, flows)
 		// Before the executor runs, nobody waits for a worker that cannot come.
 		began := time.Now()
 		_, ok := exec.ReserveWithin(context.Background(), ctxA.WorkspaceID, 5*time.Second)
@@ -762,10 +769,7 @@ func TestAWorkerThatFoundNoRunnableRunLooksInTheStoreAgainOnlyOnceOneMayHaveBeco
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		g := NewWithT(t)
 		w := work.New(s)
-		exec, err := executor.New(executor.Options{Work: w, Resolver: slowAndFast(),
-			Provider: provider.DeterministicProvider{}, Workers: 2, WorkspaceShare: 1, Lease: time.Minute, Poll: time.Hour,
-			Authorize: func(context.Context, work.Context) error { return nil }})
-		g.Expect(err).NotTo(HaveOccurred())
+		exec := twoWorkersOneAWorkspace(t, w, slowAndFast())
 		ctx, cancel := context.WithCancel(context.Background())
 		stopped := make(chan struct{})
 		go func() { defer close(stopped); exec.Run(ctx) }()
