@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"platform.dev/platform/apiserver/store"
 )
@@ -131,11 +130,10 @@ func (h *Hub) listenOnce(ctx context.Context, db *sql.DB) error {
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
+		pc, ok := store.PgxConn(dc)
 		if !ok {
 			return fmt.Errorf("notify: the PostgreSQL driver is %T, not pgx", dc)
 		}
-		pc := sc.Conn()
 		if _, err := pc.Exec(ctx, "LISTEN "+channel); err != nil {
 			return errors.Join(err, driver.ErrBadConn)
 		}

@@ -21,6 +21,10 @@ type Counts struct {
 	Transactions int64
 	// Commits are the commits the database made durable: several grouped transactions share one.
 	Commits int64
+	// RoundTrips are the exchanges with the PostgreSQL server: one per statement sent alone,
+	// transaction control included, and one per group of statements sent together (Pipelined).
+	// Always 0 on SQLite, which runs in the process.
+	RoundTrips int64
 	// Replans are the executions of a prepared statement that SQLite parsed and planned again
 	// first, as it does at every execution of a statement whose plan depends on a bound value
 	// (a parameter compared with the condition of a partial index, a LIKE pattern): what the
@@ -35,6 +39,7 @@ func (c Counts) Sub(earlier Counts) Counts {
 		Transactions: c.Transactions - earlier.Transactions,
 		Commits:      c.Commits - earlier.Commits,
 		Replans:      c.Replans - earlier.Replans,
+		RoundTrips:   c.RoundTrips - earlier.RoundTrips,
 	}
 }
 
@@ -45,6 +50,7 @@ func (s *Store) Counts() Counts {
 		Transactions: s.counter.transactions.Load(),
 		Commits:      s.counter.commits.Load(),
 		Replans:      s.counter.replans.Load(),
+		RoundTrips:   s.counter.roundTrips.Load(),
 	}
 }
 
@@ -76,6 +82,7 @@ type counter struct {
 	transactions atomic.Int64
 	commits      atomic.Int64
 	replans      atomic.Int64
+	roundTrips   atomic.Int64
 	recording    atomic.Pointer[recording]
 }
 
@@ -107,9 +114,25 @@ func transactionControl(query string) bool {
 
 // TraceQueryStart counts each query pgx sends to PostgreSQL (pgx.QueryTracer).
 func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	c.roundTrips.Add(1)
 	c.statement(data.SQL)
 	return ctx
 }
 
 // TraceQueryEnd is the end of a query pgx sent (pgx.QueryTracer): nothing to count.
 func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TraceBatchStart is the start of the statements a connection sends together (Pipelined):
+// each is counted as it completes (pgx.BatchTracer).
+func (c *counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.roundTrips.Add(1)
+	return ctx
+}
+
+// TraceBatchQuery counts one of the statements sent together (pgx.BatchTracer).
+func (c *counter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	c.statement(data.SQL)
+}
+
+// TraceBatchEnd is the end of the statements sent together (pgx.BatchTracer).
+func (c *counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

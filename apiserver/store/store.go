@@ -181,7 +181,7 @@ func openPostgres(ctx context.Context, rawURL string) (*Store, error) {
 	}
 	counts := &counter{}
 	config.Tracer = counts
-	db := stdlib.OpenDB(*config)
+	db := sql.OpenDB(pipelining{stdlib.GetConnector(*config)})
 	// A PostgreSQL connection is a server process: the pool keeps what it opened (instead of the
 	// default two idle, which under load opens and closes one per query) and stays well under
 	// the server's default max_connections of 100.

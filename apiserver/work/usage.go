@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"platform.dev/platform/apiserver/store"
 	"sort"
 	"strings"
 	"time"
@@ -149,7 +150,7 @@ func (s *Store) insertUsage(ctx context.Context, tx *sql.Tx, run FlowRun, calls 
 		args = append(args, newID(), run.WorkspaceID, run.ID, c.Step, c.Attempt, c.Agent, c.Entry, c.ModelProvider, c.Model, c.InputTokens,
 			c.OutputTokens, c.CostMicros, c.Currency, usage.Day(now), ms(now))
 	}
-	if _, err := s.txExec(ctx, tx, `INSERT INTO model_usage (id, workspace_id, run_id, step, attempt, agent, entry, model_provider, model,
+	if _, err := s.txExec(store.Pipelined(ctx), tx, `INSERT INTO model_usage (id, workspace_id, run_id, step, attempt, agent, entry, model_provider, model,
 		input_tokens, output_tokens, cost_micros, currency, day, created_at) VALUES `+strings.Join(rows, ", "), args...); err != nil {
 		return fmt.Errorf("work: model usage: %w", err)
 	}

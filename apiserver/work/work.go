@@ -554,6 +554,8 @@ func (p Prepared) writePrelude(ctx context.Context, tx *sql.Tx, run FlowRun) err
 
 // insertSubmission writes a WorkItem and its FlowRun as they are.
 func (s *Store) insertSubmission(ctx context.Context, tx *sql.Tx, item WorkItem, run FlowRun, hash string) error {
+	// The submission reads nothing back: it goes with the transaction's next statement.
+	ctx = store.Pipelined(ctx)
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO work_items (id, tenant_id, workspace_id, namespace, principal_id,
 		interaction_id, work_task_id, type, title, instruction, flow_name, flow_version, flow_draft, flow_run_id, status, result, reason,
 		trigger_message_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -608,7 +610,7 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, run FlowRun, now t
 		args = append(args, i+1, e.Type, e.Step, e.Attempt, e.State, e.Reason, e.RuntimeExecutionID, usageJSON(e.Usage))
 	}
 	query.WriteString(`) AS e`)
-	if _, err := s.txExec(ctx, tx, query.String(), args...); err != nil {
+	if _, err := s.txExec(store.Pipelined(ctx), tx, query.String(), args...); err != nil {
 		return err
 	}
 	if s.Observer == nil {

@@ -418,7 +418,7 @@ func (s *Store) appendPending(ctx context.Context, tx *sql.Tx, events []Event, f
 		}
 		args = append(args, i-from+1, e.WorkspaceID, e.Name, e.PrincipalID, string(e.Payload), delta, ms(e.CreatedAt))
 	}
-	_, err := tx.ExecContext(ctx, s.q(with+`INSERT INTO workplace_events_pending (workspace_id, name, principal_id, payload, unread_delta, created_at)
+	_, err := tx.ExecContext(store.Pipelined(ctx), s.q(with+`INSERT INTO workplace_events_pending (workspace_id, name, principal_id, payload, unread_delta, created_at)
 		SELECT e.workspace_id, e.name, e.principal_id, e.payload, e.unread_delta, e.created_at FROM (VALUES `+
 		valueRows(`(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT))`, to-from)+`)
 		AS e (k, workspace_id, name, principal_id, payload, unread_delta, created_at)`+joined+`

@@ -403,7 +403,7 @@ func (s *Store) completed(ctx context.Context, tx *sql.Tx, c *conversation) erro
 	}
 	if c.task != nil {
 		resultID := newID()
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO task_results (id, task_id, run_id, seq, action, text, payload, created_at)
+		if _, err := tx.ExecContext(store.Pipelined(ctx), s.q(`INSERT INTO task_results (id, task_id, run_id, seq, action, text, payload, created_at)
 			SELECT ?, ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM task_results WHERE task_id = ?`),
 			resultID, c.task.ID, run.ID, action, text, nullJSON(payload), ms(s.now()), c.task.ID); err != nil {
 			return err

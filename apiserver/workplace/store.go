@@ -813,7 +813,7 @@ func (s *Store) MarkAllRead(ctx context.Context, workspaceID, principalID string
 
 func (s *Store) notify(ctx context.Context, tx *sql.Tx, n Notification) error {
 	n.ID = newID()
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO notifications (id, workspace_id, principal_id, kind, attention, title, task_id,
+	if _, err := tx.ExecContext(store.Pipelined(ctx), s.q(`INSERT INTO notifications (id, workspace_id, principal_id, kind, attention, title, task_id,
 		interaction_id, run_id, pending_action_id, read_at, version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?)`),
 		n.ID, n.WorkspaceID, n.PrincipalID, n.Kind, boolInt(n.Attention), n.Title, nullString(n.TaskID), nullString(n.InteractionID), n.RunID,
 		n.PendingActionID, ms(s.now())); err != nil {

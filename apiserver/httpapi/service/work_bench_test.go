@@ -121,10 +121,14 @@ func measureClients(b *testing.B, s *store.Store, rawCommits float64, clients in
 }
 
 // reportStoreCost reports what the store ran per operation, as the store counted it: statements
-// (stmt/op), its callers' transactions (tx/op) and the commits they took (commits/op; on SQLite
-// concurrent transactions share one).
+// (stmt/op), its callers' transactions (tx/op), the commits they took (commits/op; on SQLite
+// concurrent transactions share one) and, on PostgreSQL, the round trips to the server
+// (trips/op: statements sent together take one).
 func reportStoreCost(b *testing.B, ran store.Counts, ops int) {
 	b.ReportMetric(float64(ran.Statements)/float64(ops), "stmt/op")
+	if ran.RoundTrips > 0 {
+		b.ReportMetric(float64(ran.RoundTrips)/float64(ops), "trips/op")
+	}
 	b.ReportMetric(float64(ran.Transactions)/float64(ops), "tx/op")
 	b.ReportMetric(float64(ran.Commits)/float64(ops), "commits/op")
 }
@@ -297,5 +301,5 @@ func BenchmarkSuspendRespondResume(b *testing.B) {
 
 func addCounts(a, b store.Counts) store.Counts {
 	return store.Counts{Statements: a.Statements + b.Statements, Transactions: a.Transactions + b.Transactions, Commits: a.Commits + b.Commits,
-		Replans: a.Replans + b.Replans}
+		Replans: a.Replans + b.Replans, RoundTrips: a.RoundTrips + b.RoundTrips}
 }
