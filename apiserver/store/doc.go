@@ -10,4 +10,8 @@
 // SQLite runs with WAL, synchronous=FULL (an acknowledged write survives power loss, as in etcd),
 // foreign keys on and a busy timeout, set on every pooled connection through the DSN; write
 // transactions begin IMMEDIATE so that writers queue on the busy timeout instead of failing.
+//
+// On PostgreSQL a transaction's BEGIN, and its writes marked Pipelined (whose caller reads no
+// result back), wait on the connection until a statement needs the server's answer, and go with
+// it in one round trip; the commit takes the last ones. Counts.RoundTrips counts the waits.
 package store

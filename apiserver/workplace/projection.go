@@ -950,12 +950,7 @@ func (c *conversation) participantsVisible() bool {
 // step is a step of the run's pinned Flow.
 func (c *conversation) step(name string) (platformv1.FlowStep, bool) {
 	if c.steps == nil {
-		var def platformv1.FlowDefinition
-		if len(c.run.Snapshot) > 0 && json.Unmarshal(c.run.Snapshot, &def) == nil {
-			c.steps = executor.StepsOf(def)
-		} else {
-			c.steps = map[string]platformv1.FlowStep{}
-		}
+		c.steps = executor.PinnedSteps(c.run.Snapshot)
 	}
 	step, ok := c.steps[name]
 	return step, ok
