@@ -644,7 +644,7 @@ func (s *Store) writeRun(ctx context.Context, tx *sql.Tx, old, next FlowRun, now
 		return next, errors.Join(err, fmt.Errorf("run %s changed concurrently: %w", old.ID, ErrStale))
 	}
 	if old.State != next.State || next.Result != nil || next.Reason != old.Reason {
-		_, err = s.txExec(ctx, tx, `UPDATE work_items SET status = ?, result = ?, reason = ?, updated_at = ? WHERE id = ?`,
+		_, err = s.txExec(store.Pipelined(ctx), tx, `UPDATE work_items SET status = ?, result = ?, reason = ?, updated_at = ? WHERE id = ?`,
 			workItemStatus(next), nullJSON(next.Result), next.Reason, ms(now), next.WorkItemID)
 	}
 	return next, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	platformv1 "platform.dev/platform/apis/platform/v1"
+	"platform.dev/platform/apiserver/store"
 	"platform.dev/platform/apiserver/work"
 )
 
@@ -129,7 +130,7 @@ func (s *Store) Open(ctx context.Context, o Opening) (Interaction, work.Submitte
 	sub.Prelude = func(ctx context.Context, tx *sql.Tx, run work.FlowRun) error {
 		opened := i
 		opened.CurrentRunID = run.ID
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO interactions (`+interactionColumns+`)
+		if _, err := tx.ExecContext(store.Pipelined(ctx), s.q(`INSERT INTO interactions (`+interactionColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			opened.ID, opened.TenantID, opened.WorkspaceID, opened.Namespace, opened.PrincipalID, opened.EntryNamespace, opened.EntryName,
 			opened.EntryGeneration, opened.Title, opened.TaskDisplay, opened.Participants, opened.ResultsDisplay, opened.Target.Namespace,

@@ -509,7 +509,7 @@ func (s *Store) retitle(ctx context.Context, tx *sql.Tx, t *Task, given string) 
 		return nil
 	}
 	t.Title = title
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET title = ? WHERE id = ?`), title, t.ID)
+	_, err := tx.ExecContext(store.Pipelined(ctx), s.q(`UPDATE work_tasks SET title = ? WHERE id = ?`), title, t.ID)
 	return err
 }
 
@@ -523,7 +523,7 @@ func (s *Store) syncTaskState(ctx context.Context, tx *sql.Tx, c *conversation) 
 		if milestones == 0 {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET milestones = milestones + ? WHERE id = ?`), milestones, t.ID)
+		_, err := tx.ExecContext(store.Pipelined(ctx), s.q(`UPDATE work_tasks SET milestones = milestones + ? WHERE id = ?`), milestones, t.ID)
 		return err
 	}
 	state := taskState(run.State)
@@ -545,7 +545,7 @@ func (s *Store) syncTaskState(ctx context.Context, tx *sql.Tx, c *conversation) 
 		ended = ms(s.now())
 	}
 	t.State, t.CurrentRunID, t.Reason = state, run.ID, run.Reason
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE work_tasks SET state = ?, current_run_id = ?, reason = ?, ended_at = ?, milestones = milestones + ?,
+	if _, err := tx.ExecContext(store.Pipelined(ctx), s.q(`UPDATE work_tasks SET state = ?, current_run_id = ?, reason = ?, ended_at = ?, milestones = milestones + ?,
 		version = version + 1, updated_at = ? WHERE id = ?`), state, run.ID, run.Reason, ended, milestones, ms(s.now()), t.ID); err != nil {
 		return err
 	}

@@ -440,7 +440,7 @@ func (s *Store) writeMessage(ctx context.Context, tx *sql.Tx, m *Message, o *ope
 	var workspace, state string
 	var version int64
 	if o != nil {
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO interaction_messages (id, interaction_id, workspace_id, seq, role, kind, text, payload,
+		if _, err := tx.ExecContext(store.Pipelined(ctx), s.q(`INSERT INTO interaction_messages (id, interaction_id, workspace_id, seq, role, kind, text, payload,
 			run_id, pending, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			m.ID, m.InteractionID, o.workspace, m.Seq, m.Role, m.Kind, m.Text, nullJSON(m.Payload), m.RunID, boolInt(m.Pending), ms(m.CreatedAt)); err != nil {
 			return err
