@@ -74,30 +74,26 @@ func TestAPipelinedWriteThatFailsFailsItsTransactionWhichLeavesNothing(t *testin
 		createProbe(t, s)
 		oneConnection(s)
 		later := store.Pipelined(ctx)
+		// The second insert of the same row fails (on SQLite at once).
+		insertTwice := func(tx *sql.Tx) error {
+			if err := insertProbe(later, s, tx, 1); err != nil {
+				return err
+			}
+			return insertProbe(later, s, tx, 1)
+		}
 		cases := map[string]func(tx *sql.Tx) error{
 			// On PostgreSQL the commit reports it.
-			"told by the commit": func(tx *sql.Tx) error {
-				if err := insertProbe(later, s, tx, 1); err != nil {
-					return err
-				}
-				return insertProbe(later, s, tx, 1)
-			},
+			"told by the commit": insertTwice,
 			// On PostgreSQL the transaction's next statement reports it.
 			"told by the next read": func(tx *sql.Tx) error {
-				if err := insertProbe(later, s, tx, 1); err != nil {
-					return err
-				}
-				if err := insertProbe(later, s, tx, 1); err != nil {
+				if err := insertTwice(tx); err != nil {
 					return err
 				}
 				var n int
 				return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM probe`).Scan(&n)
 			},
 			"told by the next write": func(tx *sql.Tx) error {
-				if err := insertProbe(later, s, tx, 1); err != nil {
-					return err
-				}
-				if err := insertProbe(later, s, tx, 1); err != nil {
+				if err := insertTwice(tx); err != nil {
 					return err
 				}
 				return insertProbe(ctx, s, tx, 2)
