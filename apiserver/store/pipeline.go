@@ -153,6 +153,7 @@ func (c *pipelinedConn) send(ctx context.Context) error {
 // failed one leaves the transaction failed, to be rolled back.
 func (c *pipelinedConn) sendWith(ctx context.Context, last ...heldStatement) (tag pgconn.CommandTag, err error) {
 	statements := append(c.held, last...)
+	defer clear(statements) // the arguments are not kept past the round trip
 	c.held, c.beginHeld = c.held[:0], false
 	batch := &pgx.Batch{}
 	for _, s := range statements {

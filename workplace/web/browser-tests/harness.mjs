@@ -19,16 +19,26 @@ fs.mkdirSync(outputDir, { recursive: true });
 
 export const admin = { username: "admin", password: "Correct-horse-battery-1", displayName: "Ada Admin", tenantName: "acme", workspaceName: "default" };
 
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
+// handedOut are the ports freePort gave: a port given and not bound yet is free to the kernel too,
+// which would hand it out again (the Workplace's port became a server's kube port that way).
+const handedOut = new Set();
+
+export async function freePort() {
+  for (;;) {
+    const port = await new Promise((resolve, reject) => {
+      const s = net.createServer();
+      s.unref();
+      s.on("error", reject);
+      s.listen(0, "127.0.0.1", () => {
+        const { port } = s.address();
+        s.close(() => resolve(port));
+      });
     });
-  });
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 /** run starts the binary with args and resolves with the first match of ready in its output. */
@@ -74,12 +84,28 @@ export async function startPlatform({ name = "platform", dataDir, httpPort, work
   // A data directory made here is the test's own: stop removes it (each one holds about 60 MB).
   const ownDataDir = dataDir === undefined;
   dataDir ??= fs.mkdtempSync(path.join(os.tmpdir(), "platform-browser-"));
-  workplacePort ??= await freePort();
-  const workplaceUrl = `http://127.0.0.1:${workplacePort}/`;
-  const serve = await startServe({ name, dataDir, httpPort, workplaceUrl, env });
-  const apiUrl = (await serve.found)[1];
-  const p = { dataDir, apiUrl, httpPort: Number(new URL(apiUrl).port), workplacePort, workplaceUrl, serve, host: undefined };
-  if (workplace) p.host = await startWorkplace({ name: `${name}-workplace`, apiUrl, port: workplacePort });
+  const portGiven = workplacePort !== undefined;
+  let p;
+  for (let attempt = 0; ; attempt++) {
+    const port = portGiven ? workplacePort : await freePort();
+    const workplaceUrl = `http://127.0.0.1:${port}/`;
+    const serve = await startServe({ name, dataDir, httpPort, workplaceUrl, env });
+    const apiUrl = (await serve.found)[1];
+    p = { dataDir, apiUrl, httpPort: Number(new URL(apiUrl).port), workplacePort: port, workplaceUrl, serve, host: undefined };
+    if (!workplace) break;
+    try {
+      p.host = await startWorkplace({ name: `${name}-workplace`, apiUrl, port });
+      break;
+    } catch (e) {
+      await serve.stop();
+      // The server, started after the port was found free, may hold it by then: it learns the
+      // Workplace's address at start, so both start again on another port.
+      if (!portGiven && attempt < 2 && /address already in use/.test(e.message)) continue;
+      if (ownDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+      throw e;
+    }
+  }
+  const { workplaceUrl } = p;
   p.stop = async () => {
     await p.host?.stop();
     await p.serve.stop();
