@@ -1062,7 +1062,7 @@ func (e *Executor) drive(ctx context.Context, run *work.FlowRun, owner string, s
 		log.Info("flow run step restarted after its worker stopped", "step", run.CurrentStep, "attempt", run.Attempt)
 		stepsRestarted.Inc()
 	}
-	g, reason := e.pinned.graph(run.Snapshot)
+	g, reason := pinnedGraphs.graph(run.Snapshot)
 	if reason != "" {
 		return fail(reason)
 	}

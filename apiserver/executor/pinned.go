@@ -12,7 +12,7 @@ import (
 	flowvalidation "platform.dev/platform/controllers/flow"
 )
 
-// maxPinned bounds each map of pinnedCache; a full map is emptied and fills again.
+// maxPinned bounds each map of pinnedCache and graphCache; a full map is emptied and fills again.
 const maxPinned = 256
 
 // pinnedCache keeps what the pinned Flows and agents of runs decode to: every run of a Flow
@@ -23,8 +23,6 @@ type pinnedCache struct {
 	mu sync.Mutex
 	// versions: a published version's snapshot -> its checked graph.
 	versions map[string]*graph
-	// graphs: a pinned snapshot -> its graph.
-	graphs map[string]*graph
 	// agents: pinned agents -> what they decode to.
 	agents map[string]map[string]provider.Agent
 }
@@ -59,8 +57,19 @@ func (c *pinnedCache) version(def platformv1.FlowDefinition, published bool, inv
 	return g, snapshot, "", nil
 }
 
+// graphCache keeps the graphs of pinned snapshots, keyed by their bytes like pinnedCache.
+type graphCache struct {
+	mu     sync.Mutex
+	graphs map[string]*graph
+}
+
+// pinnedGraphs is the process's one graphCache: every executor reads the snapshots of the runs it
+// executes, and the Workplace projection the same ones for the steps its events name
+// (PinnedSteps); decoding a snapshot at each projected run was a twentieth of a WorkItem's CPU.
+var pinnedGraphs graphCache
+
 // graph is the graph of a run's pinned snapshot; reason says why it has none.
-func (c *pinnedCache) graph(snapshot json.RawMessage) (*graph, string) {
+func (c *graphCache) graph(snapshot json.RawMessage) (*graph, string) {
 	c.mu.Lock()
 	g, ok := c.graphs[string(snapshot)]
 	c.mu.Unlock()

@@ -58,7 +58,7 @@ func asGraph(def platformv1.FlowDefinition) (platformv1.FlowDefinition, error) {
 // included; none when it is unreadable), for those that describe a run's events. The map is
 // shared by every run pinning the same snapshot: never change it.
 func PinnedSteps(snapshot json.RawMessage) map[string]platformv1.FlowStep {
-	if g, _ := projected.graph(snapshot); g != nil {
+	if g, _ := pinnedGraphs.graph(snapshot); g != nil {
 		return g.steps
 	}
 	var def platformv1.FlowDefinition
@@ -67,11 +67,6 @@ func PinnedSteps(snapshot json.RawMessage) map[string]platformv1.FlowStep {
 	}
 	return stepsOf(def)
 }
-
-// projected keeps the graphs of the snapshots whose steps PinnedSteps was asked for: the
-// Workplace projection asks at each run it projects, and decoding the snapshot each time was a
-// twentieth of the CPU of a WorkItem.
-var projected pinnedCache
 
 // stepsOf are the steps of a definition that has no graph (it cannot run), by name.
 func stepsOf(def platformv1.FlowDefinition) map[string]platformv1.FlowStep {
