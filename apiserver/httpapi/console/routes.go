@@ -29,6 +29,7 @@ const AssetsPath = "/console/"
 var Pages = []string{
 	"/{$}",
 	"/tasks",
+	"/usage",
 	"/cleanup",
 	"/triggers",
 	"/triggers/-/new",
