@@ -154,6 +154,44 @@ describe("one product", () => {
     await again.context().close();
   });
 
+  it("a Workplace tab and a Console tab left open when the session ends elsewhere ask to sign in again, and come back to their page", async () => {
+    const workplace = await h.newPage(browser);
+    await h.signIn(workplace, session);
+    const inbox = `${platform.workplaceUrl}w/default/inbox`;
+    await workplace.goto(inbox);
+    await workplace.locator("header.topbar").waitFor();
+    const console = await workplace.context().newPage();
+    await console.goto(`${platform.apiUrl}/tasks`);
+    await console.getByRole("heading", { name: "Tasks", level: 1 }).waitFor();
+
+    // Signed out in a third tab of the same browser.
+    const other = await workplace.context().newPage();
+    await other.goto(`${platform.workplaceUrl}`);
+    await other.getByRole("button", { name: "Sign out" }).click();
+    await other.getByRole("heading", { name: "Sign in to the Workplace" }).waitFor();
+    await other.close();
+
+    // The Workplace tab notices by itself (its next read is refused) and asks to sign in, not
+    // "authentication required" in place of its pages.
+    await workplace.getByRole("heading", { name: "Sign in to the Workplace" }).waitFor({ timeout: 30_000 });
+    assert.equal(await workplace.getByText("authentication required").count(), 0);
+    await h.screenshot(workplace, "session-ended-elsewhere-workplace");
+    // The Console tab's next read sends it to sign in, and back to the page it was going to.
+    await console.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Triggers" }).click();
+    await console.waitForURL(/\/login\?returnUrl=%2Ftriggers$/);
+    await signInOnPage(console);
+    await console.waitForURL(`${platform.apiUrl}/triggers`);
+    await console.getByRole("heading", { name: "Triggers", level: 1 }).waitFor();
+    session = (await console.context().cookies()).find((c) => c.name === "platform-session").value;
+
+    await workplace.getByRole("link", { name: "Sign in" }).click();
+    if (await workplace.locator("#username").isVisible().catch(() => false)) await signInOnPage(workplace);
+    await workplace.waitForURL(inbox);
+    await workplace.locator("header.topbar").waitFor();
+    assert.deepEqual(workplace.errors, []);
+    await workplace.context().close();
+  });
+
   it("the Console home shows the questions waiting and the runs that failed, each linked", async () => {
     await h.waitFor(async () => (await call("GET", "/api/dashboards/home/view")).body?.entries?.every((e) => e.entry), { timeout: 60_000, message: "the demo Entries" });
     const waiting = await call("POST", "/api/workspaces/default/entries/guided-request/interactions?waitSeconds=10", { input: { request: "A style question" } });
@@ -269,10 +307,20 @@ describe("one product", () => {
     await page.getByRole("link", { name: "Back to the Console home" }).click();
     await page.getByRole("heading", { name: "Home", level: 1 }).waitFor();
 
+    // A question given a fresh resume token (a reload, another tab) is the record's target: it
+    // is named as a question, not as a person nobody knows.
+    const asked = await call("POST", "/api/workspaces/default/entries/guided-request/interactions?waitSeconds=10", { input: { request: "An audited question" } });
+    assert.equal(asked.status, 201, JSON.stringify(asked.body));
+    const question = asked.body.action.pendingAction.id;
+    const reissued = await call("POST", `/api/workspaces/default/interactions/${asked.body.interaction.id}/pending-actions/${question}/resume-token`);
+    assert.equal(reissued.status, 200, JSON.stringify(reissued.body));
+
     await page.goto(`${platform.apiUrl}/settings/organization/security-audit`);
     const actor = page.locator('td[data-column="actor"]').first();
     await actor.waitFor();
     await h.waitFor(async () => (await actor.innerText()) === h.admin.displayName, { message: "the actor's display name" });
+    const reissue = page.locator("tr", { has: page.getByText("pending-action.resume-token-reissued", { exact: true }) }).first();
+    assert.equal(await reissue.locator('td[data-column="target"]').innerText(), `Question ${question.slice(0, 8)}`);
     await page.goto(`${platform.apiUrl}/settings/organization/members`);
     await page.locator('[data-section="platform-administrators"]').getByText(h.admin.displayName).waitFor();
     assert.equal(await page.getByText("no member with a role yet").count(), 0);

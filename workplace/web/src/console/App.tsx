@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState, type ReactNode } from "react";
-import { ApiError, get, post } from "../shared/api";
+import { ApiError, get, onUnauthenticated, post } from "../shared/api";
 import { Link, match, useLocation } from "../shared/router";
 import { applyTheme } from "../shared/theme";
 import type { IdentityContext, Items, Preferences } from "../shared/types";
@@ -73,6 +73,11 @@ export async function signOut() {
   }
 }
 
+/** signIn goes to the server's sign-in page, which comes back to this page. */
+function signIn() {
+  window.location.assign(`/login?returnUrl=${encodeURIComponent(window.location.pathname + window.location.search)}`);
+}
+
 /** The in-app page for a path the Console does not have. */
 export function NotFound({ path }: { path: string }) {
   return (
@@ -105,7 +110,7 @@ export function App() {
       get<Items<Workspace>>("/api/identity/workspaces").then((l) => setWorkspaces(l.items), () => setWorkspaces([]));
     } catch (e) {
       if (e instanceof ApiError && e.unauthenticated) {
-        window.location.assign(`/login?returnUrl=${encodeURIComponent(window.location.pathname + window.location.search)}`);
+        signIn();
         return;
       }
       setError(e instanceof ApiError ? e.message : String(e));
@@ -115,6 +120,16 @@ export function App() {
   useEffect(() => {
     void load();
   }, [load]);
+
+  // A session that ends while the Console is open (signed out in another tab, expired, revoked):
+  // the next refused read goes to sign in, and back to this page.
+  useEffect(() => {
+    const off = onUnauthenticated(() => {
+      off();
+      signIn();
+    });
+    return off;
+  }, []);
 
   if (error)
     return (

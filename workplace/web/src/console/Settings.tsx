@@ -504,6 +504,19 @@ export function AuditLog({ env }: { env: ConsoleEnv }) {
       </span>
     );
   };
+  // Most records' targets are people; a question's or a Source registry's id is named as such.
+  const target = (e: AuditEvent) => {
+    const id = e.targetId;
+    if (!id) return "";
+    const kind = e.action.startsWith("pending-action.") ? "Question" : e.action.startsWith("source-registry.") ? "Source registry" : undefined;
+    return kind ? (
+      <span title={id}>
+        {kind} <code>{id.slice(0, 8)}</code>
+      </span>
+    ) : (
+      who(id)
+    );
+  };
   return (
     <>
       <h1>Security audit</h1>
@@ -528,7 +541,7 @@ export function AuditLog({ env }: { env: ConsoleEnv }) {
                 <td><code>{e.action}</code></td>
                 <td>{e.outcome}</td>
                 <td data-column="actor">{e.actorId ? who(e.actorId) : "anonymous"}</td>
-                <td data-column="target">{e.targetId ? who(e.targetId) : ""}</td>
+                <td data-column="target">{target(e)}</td>
                 <td>{e.reasonCode ?? ""}</td>
               </tr>
             ))}

@@ -44,6 +44,18 @@ export function setAuthorization(get: AuthHeader) {
   authorization = get;
 }
 
+const unauthenticatedListeners = new Set<() => void>();
+
+/**
+ * onUnauthenticated calls f whenever the API refuses a request for want of a session or token
+ * (401): signed out in another tab, expired or revoked. An app asks to sign in again then,
+ * instead of showing "authentication required" in place of each page. Returns the unsubscribe.
+ */
+export function onUnauthenticated(f: () => void): () => void {
+  unauthenticatedListeners.add(f);
+  return () => unauthenticatedListeners.delete(f);
+}
+
 export async function request<T>(path: string, opts: RequestOptions = {}): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
   const auth = authorization();
@@ -74,6 +86,7 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
       data = undefined;
     }
   }
+  if (resp.status === 401) for (const f of [...unauthenticatedListeners]) f();
   if (!resp.ok) {
     const p = (data ?? {}) as { title?: string; detail?: string; errors?: { location?: string; message: string }[] };
     throw new ApiError(resp.status, p.title ?? resp.statusText, p.detail ?? "", p.errors ?? [], (data ?? {}) as Record<string, unknown>);

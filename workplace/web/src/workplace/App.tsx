@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from "react";
-import { ApiError, enc, get } from "../shared/api";
+import { ApiError, enc, get, onUnauthenticated } from "../shared/api";
 import { match, navigate, useLocation } from "../shared/router";
 import { applyTheme } from "../shared/theme";
 import type { Dashboard, IdentityContext, Items, Preferences } from "../shared/types";
@@ -78,6 +78,18 @@ export function App() {
   useEffect(() => {
     void load();
   }, [load]);
+
+  // A session that ends while the app is open (signed out in another tab, expired, revoked):
+  // the next refused read asks to sign in again, coming back to this page.
+  const ready = phase.kind === "ready";
+  useEffect(() => {
+    if (!ready) return;
+    const off = onUnauthenticated(() => {
+      off();
+      void load();
+    });
+    return off;
+  }, [ready, load]);
 
   if (phase.kind === "loading") return <Screen title="Workplace" busy>Loading your workplace…</Screen>;
   if (phase.kind === "unavailable")
