@@ -444,6 +444,22 @@ describe("the Workplace", () => {
     assert.equal(await page.locator("article.entry.primary").isVisible(), false);
     await h.screenshot(page, "workplace-tasks-375");
     assert.deepEqual(await h.axeViolations(page), [], "no serious accessibility violation on the phone layout");
+    // A reload keeps the section; the back button goes back to the one before.
+    await page.reload();
+    await page.locator("#tasks-h").waitFor();
+    assert.equal(await page.locator("article.entry.primary").isVisible(), false);
+    await page.goBack();
+    await page.locator("article.entry.primary").waitFor();
+    assert.equal(await page.locator("#tasks-h").isVisible(), false);
+    // A Task chosen from the Tasks section is shown, not the list it was chosen from.
+    await page.goForward();
+    await page.locator("#tasks-h").waitFor();
+    const task = page.locator('section[data-panel="tasks"] li a').first();
+    const title = await task.innerText();
+    await task.click();
+    await page.locator("#task-title").getByText(title).waitFor();
+    assert.equal(await page.locator("#tasks-h").isVisible(), false);
+    await h.screenshot(page, "workplace-task-from-tasks-375");
     await page.context().close();
   });
 

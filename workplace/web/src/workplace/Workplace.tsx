@@ -15,6 +15,7 @@ import { bearerToken } from "./session";
 import { TaskDetail } from "./TaskDetail";
 
 type Panel = "home" | "conversations" | "tasks" | "notifications";
+const panels: Panel[] = ["home", "conversations", "tasks", "notifications"];
 
 export interface WorkplaceProps {
   cfg: HostConfig;
@@ -59,7 +60,10 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
   const [interactions, setInteractions] = useState<Interaction[]>();
   const [tasks, setTasks] = useState<Task[]>();
   const [notes, setNotes] = useState<NotificationList>();
-  const [panel, setPanel] = useState<Panel>("home");
+  // The section a phone shows is in the URL (?panel=), so that a reload, the back button and a
+  // shared link keep it; a link without it (a Task, a conversation, a notification) shows Home.
+  const panelParam = loc.query.get("panel");
+  const panel: Panel = panels.includes(panelParam as Panel) ? (panelParam as Panel) : "home";
   const [selected, setSelected] = useState<string>();
   const [opening, setOpening] = useState(false);
   const [openError, setOpenError] = useState<string>();
@@ -223,7 +227,6 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
       const x = await post<Exchange>(`${api}/entries/${enc(e.name)}/interactions${ns}`, { input });
       rememberResumeToken(workspace, x.interaction.id, x.resumeToken);
       navigate(`${dashPath}?c=${enc(x.interaction.id)}`);
-      setPanel("home");
       refreshInteractions();
       refreshTasks();
       refreshNotifications();
@@ -239,7 +242,6 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
     setSelected(layout?.primary ? keyOf(layout.primary) : undefined);
     setOpenError(undefined);
     navigate(dashPath);
-    setPanel("home");
   };
 
   const currentInteraction = interactions?.find((i) => i.id === current);
@@ -394,7 +396,6 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
                         href={notificationHref(n)}
                         onClick={() => {
                           if (!n.read) void post(`${api}/notifications/${enc(n.id)}/read`).then(refreshNotifications, () => undefined);
-                          setPanel("home");
                         }}
                       >
                         {n.title}
@@ -424,7 +425,7 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
               <ul className="list">
                 {recent.map((i) => (
                   <li key={i.id}>
-                    <Link href={`${dashPath}?c=${enc(i.id)}`} onClick={() => setPanel("home")}>
+                    <Link href={`${dashPath}?c=${enc(i.id)}`}>
                       {i.title}
                     </Link>
                     <span className="muted">
@@ -467,8 +468,12 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
               type="button"
               aria-current={!inbox && panel === p ? "page" : undefined}
               onClick={() => {
-                setPanel(p);
-                if (inbox) navigate(dashPath);
+                // The inbox is a page of its own: its sections are the Dashboard's.
+                const q = new URLSearchParams(inbox ? "" : window.location.search);
+                if (p === "home") q.delete("panel");
+                else q.set("panel", p);
+                const search = q.toString();
+                navigate((inbox ? dashPath : window.location.pathname) + (search ? `?${search}` : ""));
               }}
             >
               {label}
