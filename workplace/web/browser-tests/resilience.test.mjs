@@ -70,4 +70,38 @@ describe("the Workplace without its API", () => {
       await platform.stop();
     }
   });
+  it("a question answered while the server was down says nothing was sent, until the API answers again", async () => {
+    const platform = await h.startPlatform({ name: "restart-question-suite", httpPort: await h.freePort() });
+    try {
+      const session = await h.bootstrap(platform.apiUrl);
+      const page = await h.newPage(browser);
+      await h.signIn(page, session);
+      await page.goto(platform.workplaceUrl);
+      await h.waitFor(async () => (await page.locator("article.entry").count()) === 3, { timeout: 60_000, message: "the three demo Entries" });
+      await page.getByRole("button", { name: "Start Guided request" }).click();
+      const form = page.getByRole("form", { name: "Guided request" });
+      await form.getByRole("textbox", { name: "What do you need?" }).fill("A note to the team");
+      await form.getByRole("button", { name: "Send" }).click();
+      const conversation = page.locator("section.conversation");
+      await conversation.getByRole("button", { name: "Formal" }).waitFor({ timeout: 20_000 });
+
+      await platform.serve.stop();
+      await conversation.getByRole("button", { name: "Formal" }).click();
+      const unsent = conversation.locator('[data-state="api-unavailable"]');
+      await unsent.getByText("nothing was sent").waitFor();
+
+      await platform.restart();
+      const banner = page.locator('.banner[data-state="api-unavailable"]');
+      if (await h.hubAvailable(platform.apiUrl, session)) await banner.waitFor({ state: "detached", timeout: 30_000 });
+      else await banner.getByRole("button", { name: "Try again" }).click();
+      await unsent.waitFor({ state: "detached", timeout: 20_000 });
+      await h.screenshot(page, "workplace-question-after-restart");
+      await conversation.getByRole("button", { name: "Formal" }).click();
+      await conversation.locator(".message.role-user", { hasText: "Formal" }).waitFor({ timeout: 20_000 });
+      assert.equal(await unsent.count(), 0);
+      await page.context().close();
+    } finally {
+      await platform.stop();
+    }
+  });
 });

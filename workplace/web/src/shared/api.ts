@@ -56,6 +56,17 @@ export function onUnauthenticated(f: () => void): () => void {
   return () => unauthenticatedListeners.delete(f);
 }
 
+const reachableListeners = new Set<() => void>();
+
+/**
+ * onReachable calls f whenever a request reaches the API (any answer but 502, 503 or 504): a
+ * notice that the API was unavailable is stale then. Returns the unsubscribe.
+ */
+export function onReachable(f: () => void): () => void {
+  reachableListeners.add(f);
+  return () => reachableListeners.delete(f);
+}
+
 export async function request<T>(path: string, opts: RequestOptions = {}): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
   const auth = authorization();
@@ -86,6 +97,7 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
       data = undefined;
     }
   }
+  if (resp.status !== 502 && resp.status !== 503 && resp.status !== 504) for (const f of [...reachableListeners]) f();
   if (resp.status === 401) for (const f of [...unauthenticatedListeners]) f();
   if (!resp.ok) {
     const p = (data ?? {}) as { title?: string; detail?: string; errors?: { location?: string; message: string }[] };

@@ -3,9 +3,9 @@
 // token: the tab that received it keeps it in sessionStorage (its own reloads); any other page
 // asks the API for a fresh single-use one on the click (the old one stops working) and answers.
 // An autonomous Task's question is answered on the Task, with no token.
-import { useId, useState, type ReactNode } from "react";
+import { useEffect, useId, useState, type ReactNode } from "react";
 import { bytesToBase64 } from "../workplace/presentation";
-import { ApiError, enc, post } from "./api";
+import { ApiError, enc, onReachable, post } from "./api";
 import type { ApprovalCall, Exchange, PendingAction } from "./types";
 import { budgetLine, type Budget } from "./usage";
 
@@ -99,6 +99,15 @@ export function answerProblem(e: unknown): { state: string; text: string; tone: 
 }
 
 /**
+ * useUnavailableNoticeCleared clears a notice that the API was unavailable ("nothing was sent")
+ * once a request reaches the API again: it must not stay under a question the page can answer.
+ */
+export function useUnavailableNoticeCleared(notice: { state: string } | undefined, clear: (none: undefined) => void) {
+  const unavailable = notice?.state === "api-unavailable";
+  useEffect(() => (unavailable ? onReachable(() => clear(undefined)) : undefined), [unavailable, clear]);
+}
+
+/**
  * A question with its controls, answerable in place (Task detail, inbox, Console): the same
  * controls the conversation shows. A question that can no longer be answered shows why, disabled.
  */
@@ -117,6 +126,7 @@ export function QuestionCard({
 }) {
   const [busy, setBusy] = useState(false);
   const [notice, setNotice] = useState<ReturnType<typeof answerProblem>>();
+  useUnavailableNoticeCleared(notice, setNotice);
   const [done, setDone] = useState(false);
   const closed = done ? "Answered" : (closedLabel(action.status, action.expiresAt) ?? (notice?.gone ? "No longer open" : undefined));
   const answer = async (body: Record<string, unknown>) => {

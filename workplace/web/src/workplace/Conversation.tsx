@@ -4,7 +4,7 @@ import { taskStateLabel, waitingLine, waitsFor } from "../shared/format";
 import { Link } from "../shared/router";
 import type { Activity, Exchange, Items, Message, PendingAction, TaskResult } from "../shared/types";
 import { Loading, StateNote } from "./components";
-import { answerProblem, answerQuestion, closedLabel, PendingActionControls, rememberResumeToken } from "../shared/questions";
+import { answerProblem, answerQuestion, closedLabel, PendingActionControls, rememberResumeToken, useUnavailableNoticeCleared } from "../shared/questions";
 import { composerState, followUpNote, sendShortcut } from "./presentation";
 import { Markdown } from "../shared/markdown";
 
@@ -33,6 +33,7 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
   const [progress, setProgress] = useState<Activity[]>([]);
   const [loadError, setLoadError] = useState<string>();
   const [notice, setNotice] = useState<{ state: string; text: string; tone: "warn" | "error" }>();
+  useUnavailableNoticeCleared(notice, setNotice);
   const [busy, setBusy] = useState(false);
   const [draft, setDraft] = useState("");
   const composerId = useId();
