@@ -129,7 +129,7 @@ func dataDirExecutorOwner(dataDir string) (string, error) {
 	return host + "/" + strings.TrimSpace(string(id)), nil
 }
 
-func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, cfg *config.Config, httpAddr, databaseURL string, ctrlOpts controllers.Options) error {
+func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, cfg *config.Config, httpAddr, databaseURL string, ctrlOpts controllers.Options) (serveErr error) {
 	// Options, the service API's port and its configuration are checked before anything starts,
 	// so bad input, a busy port or a forbidden setting fails at once and leaves nothing behind.
 	if err := opts.Validate(); err != nil {
@@ -252,7 +252,13 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
-	defer server.Stop()
+	// The kube API stops last: every part below stops before it (deferred after it, so run
+	// first), so that none is cut off from it or holds a watch open while it shuts down.
+	defer func() {
+		if err := server.Stop(); err != nil && serveErr == nil {
+			serveErr = err
+		}
+	}()
 	// Watches of the Work plane end before the kube API stops (deferred after it, so run first).
 	defer stopWorkAPI()
 	if len(opts.EtcdServers) == 0 {
@@ -542,8 +548,7 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 		}
 	case <-server.Done():
 	}
-	stopControllers()
-	return server.Stop()
+	return nil
 }
 
 // redeemURL is the capability redemption endpoint at the service API's address; an unspecified
