@@ -203,6 +203,15 @@ describe("the Workplace", () => {
     await form.getByRole("textbox", { name: "What do you need?" }).press("Control+Enter");
     const conversation = page.locator("section.conversation");
     for (const style of ["Formal", "Friendly", "Concise"]) await conversation.getByRole("button", { name: style }).waitFor();
+    // Work that waits for the reader is not shown as busy, here nor on its Task's page.
+    const waiting = conversation.locator(".task-ref .progress", { hasText: "Waiting for your answer" });
+    await waiting.waitFor();
+    assert.equal(await waiting.locator(".spinner").count(), 0, "no spinner while the work waits for the reader");
+    await conversation.getByRole("link", { name: "Task details" }).click();
+    const taskWaiting = page.locator(".task-detail .current-step", { hasText: "Waiting for your answer" });
+    await taskWaiting.waitFor();
+    assert.equal(await taskWaiting.locator(".spinner").count(), 0, "no spinner on the Task page either");
+    await page.goBack();
     await conversation.getByRole("button", { name: "Friendly" }).click();
     await conversation.locator(".message.role-user", { hasText: "Friendly" }).waitFor();
     await h.waitFor(async () => !(await composer(page).isDisabled()), { message: "the composer to open again" });

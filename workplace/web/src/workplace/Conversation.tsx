@@ -149,7 +149,8 @@ export function Conversation({ api, interactionId, workspace, tick, live, onNewR
           </div>
           {currentActivity && !["completed", "failed", "cancelled"].includes(task.state) && (
             <p className="progress" role="status">
-              <span className="spinner" aria-hidden="true" /> {currentActivity.phase === "waiting" ? waitingLine(who) : currentActivity.label}
+              {/* Work that waits for a person is not busy: no spinner. */}
+              {currentActivity.phase !== "waiting" && <span className="spinner" aria-hidden="true" />} {currentActivity.phase === "waiting" ? waitingLine(who) : currentActivity.label}
             </p>
           )}
           {task.state === "failed" && <p className="state-note error" data-state="failure">The Task failed{task.reason ? `: ${task.reason}` : "."}</p>}

@@ -155,7 +155,8 @@ export function TaskDetail({ api, workspace, taskId, tick, backHref, onChanged, 
         <h2 id="progress-h">Progress</h2>
         {current ? (
           <p className="current-step" role="status">
-            <span className="spinner" aria-hidden="true" /> {current.state === "waiting" ? `${waitingLine(waiting)}: ${current.label}` : current.label}
+            {current.state !== "waiting" && <span className="spinner" aria-hidden="true" />}{" "}
+            {current.state === "waiting" ? `${waitingLine(waiting)}: ${current.label}` : current.label}
             {current.participant && <span className="muted"> ({current.participant})</span>}
           </p>
         ) : (
