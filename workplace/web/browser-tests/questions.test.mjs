@@ -76,6 +76,34 @@ describe("questions", () => {
     await page.context().close();
   });
 
+  it("answers a conversation's question while another tab keeps taking fresh tokens for it, and never shows the token's refusal", async () => {
+    const page = await signedInPage();
+    const conversation = await askReport(page, "Contended sales");
+    // The first fresh token this page takes is made stale at once by another tab taking one too
+    // (as two tabs answering at the same moment do); the next holds.
+    let churn = 1;
+    await page.route("**/resume-token", async (route) => {
+      const response = await route.fetch();
+      if (churn-- > 0) {
+        const url = new URL(route.request().url());
+        assert.equal((await h.api(platform.apiUrl, session, "POST", url.pathname.replace(/^\/api/, "/api"))).status, 200);
+      }
+      await route.fulfill({ response });
+    });
+    // This tab's own token goes stale first: another tab asked for one.
+    const interaction = new URL(page.url()).searchParams.get("c");
+    const pending = (await h.api(platform.apiUrl, session, "GET", `/api/workspaces/default/interactions/${interaction}`)).body.action.pendingAction.id;
+    assert.equal((await h.api(platform.apiUrl, session, "POST", `/api/workspaces/default/interactions/${interaction}/pending-actions/${pending}/resume-token`)).status, 200);
+    await conversation.getByRole("button", { name: "Table" }).click();
+    await conversation.locator(".message.role-user", { hasText: "Table" }).waitFor({ timeout: 20_000 });
+    assert.equal(await page.getByText(/resume token/i).count(), 0, "no word of tokens to the person");
+    assert.equal(churn, -1, "the page took two fresh tokens");
+    await page.unroute("**/resume-token");
+    await conversation.getByRole("button", { name: "Yes" }).click({ timeout: 20_000 });
+    await conversation.locator(".task-ref").getByText("Completed").waitFor({ timeout: 20_000 });
+    await page.context().close();
+  });
+
   it("answers from a notification in a second tab, the notification resolves and the first tab follows within a second", async () => {
     const first = await signedInPage();
     const conversation = await askReport(first, "Second tab sales");

@@ -53,15 +53,18 @@ export async function answerQuestion(place: QuestionPlace, actionId: string, bod
   if (!interactionId) return post<PendingAction>(`${api}/tasks/${enc(taskId ?? "")}/pending-actions/${enc(actionId)}/responses`, body);
   const path = `${api}/interactions/${enc(interactionId)}/pending-actions/${enc(actionId)}`;
   const reissue = async () => (await post<{ resumeToken: string }>(`${path}/resume-token`)).resumeToken;
-  let token = resumeToken(workspace, interactionId);
-  const kept = !!token;
-  if (!token) token = await reissue();
+  let token = resumeToken(workspace, interactionId) ?? (await reissue());
   let x: Exchange;
-  try {
-    x = await post<Exchange>(`${path}/responses?waitSeconds=5`, { ...body, resumeToken: token });
-  } catch (e) {
-    if (!kept || !tokenRefused(e)) throw e;
-    x = await post<Exchange>(`${path}/responses?waitSeconds=5`, { ...body, resumeToken: await reissue() });
+  // Another page that takes a fresh token meanwhile (two tabs answering at once) makes this one
+  // stale: take another, a few times. An answer given meanwhile makes the reissue a 409.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      x = await post<Exchange>(`${path}/responses?waitSeconds=5`, { ...body, resumeToken: token });
+      break;
+    } catch (e) {
+      if (!tokenRefused(e) || attempt === 3) throw e;
+      token = await reissue();
+    }
   }
   forgetResumeToken(workspace, interactionId);
   rememberResumeToken(workspace, interactionId, x.resumeToken);
@@ -93,6 +96,8 @@ export function answerProblem(e: unknown): { state: string; text: string; tone: 
     return { state: "api-unavailable", text: "The platform API is unavailable; nothing was sent. Try again in a moment.", tone: "error", gone: false, unavailable: true };
   if (e instanceof ApiError && (e.status === 409 || e.status === 404))
     return { state: "expired-action", text: "This question is no longer open: it expired or was already answered.", tone: "warn", gone: true, unavailable: false };
+  if (tokenRefused(e))
+    return { state: "taken-elsewhere", text: "This question changed in another tab at the same moment; nothing was sent. It was read again: answer once more.", tone: "warn", gone: false, unavailable: false, reread: true };
   if (e instanceof ApiError && e.status === 429) return { state: "failure", text: e.message, tone: "warn", gone: false, unavailable: false };
   if (e instanceof ApiError && e.status === 403) return { state: "failure", text: "You may read this question but not answer it.", tone: "warn", gone: false, unavailable: false };
   return { state: "failure", text: e instanceof ApiError ? e.message : String(e), tone: "error", gone: false, unavailable: false };
