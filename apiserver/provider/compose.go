@@ -38,15 +38,8 @@ func choicesOf(req Request) Choices {
 	message := req.Message
 	// A WorkItem submitted without a prompt reaches an agent as its JSON: its title and
 	// instruction are the request.
-	var item map[string]any
-	if strings.HasPrefix(message, "{") && json.Unmarshal([]byte(message), &item) == nil {
-		var parts []string
-		for _, k := range []string{"message", "request", "title", "instruction"} {
-			if s, ok := item[k].(string); ok && strings.TrimSpace(s) != "" {
-				parts = append(parts, strings.TrimSpace(s))
-			}
-		}
-		message = strings.Join(parts, "\n")
+	if item, ok := workItemOf(message); ok {
+		message = strings.Join(item.parts("message", "request", "title", "instruction"), "\n")
 	}
 	pick := func(value string) {
 		v := strings.ToLower(strings.TrimSpace(value))
@@ -94,6 +87,37 @@ func choicesOf(req Request) Choices {
 		c.Subject = "your request"
 	}
 	return c
+}
+
+// workItem is a WorkItem's input, which reaches an agent as its JSON when it was submitted
+// without a prompt.
+type workItem map[string]any
+
+func workItemOf(message string) (workItem, bool) {
+	var item workItem
+	return item, strings.HasPrefix(message, "{") && json.Unmarshal([]byte(message), &item) == nil
+}
+
+// parts are the item's non-empty texts under keys, in that order.
+func (w workItem) parts(keys ...string) []string {
+	var parts []string
+	for _, k := range keys {
+		if s, ok := w[k].(string); ok && strings.TrimSpace(s) != "" {
+			parts = append(parts, strings.TrimSpace(s))
+		}
+	}
+	return parts
+}
+
+// asked is what a request asks, as a person wrote it: the message, or a WorkItem's instruction
+// (its title when it has none) rather than its JSON.
+func asked(message string) string {
+	if item, ok := workItemOf(message); ok {
+		if parts := item.parts("message", "request", "instruction", "title"); len(parts) > 0 {
+			return parts[0]
+		}
+	}
+	return message
 }
 
 func contains(list []string, v string) bool {

@@ -44,7 +44,8 @@ const DeterministicModel = "deterministic"
 // is not asked again: the next action directive after it answers, else the default answer. So an
 // agent that asks, then answers, reads as the conversation it is.
 //
-// In texts, titles and prompts, {{input}} stands for the message and {{subject}} for its subject.
+// In texts, titles and prompts, {{input}} stands for the message (a WorkItem's instruction, not its
+// JSON) and {{subject}} for its subject.
 // Without a text, respond, showResult and createTask answer in prose composed from the request and
 // the choices made (Compose), followed by one line per tool call of the step: "<function>:
 // <result>". The answer never names the provider or shows a digest: people read it.
@@ -79,7 +80,7 @@ func (DeterministicProvider) Invoke(ctx context.Context, req Request) (Action, e
 			continue
 		}
 		name, arg, _ := strings.Cut(line[1:], " ")
-		arg = strings.NewReplacer("{{input}}", req.Message, "{{subject}}", subject).Replace(strings.TrimSpace(arg))
+		arg = strings.NewReplacer("{{input}}", asked(req.Message), "{{subject}}", subject).Replace(strings.TrimSpace(arg))
 		switch name {
 		case "option":
 			value, label, _ := strings.Cut(arg, " ")

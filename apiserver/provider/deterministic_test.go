@@ -161,6 +161,16 @@ func TestTheDeterministicProviderWritesReadableProseShapedByTheChoices(t *testin
 			instructions: note, message: "A note to the team", transcript: answered("requestChoice", "Which style?", "concise"),
 			contains: []string{"**A note to the team**\n\n- Scope"},
 		},
+		"{{input}} of a WorkItem's JSON is what it asks, not its JSON": {
+			instructions: "@respond Here is a quick answer to \"{{input}}\".",
+			message:      `{"instruction":"Say hello","title":"A greeting","type":"note"}`,
+			contains:     []string{`Here is a quick answer to "Say hello".`},
+		},
+		"{{input}} of a message is the message as written": {
+			instructions: "@respond Here is a quick answer to \"{{input}}\".",
+			message:      "What is a workspace?",
+			contains:     []string{`Here is a quick answer to "What is a workspace?".`},
+		},
 		"a WorkItem's JSON is read for its title and instruction": {
 			instructions: "@requestChoice Which level of detail?\n@option brief\n@option detailed\n@report",
 			message:      `{"instruction":"Prepare it","title":"Q3","type":"report"}`,

@@ -461,13 +461,20 @@ describe("the Workplace", () => {
     await page.locator("article.entry.primary").waitFor();
     assert.equal(await page.locator("#tasks-h").isVisible(), false);
     // A Task chosen from the Tasks section is shown, not the list it was chosen from.
+    const work = await h.api(platform.apiUrl, session, "POST", "/api/work/workitems?waitSeconds=10", {
+      type: "note", title: "A Task for the phone", instruction: "Say hello", flowReference: { name: "direct-quick-answer-builtin" },
+    });
+    assert.equal(work.status, 202, JSON.stringify(work.body));
     await page.goForward();
     await page.locator("#tasks-h").waitFor();
-    const task = page.locator('section[data-panel="tasks"] li a').first();
+    const task = page.locator('section[data-panel="tasks"] li a', { hasText: "A Task for the phone" });
     const title = await task.innerText();
     await task.click();
     await page.locator("#task-title").getByText(title).waitFor();
     assert.equal(await page.locator("#tasks-h").isVisible(), false);
+    // The offline model answers what the WorkItem asks, not its JSON.
+    await page.locator(".task-detail").getByText('Here is a quick answer to "Say hello".').waitFor();
+    assert.doesNotMatch(await page.locator(".task-detail").innerText(), /\{"/, "no raw JSON in the Result a person reads");
     await h.screenshot(page, "workplace-task-from-tasks-375");
     await page.context().close();
   });
