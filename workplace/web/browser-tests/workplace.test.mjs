@@ -130,6 +130,15 @@ describe("the Workplace", () => {
     await page.setViewportSize({ width: 1280, height: 900 });
     assert.deepEqual(await h.axeViolations(page), [], "no serious accessibility violation on the conversation");
 
+    // The notification that the Task completed opens the Task, where its Result is, not the
+    // conversation that only links it.
+    const completed = page.locator('[data-notification-kind="task-completed"] a', { hasText: "Prepare the report" }).first();
+    await completed.waitFor({ timeout: 20_000 });
+    assert.match(await completed.getAttribute("href"), /\/w\/default\/tasks\//);
+    await completed.click();
+    await page.getByRole("heading", { name: "Prepare the report", level: 1 }).waitFor();
+    await page.goBack();
+
     await conversation.getByRole("link", { name: "Task details" }).click();
     await page.getByRole("heading", { name: "Prepare the report", level: 1 }).waitFor();
     await page.locator('[data-state="no-artifact"]').waitFor();

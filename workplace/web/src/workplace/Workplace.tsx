@@ -216,8 +216,13 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
   const dashPath = `/w/${enc(workspace)}/d/${enc(dashboard ?? view?.name ?? "home")}`;
   const inboxPath = `/w/${enc(workspace)}/inbox`;
   // A notification leads where its subject is answerable or readable: the conversation, else the Task.
-  const notificationHref = (n: Notification) =>
-    n.interactionId ? `${dashPath}?c=${enc(n.interactionId)}` : n.taskId ? `/w/${enc(workspace)}/tasks/${enc(n.taskId)}` : dashPath;
+  // A question is answered in its conversation; a Task that completed or failed is read on its
+  // page, where its Result or failure is.
+  const notificationHref = (n: Notification) => {
+    const task = n.taskId ? `/w/${enc(workspace)}/tasks/${enc(n.taskId)}` : undefined;
+    if (n.kind !== "question" && task) return task;
+    return n.interactionId ? `${dashPath}?c=${enc(n.interactionId)}` : (task ?? dashPath);
+  };
 
   const open = async (e: DashboardViewEntry, input: Record<string, unknown>) => {
     setOpening(true);
