@@ -46,7 +46,13 @@ func answerProblems(next, notFoundPage http.Handler, log logr.Logger) http.Handl
 			pw.answer.Reset()
 			pw.answer.WriteString(detail)
 		}
-		if pw.code >= http.StatusInternalServerError && !probe(r) {
+		switch {
+		case pw.code < http.StatusInternalServerError || probe(r):
+		case r.Context().Err() != nil:
+			// The client hung up before the answer (a page left while it loaded): what failed is
+			// its wait, not the server.
+			log.V(1).Info("request abandoned by its client", "method", r.Method, "route", r.Pattern)
+		default:
 			logFailure(log, r, pw.code, f, pw.answer.String())
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
@@ -90,4 +91,54 @@ func TestA5xxIsLoggedWithItsMethodRouteAndCause(t *testing.T) {
 				ContainSubstring(cause), ContainSubstring(`"status"=500`)))
 		})
 	}
+}
+
+// A client that hangs up while its request is served (a page left while it loaded) is no server
+// failure: no "request failed" line, whatever the abandoned handler answered.
+func TestARequestItsClientAbandonedIsNotLoggedAsAFailure(t *testing.T) {
+	g := NewWithT(t)
+	ws := &corev1.Namespace{}
+	ws.Name = "ws"
+	var (
+		mu    sync.Mutex
+		lines []string
+	)
+	logger := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, prefix+" "+args)
+	}, funcr.Options{Verbosity: 1})
+	slow := fake.NewClientBuilder().WithScheme(platformscheme.Scheme).WithObjects(ws).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, agent := obj.(*platformv1.Agent); agent {
+				<-ctx.Done() // the store answers only once the caller gave up
+				return ctx.Err()
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	api, err := service.New(httpapi.Options{
+		Config: config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"}),
+		Kube:   slow,
+		Ready:  func(context.Context) error { return nil },
+		Log:    logger,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	server := httptest.NewServer(api.Handler())
+	t.Cleanup(server.Close)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, server.URL+"/api/agents/helper", nil)
+	req.Header.Set("X-Platform-Workspace", "ws")
+	_, err = http.DefaultClient.Do(req)
+	g.Expect(err).To(HaveOccurred(), "the client gave up")
+	logged := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), lines...)
+	}
+	// Once the abandoned handler has answered, its line says so.
+	g.Eventually(logged).Should(ContainElement(Or(ContainSubstring("request abandoned by its client"), ContainSubstring("request failed"))))
+	g.Expect(logged()).NotTo(ContainElement(ContainSubstring("request failed")))
 }
