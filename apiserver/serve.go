@@ -155,6 +155,8 @@ func serve(ctx context.Context, cmd *cobra.Command, opts controlplane.Options, c
 	if err != nil {
 		return err
 	}
+	// The ToolProvider controller reports a STDIO provider whose command this instance will not run.
+	ctrlOpts.AllowedCommands = append([]string{}, toolOpts.AllowedCommands...)
 	masterKey, err := secrets.MasterKeySourceFrom(cfg, opts.DataDir)
 	if err != nil {
 		return err

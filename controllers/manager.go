@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -69,6 +70,10 @@ type Options struct {
 	// Interactions closes the eligible Interactions of an Entry a Pack removes
 	// (apiserver/workplace.Store); nil leaves them open.
 	Interactions installedpack.Interactions
+	// AllowedCommands are the commands the instance runs for STDIO ToolProviders
+	// (Platform:Tools:AllowedCommands); a provider with another command is not Ready. nil when
+	// the manager does not know the instance's settings: commands are not checked then.
+	AllowedCommands []string
 	// LeaseDuration, RenewDeadline and RetryPeriod tune the leader election of Run (the
 	// Default... values when zero): how long a Lease holds without renewal, how long a holder
 	// keeps trying to renew before it steps down, and how often it tries.
@@ -115,6 +120,14 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
+// commandAllowed checks a STDIO command against AllowedCommands; nil when they are not known.
+func (o Options) commandAllowed() func(string) bool {
+	if o.AllowedCommands == nil {
+		return nil
+	}
+	return func(command string) bool { return slices.Contains(o.AllowedCommands, command) }
+}
+
 // SetupAll registers every reconciler of the platform with mgr, each with the manager's client
 // and an event recorder named after it (the reporting controller of its events).
 func SetupAll(mgr ctrl.Manager, o Options) error {
@@ -135,7 +148,7 @@ func SetupAll(mgr ctrl.Manager, o Options) error {
 		{"workspace", &workspace.Reconciler{Client: c, Recorder: recorder("workspace")}},
 		{"model", &model.Reconciler{Client: c, Recorder: recorder("model")}},
 		{"tool", &tool.Reconciler{Client: c, Recorder: recorder("tool")}},
-		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider"), Secrets: resolver}},
+		{"toolprovider", &tool.ProviderReconciler{Client: c, Recorder: recorder("toolprovider"), Secrets: resolver, CommandAllowed: o.commandAllowed()}},
 		{"secret", &secret.Reconciler{Client: c, Recorder: recorder("secret"), Secrets: vaults}},
 		{"vault", &secret.VaultReconciler{Client: c, Recorder: recorder("vault"), Secrets: vaults}},
 		{"flowversion", &flow.VersionReconciler{Client: c, Recorder: recorder("flowversion"), Reader: mgr.GetAPIReader()}},

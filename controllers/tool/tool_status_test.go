@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -152,6 +153,40 @@ func TestSetProviderReadyCondition(t *testing.T) {
 			g.Expect(c.Reason).To(Equal(tt.wantReason))
 			g.Expect(c.Message).To(Equal(tt.wantMessage))
 			g.Expect(c.ObservedGeneration).To(Equal(int64(5)))
+		})
+	}
+}
+
+// A STDIO provider is started only with a command the instance allows: with another it is not
+// Ready, and says why, instead of Ready until the first call fails.
+func TestAStdioProviderWhoseCommandTheInstanceDoesNotRunIsNotReady(t *testing.T) {
+	allowed := func(command string) bool { return command == "kb-mcp" }
+	for name, tt := range map[string]struct {
+		command        string
+		commandAllowed func(string) bool
+		wantStatus     metav1.ConditionStatus
+		wantReason     string
+	}{
+		"an allowed command":                    {command: "kb-mcp", commandAllowed: allowed, wantStatus: metav1.ConditionTrue, wantReason: platformv1.ResolvedReason},
+		"a command the instance does not run":   {command: "knowledge-base-mcp", commandAllowed: allowed, wantStatus: metav1.ConditionFalse, wantReason: platformv1.CommandNotAllowedReason},
+		"a manager that does not know the list": {command: "knowledge-base-mcp", wantStatus: metav1.ConditionTrue, wantReason: platformv1.ResolvedReason},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			provider := &platformv1.ToolProvider{Definition: platformv1.ToolProviderDefinition{Protocol: platformv1.MCPProtocol,
+				Transport: platformv1.StdioTransport, Stdio: &platformv1.StdioTransportSettings{Command: tt.command}}}
+			provider.Generation = 2
+			s := &providerScope{provider: provider}
+			_, err := (&ProviderReconciler{CommandAllowed: tt.commandAllowed}).reconcileDefinition(context.Background(), s)
+			g.Expect(err).NotTo(HaveOccurred())
+			setProviderReadyCondition(s)
+			c := meta.FindStatusCondition(provider.Status.Conditions, platformv1.ReadyCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(tt.wantStatus))
+			g.Expect(c.Reason).To(Equal(tt.wantReason))
+			if tt.wantStatus == metav1.ConditionFalse {
+				g.Expect(c.Message).To(ContainSubstring(`"knowledge-base-mcp" is not one the instance allows`))
+			}
 		})
 	}
 }

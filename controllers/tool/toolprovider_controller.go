@@ -31,6 +31,10 @@ type ProviderReconciler struct {
 	Recorder events.EventRecorder
 	// Secrets resolves the provider's Secret references under the rules of scopes and grants.
 	Secrets *secrets.Resolver
+	// CommandAllowed says whether the instance runs a STDIO provider's command
+	// (Platform:Tools:AllowedCommands); nil when the manager does not know the instance's
+	// settings, where commands are not checked.
+	CommandAllowed func(command string) bool
 }
 
 // SetupWithManager registers the reconciler, its field index and its watches with mgr.
@@ -61,6 +65,8 @@ type providerScope struct {
 	invalid field.ErrorList
 	// secretRefusal says why the first Secret reference that does not resolve does not.
 	secretRefusal *secrets.Refusal
+	// commandRefused is set when the instance does not run the STDIO command.
+	commandRefused bool
 }
 
 // Reconcile checks the provider's definition and Secrets and writes its status once, at the end.
@@ -87,7 +93,9 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (r
 
 // reconcileDefinition checks the definition on its own.
 func (r *ProviderReconciler) reconcileDefinition(_ context.Context, s *providerScope) (ctrl.Result, error) {
-	s.invalid = validateDefinition(&s.provider.Definition, field.NewPath("definition"))
+	def := &s.provider.Definition
+	s.invalid = validateDefinition(def, field.NewPath("definition"))
+	s.commandRefused = len(s.invalid) == 0 && def.Transport == platformv1.StdioTransport && r.CommandAllowed != nil && !r.CommandAllowed(def.Stdio.Command)
 	return ctrl.Result{}, nil
 }
 

@@ -75,14 +75,17 @@ func validateDefinition(def *platformv1.ToolProviderDefinition, path *field.Path
 }
 
 // setProviderReadyCondition reports whether the provider can be started or reached: a complete
-// definition (InvalidDefinition) whose Secrets resolve (the Resolver's reason: SecretNotFound,
-// UseNotGranted, ...). Connectivity is not checked: status.connection reports the last contact.
+// definition (InvalidDefinition), a STDIO command the instance runs (CommandNotAllowed), whose
+// Secrets resolve (the Resolver's reason: SecretNotFound, UseNotGranted, ...). Connectivity is not checked: status.connection reports the last contact.
 func setProviderReadyCondition(s *providerScope) {
 	status := &s.provider.Status.ResourceStatus
 	def := &s.provider.Definition
 	switch {
 	case len(s.invalid) > 0:
 		reconcileutil.SetReady(status, s.provider.Generation, false, platformv1.InvalidDefinitionReason, reconcileutil.FindingsMessage(s.invalid))
+	case s.commandRefused:
+		reconcileutil.SetReady(status, s.provider.Generation, false, platformv1.CommandNotAllowedReason,
+			fmt.Sprintf("the command %q is not one the instance allows (Platform:Tools:AllowedCommands): it is never started", def.Stdio.Command))
 	case s.secretRefusal != nil:
 		reconcileutil.SetReady(status, s.provider.Generation, false, s.secretRefusal.Reason, s.secretRefusal.Message)
 	case def.Transport == platformv1.StdioTransport:

@@ -47,6 +47,9 @@ const (
 	// ProviderUnavailableReason: a model or tool provider could not be reached or refused, or a
 	// referenced provider exists but is not Ready.
 	ProviderUnavailableReason = "ProviderUnavailable"
+	// CommandNotAllowedReason: a STDIO ToolProvider's command is not one the instance allows
+	// (Platform:Tools:AllowedCommands), so it is never started.
+	CommandNotAllowedReason = "CommandNotAllowed"
 	// ToolNotFoundReason: a referenced Tool does not exist.
 	ToolNotFoundReason = "ToolNotFound"
 	// ToolDisabledReason: a referenced Tool exists but is not enabled.
