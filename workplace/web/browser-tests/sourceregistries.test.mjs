@@ -129,6 +129,12 @@ describe("Source registries in the Console", () => {
     assert.equal(await page.locator('[data-warning="endpoint-policy"]').count(), 0);
     await form.getByLabel(/Allow private network addresses/).check();
     assert.match(await page.locator('[data-warning="endpoint-policy"]').innerText(), /reach machines inside your network/);
+    // A bearer token comes from an instance Secret; with none yet, the form says how to make one
+    // (the Console has no Secrets page), then the registry goes on without.
+    await form.getByLabel("Bearer token from an instance Secret").check();
+    await form.getByText("The instance has no Secret yet").waitFor();
+    assert.match(await form.getByText("The instance has no Secret yet").innerText(), /PUT \/api\/instance\/secrets\/<name>.*platform-instance/s);
+    await form.getByLabel(/None \(a public registry/).check();
     await form.getByLabel("Timeout of one attempt").fill("5 minutes");
     await form.getByRole("button", { name: "Add registry" }).click();
     assert.match(await form.getByText(/Write a duration as \[days\.\]hh:mm:ss/).innerText(), /00:30:00/, "a malformed duration is named on its field");

@@ -583,7 +583,7 @@ function RegistrationEditor({ existing, onSaved, onCancel, onConflict }: { exist
               ))}
             </select>
             {fieldError("credential")}
-            {secrets && secrets.length === 0 && <p className="muted small">The instance has no Secret yet; create one under the instance's Secrets first.</p>}
+            {secrets && secrets.length === 0 && <p className="muted small">The instance has no Secret yet. The Console has no page for Secrets: create one with <code>PUT /api/instance/secrets/&lt;name&gt;</code> and its value with <code>PUT /api/instance/secrets/&lt;name&gt;/value</code> (or <code>kubectl apply</code> in the namespace <code>platform-instance</code>), then come back to this form.</p>}
             <Problem error={secretsError} />
             <p className="muted small">The token is sent only to this registration's origin, for its own requests, and never shown again.</p>
           </>
