@@ -46,47 +46,23 @@ func TestA5xxIsLoggedWithItsMethodRouteAndCause(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			ws := &corev1.Namespace{}
-			ws.Name = "ws"
-			var (
-				mu    sync.Mutex
-				lines []string
-			)
-			logger := funcr.New(func(prefix, args string) {
-				mu.Lock()
-				defer mu.Unlock()
-				lines = append(lines, prefix+" "+args)
-			}, funcr.Options{})
-			failing := fake.NewClientBuilder().WithScheme(platformscheme.Scheme).WithObjects(ws).WithInterceptorFuncs(interceptor.Funcs{
-				Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-					if c.fails(obj) {
-						return errors.New(cause)
-					}
-					return cl.Get(ctx, key, obj, opts...)
-				},
-			}).Build()
-			api, err := service.New(httpapi.Options{
-				Config: config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"}),
-				Kube:   failing,
-				Ready:  func(context.Context) error { return nil },
-				Log:    logger,
+			server, logged := loggingServer(t, func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if c.fails(obj) {
+					return errors.New(cause)
+				}
+				return cl.Get(ctx, key, obj, opts...)
 			})
-			g.Expect(err).NotTo(HaveOccurred())
-			server := httptest.NewServer(api.Handler())
-			t.Cleanup(server.Close)
 
 			r := call(t, server, c.method, c.path, "", "X-Platform-Workspace", "ws", "If-Match", `"1"`)
 			g.Expect(r.status).To(Equal(http.StatusInternalServerError), r.raw)
 			g.Expect(r.raw).NotTo(ContainSubstring(cause))
-			mu.Lock()
-			defer mu.Unlock()
 			var failures []string
-			for _, line := range lines {
+			for _, line := range logged() {
 				if strings.Contains(line, "request failed") {
 					failures = append(failures, line)
 				}
 			}
-			g.Expect(failures).To(HaveLen(1), "%q", lines)
+			g.Expect(failures).To(HaveLen(1), "%q", logged())
 			g.Expect(failures[0]).To(And(ContainSubstring(`"method"="`+c.method+`"`), ContainSubstring(`"route"="`+c.route+`"`),
 				ContainSubstring(cause), ContainSubstring(`"status"=500`)))
 		})
@@ -97,6 +73,29 @@ func TestA5xxIsLoggedWithItsMethodRouteAndCause(t *testing.T) {
 // failure: no "request failed" line, whatever the abandoned handler answered.
 func TestARequestItsClientAbandonedIsNotLoggedAsAFailure(t *testing.T) {
 	g := NewWithT(t)
+	server, logged := loggingServer(t, func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, agent := obj.(*platformv1.Agent); agent {
+			<-ctx.Done() // the store answers only once the caller gave up
+			return ctx.Err()
+		}
+		return cl.Get(ctx, key, obj, opts...)
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, server.URL+"/api/agents/helper", nil)
+	req.Header.Set("X-Platform-Workspace", "ws")
+	_, err := http.DefaultClient.Do(req)
+	g.Expect(err).To(HaveOccurred(), "the client gave up")
+	// Once the abandoned handler has answered, its line says so.
+	g.Eventually(logged).Should(ContainElement(Or(ContainSubstring("request abandoned by its client"), ContainSubstring("request failed"))))
+	g.Expect(logged()).NotTo(ContainElement(ContainSubstring("request failed")))
+}
+
+// loggingServer is the service API over a fake kube API whose reads go through get (workspace
+// "ws" exists), and the lines its log has written so far, V(1) included.
+func loggingServer(t *testing.T, get func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error) (*httptest.Server, func() []string) {
+	t.Helper()
 	ws := &corev1.Namespace{}
 	ws.Name = "ws"
 	var (
@@ -108,37 +107,21 @@ func TestARequestItsClientAbandonedIsNotLoggedAsAFailure(t *testing.T) {
 		defer mu.Unlock()
 		lines = append(lines, prefix+" "+args)
 	}, funcr.Options{Verbosity: 1})
-	slow := fake.NewClientBuilder().WithScheme(platformscheme.Scheme).WithObjects(ws).WithInterceptorFuncs(interceptor.Funcs{
-		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if _, agent := obj.(*platformv1.Agent); agent {
-				<-ctx.Done() // the store answers only once the caller gave up
-				return ctx.Err()
-			}
-			return cl.Get(ctx, key, obj, opts...)
-		},
-	}).Build()
+	kube := fake.NewClientBuilder().WithScheme(platformscheme.Scheme).WithObjects(ws).WithInterceptorFuncs(interceptor.Funcs{Get: get}).Build()
 	api, err := service.New(httpapi.Options{
 		Config: config.FromMap(config.Testing, map[string]string{"Platform:Authentication:Mode": "Development"}),
-		Kube:   slow,
+		Kube:   kube,
 		Ready:  func(context.Context) error { return nil },
 		Log:    logger,
 	})
-	g.Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		t.Fatal(err)
+	}
 	server := httptest.NewServer(api.Handler())
 	t.Cleanup(server.Close)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, server.URL+"/api/agents/helper", nil)
-	req.Header.Set("X-Platform-Workspace", "ws")
-	_, err = http.DefaultClient.Do(req)
-	g.Expect(err).To(HaveOccurred(), "the client gave up")
-	logged := func() []string {
+	return server, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), lines...)
 	}
-	// Once the abandoned handler has answered, its line says so.
-	g.Eventually(logged).Should(ContainElement(Or(ContainSubstring("request abandoned by its client"), ContainSubstring("request failed"))))
-	g.Expect(logged()).NotTo(ContainElement(ContainSubstring("request failed")))
 }

@@ -14,6 +14,17 @@ after(async () => {
   await browser?.close();
 });
 
+/** workplaceHome bootstraps platform and opens its Workplace home, signed in, once the demo Entries show. */
+async function workplaceHome(platform) {
+  const session = await h.bootstrap(platform.apiUrl);
+  const page = await h.newPage(browser);
+  await h.signIn(page, session);
+  await page.goto(platform.workplaceUrl);
+  // The demo Entries are published just after the first administrator is created.
+  await h.waitFor(async () => (await page.locator("article.entry").count()) === 3, { timeout: 60_000, message: "the three demo Entries" });
+  return { session, page };
+}
+
 describe("the Workplace without its API", () => {
   it("says that the API is unavailable when nothing answers at the API base URL (rule 17)", async () => {
     const closed = await h.freePort();
@@ -34,12 +45,7 @@ describe("the Workplace without its API", () => {
   it("recovers after the server restarts: the unavailable API is shown, then the page refreshes and works again", async () => {
     const platform = await h.startPlatform({ name: "restart-suite", httpPort: await h.freePort() });
     try {
-      const session = await h.bootstrap(platform.apiUrl);
-      const page = await h.newPage(browser);
-      await h.signIn(page, session);
-      await page.goto(platform.workplaceUrl);
-      // The demo Entries are published just after the first administrator is created.
-      await h.waitFor(async () => (await page.locator("article.entry").count()) === 3, { timeout: 60_000, message: "the three demo Entries" });
+      const { session, page } = await workplaceHome(platform);
       const hub = await h.hubAvailable(platform.apiUrl, session);
       if (hub) await page.locator(".live-connected").waitFor();
 
@@ -70,14 +76,11 @@ describe("the Workplace without its API", () => {
       await platform.stop();
     }
   });
+
   it("a question answered while the server was down says nothing was sent, until the API answers again", async () => {
     const platform = await h.startPlatform({ name: "restart-question-suite", httpPort: await h.freePort() });
     try {
-      const session = await h.bootstrap(platform.apiUrl);
-      const page = await h.newPage(browser);
-      await h.signIn(page, session);
-      await page.goto(platform.workplaceUrl);
-      await h.waitFor(async () => (await page.locator("article.entry").count()) === 3, { timeout: 60_000, message: "the three demo Entries" });
+      const { session, page } = await workplaceHome(platform);
       await page.getByRole("button", { name: "Start Guided request" }).click();
       const form = page.getByRole("form", { name: "Guided request" });
       await form.getByRole("textbox", { name: "What do you need?" }).fill("A note to the team");
