@@ -115,6 +115,25 @@ describe("the Console's Triggers", () => {
     await page.context().close();
   });
 
+  it("the Console home names a Trigger's next instant in the Trigger's time zone, as the Triggers pages do", async () => {
+    const r = await call("POST", "/api/triggers", {
+      apiVersion: "platform/v1", kind: "Trigger", metadata: { name: "tokyo-morning" },
+      definition: { displayName: "Tokyo morning", enabled: true, source: { kind: "schedule", schedule: { type: "cron", expression: "0 6 1 1 *", timeZone: "Asia/Tokyo" } },
+        target: { kind: "flow", flow: { name: flow }, input: { request: "a new year report" } } },
+    });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    await h.waitFor(async () => (await call("GET", "/api/triggers/tokyo-morning")).body.status?.nextFireTime, { message: "a next instant" });
+    const page = await consolePage("/triggers/tokyo-morning");
+    const shown = await page.locator('[data-field="next"] time').innerText();
+    assert.match(shown, /6:00:00\sAM\s(GMT\+9|JST)/, "the detail page reads the instant in Asia/Tokyo");
+    await page.goto(`${platform.apiUrl}/`);
+    const firing = page.getByRole("list", { name: "Next Trigger firings" }).locator("li", { hasText: "Tokyo morning" });
+    await firing.waitFor();
+    assert.equal(await firing.locator("time").innerText(), shown);
+    await call("DELETE", "/api/triggers/tokyo-morning");
+    await page.context().close();
+  });
+
   it("Run now records an occurrence with its Task in the history, and disable stops the schedule", async () => {
     const page = await consolePage("/triggers/half-hourly-report");
     const history = page.locator("table[aria-label=Occurrences] tbody tr");

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState, type ReactNode } from "react";
 import { ApiError, enc, get } from "../shared/api";
-import { taskStateLabel, when } from "../shared/format";
+import { at, taskStateLabel, when } from "../shared/format";
 import { Link } from "../shared/router";
 import type { Items, Task, TaskState } from "../shared/types";
 import type { ConsoleEnv } from "./App";
@@ -84,6 +84,15 @@ function Status<T>({ load, empty, children }: { load: Load<T>; empty: boolean; c
 const ready = (o: Watched) => o.status?.conditions?.find((c) => c.type === "Ready");
 
 /** The Console's home answers "what needs me": questions, failures, what fires next, what is unhealthy. */
+/**
+ * nextFiring is a Trigger's next instant: "in 12 min" within the hour, else the date and time in
+ * the Trigger's own zone, as the Triggers pages show it.
+ */
+function nextFiring(iso: string, timeZone?: string): string {
+  const ahead = new Date(iso).getTime() - Date.now();
+  return ahead < 3_600_000 ? when(iso) : at(iso, timeZone);
+}
+
 export function Home({ env }: { env: ConsoleEnv }) {
   const ws = env.context.workspace.name;
   const wsId = env.context.workspace.id;
@@ -200,7 +209,7 @@ export function Home({ env }: { env: ConsoleEnv }) {
                     <li key={`${t.status?.namespace ?? ""}/${t.metadata.name}`}>
                       <Link href={`/triggers/${enc(t.metadata.name)}`}>{t.definition.displayName || t.metadata.name}</Link>
                       <time className="muted" dateTime={t.status!.nextFireTime}>
-                        {when(t.status!.nextFireTime)}
+                        {nextFiring(t.status!.nextFireTime!, t.definition.source.schedule?.timeZone)}
                       </time>
                     </li>
                   ))}
