@@ -174,10 +174,15 @@ describe("the Console's Triggers", () => {
     const page = await consolePage("/triggers/-/new");
     await page.getByLabel("Display name").fill("Bad cron");
     await page.getByLabel("Schedule type").selectOption("cron");
-    await page.getByLabel("Cron expression").fill("0 25 * * *");
     await page.getByLabel("Flow", { exact: true }).selectOption(flow);
-    // The preview already carries the server's 422 for the field.
     const fieldError = page.locator("#t-cron-error");
+    // A cron that parses but never fires is refused as such, not as one that does not parse.
+    await page.getByLabel("Cron expression").fill("0 0 31 2 *");
+    await fieldError.getByText(/never fires/).waitFor();
+    assert.match(await page.locator('[data-state="schedule-refused"]').innerText(), /refuses this schedule/);
+    assert.equal(await page.getByText(/does not parse/).count(), 0);
+    await page.getByLabel("Cron expression").fill("0 25 * * *");
+    // The preview already carries the server's 422 for the field.
     await fieldError.getByText(/above maximum/).waitFor();
 
     const saved = page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname === "/api/triggers");

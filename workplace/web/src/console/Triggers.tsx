@@ -479,7 +479,7 @@ export function TriggerEditor({ env, name }: { env: ConsoleEnv; name?: string })
           <div aria-live="polite" data-preview-state={preview.loading ? "loading" : preview.instants ? "ready" : "none"}>
             {!complete && <p className="muted">Complete the schedule to see its next instants.</p>}
             {complete && preview.error && <p className="state-note warn">{preview.error}</p>}
-            {complete && Object.keys(preview.errors).length > 0 && <p className="muted">The schedule does not parse: see the field above.</p>}
+            {complete && Object.keys(preview.errors).length > 0 && <p className="muted" data-state="schedule-refused">The server refuses this schedule: see the field above.</p>}
             {complete && preview.instants && Object.keys(preview.errors).length === 0 && !preview.error && (
               preview.instants.length === 0 ? (
                 <p className="muted">This schedule has no instant to come.</p>
