@@ -183,6 +183,8 @@ func TestThePATPageShowsANewTokenOnceAndRevokesIt(t *testing.T) {
 	again := b.get("/account/pat")
 	g.Expect(again.html).NotTo(ContainSubstring(token[1]), "the token is shown once")
 	g.Expect(again.html).To(ContainSubstring("Active"))
+	// The permissions read as a list a line can break (the table fits the page).
+	g.Expect(again.html).To(ContainSubstring("<td>workspaces/read, resources/read</td>"))
 
 	revoked := b.submit(again, "/account/pat/revoke", url.Values{})
 	g.Expect(revoked.url).To(Equal("/account/pat?done=revoked"))
