@@ -210,6 +210,8 @@ describe("Source registries in the Console", () => {
     const note = detail.locator('[data-note="refresh"]');
     await note.waitFor({ timeout: 20_000 });
     assert.match(await note.innerText(), /The refresh failed \(\w+/);
+    // It never succeeded: no "last good observation" is kept, and the note does not say one is.
+    assert.match(await note.innerText(), /there is no observation of this registry yet/);
     const history = detail.getByRole("table", { name: "Refresh history" });
     await history.locator('tr[data-outcome="failed"]').first().waitFor();
     assert.match(await history.innerText(), /Manual/);

@@ -248,7 +248,7 @@ function RegistrationDetail({ name, onChanged }: { name: string; onChanged: () =
       const outcome = rec.outcome;
       const text =
         outcome === "failed"
-          ? `The refresh failed${rec.errorCode ? ` (${errorSentence(rec.errorCode)})` : ""}; the last good observation is kept.`
+          ? `The refresh failed${rec.errorCode ? ` (${errorSentence(rec.errorCode)})` : ""}; ${r.status?.currentObservationId ? "the last good observation is kept." : "there is no observation of this registry yet."}`
           : outcome === "notModified"
             ? "The index is unchanged (HTTP 304): validated without transferring it again."
             : outcome === "recovered"
