@@ -76,7 +76,8 @@ func validateDefinition(def *platformv1.ToolProviderDefinition, path *field.Path
 
 // setProviderReadyCondition reports whether the provider can be started or reached: a complete
 // definition (InvalidDefinition), a STDIO command the instance runs (CommandNotAllowed), whose
-// Secrets resolve (the Resolver's reason: SecretNotFound, UseNotGranted, ...). Connectivity is not checked: status.connection reports the last contact.
+// Secrets resolve (the Resolver's reason: SecretNotFound, UseNotGranted, ...). Connectivity is
+// not checked: status.connection reports the last contact.
 func setProviderReadyCondition(s *providerScope) {
 	status := &s.provider.Status.ResourceStatus
 	def := &s.provider.Definition

@@ -109,10 +109,7 @@ export function App() {
       get<Preferences>("/api/identity/preferences").then((p) => applyTheme(p.theme), () => undefined);
       get<Items<Workspace>>("/api/identity/workspaces").then((l) => setWorkspaces(l.items), () => setWorkspaces([]));
     } catch (e) {
-      if (e instanceof ApiError && e.unauthenticated) {
-        signIn();
-        return;
-      }
+      if (e instanceof ApiError && e.unauthenticated) return; // onUnauthenticated goes to sign in
       setError(e instanceof ApiError ? e.message : String(e));
     }
   }, []);

@@ -83,7 +83,6 @@ function Status<T>({ load, empty, children }: { load: Load<T>; empty: boolean; c
 
 const ready = (o: Watched) => o.status?.conditions?.find((c) => c.type === "Ready");
 
-/** The Console's home answers "what needs me": questions, failures, what fires next, what is unhealthy. */
 /**
  * nextFiring is a Trigger's next instant: "in 12 min" within the hour, else the date and time in
  * the Trigger's own zone, as the Triggers pages show it.
@@ -93,6 +92,7 @@ function nextFiring(iso: string, timeZone?: string): string {
   return ahead < 3_600_000 ? when(iso) : at(iso, timeZone);
 }
 
+/** The Console's home answers "what needs me": questions, failures, what fires next, what is unhealthy. */
 export function Home({ env }: { env: ConsoleEnv }) {
   const ws = env.context.workspace.name;
   const wsId = env.context.workspace.id;

@@ -17,7 +17,7 @@ export class ApiError extends Error {
   }
   /** The API (or the relay in front of it) could not be reached. */
   get unavailable(): boolean {
-    return this.status === 0 || this.status === 502 || this.status === 503 || this.status === 504;
+    return this.status === 0 || unreachedStatus(this.status);
   }
   get unauthenticated(): boolean {
     return this.status === 401;
@@ -55,6 +55,9 @@ export function onUnauthenticated(f: () => void): () => void {
   unauthenticatedListeners.add(f);
   return () => unauthenticatedListeners.delete(f);
 }
+
+/** unreachedStatus: the relay in front of the API answered for it (it was down or too slow). */
+const unreachedStatus = (status: number) => status === 502 || status === 503 || status === 504;
 
 const reachableListeners = new Set<() => void>();
 
@@ -97,7 +100,7 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
       data = undefined;
     }
   }
-  if (resp.status !== 502 && resp.status !== 503 && resp.status !== 504) for (const f of [...reachableListeners]) f();
+  if (!unreachedStatus(resp.status)) for (const f of [...reachableListeners]) f();
   if (resp.status === 401) for (const f of [...unauthenticatedListeners]) f();
   if (!resp.ok) {
     const p = (data ?? {}) as { title?: string; detail?: string; errors?: { location?: string; message: string }[] };

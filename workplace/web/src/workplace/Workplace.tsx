@@ -215,9 +215,8 @@ export function Workplace({ cfg, context, workspace, dashboard, taskId, inbox }:
   const selectedEntry = current ? undefined : (all.find((e) => keyOf(e) === selected) ?? all[0]);
   const dashPath = `/w/${enc(workspace)}/d/${enc(dashboard ?? view?.name ?? "home")}`;
   const inboxPath = `/w/${enc(workspace)}/inbox`;
-  // A notification leads where its subject is answerable or readable: the conversation, else the Task.
-  // A question is answered in its conversation; a Task that completed or failed is read on its
-  // page, where its Result or failure is.
+  // A notification leads where its subject is answerable or readable: a question to its
+  // conversation, a Task that completed or failed to its page, where its Result or failure is.
   const notificationHref = (n: Notification) => {
     const task = n.taskId ? `/w/${enc(workspace)}/tasks/${enc(n.taskId)}` : undefined;
     if (n.kind !== "question" && task) return task;
